@@ -1,0 +1,198 @@
+package askpoint
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/question"
+)
+
+// Agent is a resumable step function: the runtime calls Start when a task
+// begins and Resume each time the task is resumed. Each call returns one
+// Outcome. Nothing of the agent needs to stay in memory between a question
+// and its answer: what it needs later goes into the checkpoint it returns
+// with Ask.
+//
+// Most agents are written with [Steps], which decodes checkpoints and
+// answers into Go types. Agent is the untyped form the runtime drives.
+type Agent interface {
+	Start(ctx context.Context, call *Call) (Outcome, error)
+	Resume(ctx context.Context, call *Call, r *Resumption) (Outcome, error)
+}
+
+// Resumption is what a resumed step reads.
+type Resumption struct {
+	// Checkpoint is what the agent saved when it paused.
+	Checkpoint json.RawMessage
+	// Question is the question that was answered (input-required resumes).
+	Question *question.Question
+	// Answer is the caller's validated answer (input-required resumes).
+	Answer *question.Answer
+	// Auth is set when the task resumes from auth-required.
+	Auth *AuthArrival
+}
+
+// AuthArrival says how an auth-required pause ended: a follow-up message
+// from the caller, or a call to [Server.CredentialArrived].
+type AuthArrival struct {
+	Message *a2a.Message    // the caller's follow-up, nil when resumed by a Go call
+	Data    json.RawMessage // what CredentialArrived was given, nil otherwise
+}
+
+// Call describes the step being run.
+type Call struct {
+	TaskID    string
+	ContextID string
+	Tenant    string
+	Principal string
+
+	// Request is the message that started the task.
+	Request *a2a.Message
+	// Message is the message that triggered this step: the request for
+	// Start, the caller's answer or follow-up for Resume (nil when the step
+	// was resumed by a Go call).
+	Message *a2a.Message
+	// Key is an idempotency key for this step's side effects: the same for
+	// every run of the same step, even after a crash and a takeover, and
+	// different for every other step of every task.
+	Key string
+
+	run *run
+}
+
+// Progress streams a working-state status message to the caller and records
+// it in the task's log. It returns an error when the task is no longer this
+// run's (canceled, or taken over after a lapsed lease).
+func (c *Call) Progress(ctx context.Context, text string) error {
+	if c.run == nil {
+		return nil
+	}
+	return c.run.progress(ctx, text)
+}
+
+// AddArtifact streams an artifact to the caller now, before the step ends.
+// The artifact is also kept on the task.
+func (c *Call) AddArtifact(ctx context.Context, a *a2a.Artifact) error {
+	if c.run == nil {
+		return nil
+	}
+	return c.run.artifact(ctx, a)
+}
+
+type outcomeKind int
+
+const (
+	outcomeNone outcomeKind = iota
+	outcomeAsk
+	outcomeAuth
+	outcomeComplete
+	outcomeFail
+	outcomeReject
+)
+
+// Outcome is what a step ends with. Build one with [Ask], [RequireAuth],
+// [Complete], [Fail] or [Reject].
+type Outcome struct {
+	kind       outcomeKind
+	question   *question.Question
+	checkpoint any
+	artifacts  []*a2a.Artifact
+	text       string
+}
+
+// Ask pauses the task in input-required with q and saves checkpoint, which
+// must encode to JSON. Ask once with everything: every missing field in one
+// question (one schema with several required properties).
+//
+// When q.ID is empty the runtime assigns one; when q.Expires is zero the
+// server's default expiry applies; when q.MaxAttempts is zero the server's
+// default cap applies.
+func Ask(q question.Question, checkpoint any) Outcome {
+	return Outcome{kind: outcomeAsk, question: &q, checkpoint: checkpoint}
+}
+
+// RequireAuth pauses the task in auth-required. text tells the caller what
+// credential is needed and how to provide it out of band; it must never
+// contain a credential. The task resumes when [Server.CredentialArrived] is
+// called or when the caller sends a follow-up message.
+func RequireAuth(text string, checkpoint any) Outcome {
+	return Outcome{kind: outcomeAuth, text: text, checkpoint: checkpoint}
+}
+
+// Complete ends the task successfully with artifacts.
+func Complete(artifacts ...*a2a.Artifact) Outcome {
+	return Outcome{kind: outcomeComplete, artifacts: artifacts}
+}
+
+// Fail ends the task in failed with a reason the caller can read.
+func Fail(reason string) Outcome {
+	return Outcome{kind: outcomeFail, text: reason}
+}
+
+// Reject ends the task in rejected: the agent will not do it.
+func Reject(reason string) Outcome {
+	return Outcome{kind: outcomeReject, text: reason}
+}
+
+// WithMessage adds a status message for the caller to a Complete, Fail or
+// Reject outcome (Fail and Reject already carry their reason).
+func (o Outcome) WithMessage(text string) Outcome {
+	o.text = text
+	return o
+}
+
+// Steps is an [Agent] written as typed functions: C is the checkpoint type
+// the agent saves when it pauses, A the answer type its questions ask for.
+//
+//	agent := askpoint.Steps[Checkpoint, Answer]{
+//		OnStart:  func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) { ... },
+//		OnAnswer: func(ctx context.Context, call *askpoint.Call, cp Checkpoint, a Answer) (askpoint.Outcome, error) { ... },
+//	}
+//
+// An error returned from a step fails the task with the error's text.
+type Steps[C, A any] struct {
+	// OnStart begins a task. Required.
+	OnStart func(ctx context.Context, call *Call) (Outcome, error)
+	// OnAnswer continues a task with the caller's validated answer,
+	// decoded into A, and the checkpoint saved with the question, decoded
+	// into C. Required for agents that Ask.
+	OnAnswer func(ctx context.Context, call *Call, checkpoint C, answer A) (Outcome, error)
+	// OnAuth continues a task after auth-required. Required for agents
+	// that RequireAuth.
+	OnAuth func(ctx context.Context, call *Call, checkpoint C, arrival *AuthArrival) (Outcome, error)
+}
+
+// Start implements [Agent].
+func (s Steps[C, A]) Start(ctx context.Context, call *Call) (Outcome, error) {
+	if s.OnStart == nil {
+		return Outcome{}, fmt.Errorf("askpoint: Steps.OnStart is nil")
+	}
+	return s.OnStart(ctx, call)
+}
+
+// Resume implements [Agent].
+func (s Steps[C, A]) Resume(ctx context.Context, call *Call, r *Resumption) (Outcome, error) {
+	var cp C
+	if len(r.Checkpoint) > 0 {
+		if err := json.Unmarshal(r.Checkpoint, &cp); err != nil {
+			return Outcome{}, fmt.Errorf("askpoint: decode checkpoint into %T: %w", cp, err)
+		}
+	}
+	if r.Auth != nil {
+		if s.OnAuth == nil {
+			return Outcome{}, fmt.Errorf("askpoint: the agent paused for auth but Steps.OnAuth is nil")
+		}
+		return s.OnAuth(ctx, call, cp, r.Auth)
+	}
+	if s.OnAnswer == nil {
+		return Outcome{}, fmt.Errorf("askpoint: the agent asked a question but Steps.OnAnswer is nil")
+	}
+	answer, err := question.Decode[A](r.Answer)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("askpoint: decode answer into %T: %w", answer, err)
+	}
+	return s.OnAnswer(ctx, call, cp, answer)
+}

@@ -1,0 +1,112 @@
+package askpoint
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/store"
+)
+
+// InputRequiredStreams says what a stream does when its task pauses in
+// input-required.
+type InputRequiredStreams int
+
+const (
+	// CloseStreams ends the stream at input-required (the HTTP+JSON
+	// binding's reading of A2A 1.0). The caller answers with a new call on
+	// the same task. The default.
+	CloseStreams InputRequiredStreams = iota
+	// KeepStreamsOpen keeps the stream open until the task moves on.
+	KeepStreamsOpen
+)
+
+// Config configures a [Server]. The zero value of every field but Store
+// means its default.
+type Config struct {
+	// Store holds every task. Required.
+	Store store.Store
+	// Logger receives the server's logs. Defaults to slog.Default().
+	Logger *slog.Logger
+	// NodeID names this process in leases. Defaults to a random ID.
+	NodeID string
+
+	// Workers bounds how many steps run at once on this node. Defaults to
+	// 4 × GOMAXPROCS.
+	Workers int
+	// LeaseDuration is how long a run's lease lasts before another node
+	// may take the task over; a live run renews it. Defaults to 30s.
+	LeaseDuration time.Duration
+	// PollInterval is how often the node looks for runnable tasks whose
+	// lease lapsed (crashed runs). Defaults to 1s.
+	PollInterval time.Duration
+
+	// QuestionExpiry is how long a question stays open when the agent sets
+	// no expiry. Defaults to 24h.
+	QuestionExpiry time.Duration
+	// MaxAttempts caps the answers a question takes before the task fails,
+	// when the agent sets no cap. Defaults to question.DefaultMaxAttempts.
+	MaxAttempts int
+	// MaxAnswerBytes caps an answer's encoded size. Defaults to
+	// question.DefaultMaxAnswerBytes.
+	MaxAnswerBytes int
+
+	// InputRequiredStreams decides whether streams close at input-required.
+	// Defaults to CloseStreams.
+	InputRequiredStreams InputRequiredStreams
+
+	// MaxRequestBytes caps a request body; a larger one is refused before it
+	// is read whole. Defaults to 1 MiB.
+	MaxRequestBytes int64
+	// MaxPageSize caps ListTasks pages. Defaults to 100.
+	MaxPageSize int
+
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.NodeID == "" {
+		c.NodeID = "node-" + shortID()
+	}
+	if c.Workers <= 0 {
+		c.Workers = 4 * runtime.GOMAXPROCS(0)
+	}
+	if c.LeaseDuration <= 0 {
+		c.LeaseDuration = 30 * time.Second
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.QuestionExpiry <= 0 {
+		c.QuestionExpiry = 24 * time.Hour
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = question.DefaultMaxAttempts
+	}
+	if c.MaxAnswerBytes <= 0 {
+		c.MaxAnswerBytes = question.DefaultMaxAnswerBytes
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = 1 << 20
+	}
+	if c.MaxPageSize <= 0 {
+		c.MaxPageSize = 100
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Store == nil {
+		return fmt.Errorf("askpoint: Config.Store is required")
+	}
+	return nil
+}

@@ -1,0 +1,62 @@
+package askpoint
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// Errors a caller can get. Each wraps one a2a sentinel, so the SDK's
+// transports map it to the protocol's code, and carries a message that
+// names what was wrong.
+
+func errInvalidParams(format string, args ...any) error {
+	return a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf(format, args...))
+}
+
+func errTaskNotFound(id string) error {
+	return a2a.NewError(a2a.ErrTaskNotFound, fmt.Sprintf("task %q not found", id))
+}
+
+func errTerminal(id string, state a2a.TaskState) error {
+	return a2a.NewError(a2a.ErrUnsupportedOperation,
+		fmt.Sprintf("task %q is %s and takes no more messages; start a new task (send without taskId)", id, stateWord(state)))
+}
+
+func errInternal(err error) error {
+	return a2a.NewError(a2a.ErrInternalError, "internal error: "+err.Error())
+}
+
+// protocolError describes how one sentinel travels on each binding.
+type protocolError struct {
+	err        error
+	code       int // JSON-RPC
+	httpStatus int // HTTP+JSON
+	status     string
+}
+
+var protocolErrors = []protocolError{
+	{a2a.ErrParseError, -32700, http.StatusBadRequest, "INVALID_ARGUMENT"},
+	{a2a.ErrInvalidRequest, -32600, http.StatusBadRequest, "INVALID_ARGUMENT"},
+	{a2a.ErrMethodNotFound, -32601, http.StatusNotImplemented, "UNIMPLEMENTED"},
+	{a2a.ErrInvalidParams, -32602, http.StatusBadRequest, "INVALID_ARGUMENT"},
+	{a2a.ErrTaskNotFound, -32001, http.StatusNotFound, "NOT_FOUND"},
+	{a2a.ErrTaskNotCancelable, -32002, http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{a2a.ErrPushNotificationNotSupported, -32003, http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{a2a.ErrUnsupportedOperation, -32004, http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{a2a.ErrUnsupportedContentType, -32005, http.StatusUnsupportedMediaType, "INVALID_ARGUMENT"},
+	{a2a.ErrVersionNotSupported, -32009, http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{a2a.ErrUnauthenticated, -31401, http.StatusUnauthorized, "UNAUTHENTICATED"},
+	{a2a.ErrUnauthorized, -31403, http.StatusForbidden, "PERMISSION_DENIED"},
+}
+
+func lookupProtocolError(err error) protocolError {
+	for _, pe := range protocolErrors {
+		if errors.Is(err, pe.err) {
+			return pe
+		}
+	}
+	return protocolError{a2a.ErrInternalError, -32603, http.StatusInternalServerError, "INTERNAL"}
+}

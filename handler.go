@@ -1,0 +1,577 @@
+package askpoint
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/store"
+)
+
+// handler implements a2asrv.RequestHandler for one agent.
+type handler struct {
+	s    *Server
+	name string
+}
+
+var _ a2asrv.RequestHandler = (*handler)(nil)
+
+type principalKey struct{}
+
+// WithPrincipal returns a context that names the caller. Authentication
+// middleware sets it; every task belongs to the principal that created it
+// and is invisible to others. Without it the caller is anonymous.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+func principalFrom(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}
+
+// getOwned loads a task the caller may see: one of this agent's, in the
+// caller's tenant, created by the caller. Anything else is not found, so a
+// stranger cannot learn a task exists.
+func (h *handler) getOwned(ctx context.Context, tenant, id string) (*store.Task, error) {
+	if id == "" {
+		return nil, errInvalidParams("id is required: name the task")
+	}
+	t, err := h.s.store.GetTask(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errTaskNotFound(id)
+	}
+	if err != nil {
+		return nil, errInternal(err)
+	}
+	if t.Agent != h.name || t.Tenant != tenant || t.Owner != principalFrom(ctx) {
+		return nil, errTaskNotFound(id)
+	}
+	return t, nil
+}
+
+func checkHistoryLength(n *int) error {
+	if n != nil && *n < 0 {
+		return errInvalidParams("historyLength must be 0 or more, got %d", *n)
+	}
+	return nil
+}
+
+// GetTask implements a2asrv.RequestHandler.
+func (h *handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+	if err := checkHistoryLength(req.HistoryLength); err != nil {
+		return nil, err
+	}
+	t, err := h.getOwned(ctx, req.Tenant, string(req.ID))
+	if err != nil {
+		return nil, err
+	}
+	return h.view(ctx, t, req.HistoryLength)
+}
+
+func (h *handler) view(ctx context.Context, t *store.Task, historyLength *int) (*a2a.Task, error) {
+	out, err := h.s.toA2A(ctx, t, taskView{historyLength: historyLength, artifacts: true})
+	if err != nil {
+		return nil, errInternal(err)
+	}
+	return out, nil
+}
+
+type pageToken struct {
+	U int64  `json:"u"`
+	I string `json:"i"`
+}
+
+// ListTasks implements a2asrv.RequestHandler.
+func (h *handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	if err := checkHistoryLength(req.HistoryLength); err != nil {
+		return nil, err
+	}
+	size := req.PageSize
+	if size == 0 {
+		size = min(50, h.s.cfg.MaxPageSize)
+	}
+	if size < 1 || size > h.s.cfg.MaxPageSize {
+		return nil, errInvalidParams("pageSize must be between 1 and %d, got %d", h.s.cfg.MaxPageSize, req.PageSize)
+	}
+	switch req.Status {
+	case a2a.TaskStateUnspecified, a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateInputRequired,
+		a2a.TaskStateAuthRequired, a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected:
+	default:
+		return nil, errInvalidParams("status %q is not a task state; use one of TASK_STATE_SUBMITTED, TASK_STATE_WORKING, TASK_STATE_INPUT_REQUIRED, TASK_STATE_AUTH_REQUIRED, TASK_STATE_COMPLETED, TASK_STATE_FAILED, TASK_STATE_CANCELED, TASK_STATE_REJECTED", req.Status)
+	}
+	p := store.ListParams{
+		Tenant: req.Tenant, Owner: principalFrom(ctx), Agent: h.name,
+		ContextID: req.ContextID, State: req.Status, PageSize: size,
+	}
+	if req.StatusTimestampAfter != nil {
+		p.UpdatedAfter = *req.StatusTimestampAfter
+	}
+	if req.PageToken != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(req.PageToken)
+		var tok pageToken
+		if err == nil {
+			err = json.Unmarshal(raw, &tok)
+		}
+		if err != nil || tok.I == "" {
+			return nil, errInvalidParams("pageToken %q was not issued by this server; pass nextPageToken from the previous page", req.PageToken)
+		}
+		p.After = &store.Cursor{UpdatedAt: time.UnixMilli(tok.U).UTC(), ID: tok.I}
+	}
+	res, err := h.s.store.ListTasks(ctx, p)
+	if err != nil {
+		return nil, errInternal(err)
+	}
+	out := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, len(res.Tasks)), TotalSize: res.TotalSize, PageSize: size}
+	for _, t := range res.Tasks {
+		v, err := h.s.toA2A(ctx, t, taskView{historyLength: req.HistoryLength, artifacts: req.IncludeArtifacts})
+		if err != nil {
+			return nil, errInternal(err)
+		}
+		out.Tasks = append(out.Tasks, v)
+	}
+	if res.Next != nil {
+		raw, _ := json.Marshal(pageToken{U: res.Next.UpdatedAt.UnixMilli(), I: res.Next.ID})
+		out.NextPageToken = base64.RawURLEncoding.EncodeToString(raw)
+	}
+	return out, nil
+}
+
+// CancelTask implements a2asrv.RequestHandler.
+func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	for range maxCASRetries {
+		t, err := h.getOwned(ctx, req.Tenant, string(req.ID))
+		if err != nil {
+			return nil, err
+		}
+		if t.State.Terminal() {
+			return nil, a2a.NewError(a2a.ErrTaskNotCancelable,
+				fmt.Sprintf("task %q is already %s and cannot be canceled", t.ID, stateWord(t.State)))
+		}
+		next := *t
+		now := h.s.now()
+		next.Runnable, next.LeaseOwner, next.LeaseUntil = false, "", time.Time{}
+		next.Input, next.Question, next.Checkpoint = nil, nil, nil
+		st, e, err := statusEntry(&next, a2a.TaskStateCanceled, agentMessage(&next, "The task was canceled at the caller's request."), now)
+		if err != nil {
+			return nil, errInternal(err)
+		}
+		next.State, next.Status = a2a.TaskStateCanceled, st
+		saved, err := h.s.store.UpdateTask(ctx, &next, []store.LogEntry{e})
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, errInternal(err)
+		}
+		h.s.committed(saved)
+		h.s.cancelLocalRun(saved.ID)
+		return h.view(ctx, saved, nil)
+	}
+	return nil, errInternal(errors.New("the task kept changing while it was being canceled; try again"))
+}
+
+func (s *Server) cancelLocalRun(id string) {
+	s.mu.Lock()
+	cancel := s.running[id]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// SendMessage implements a2asrv.RequestHandler. It blocks until the task is
+// terminal or interrupted unless configuration.returnImmediately is set.
+func (h *handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	t, err := h.accept(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var hl *int
+	if req.Config != nil {
+		hl = req.Config.HistoryLength
+	}
+	if req.Config == nil || !req.Config.ReturnImmediately {
+		t, err = h.s.waitSettled(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return h.view(ctx, t, hl)
+}
+
+// settled: the point where a blocking call returns.
+func settled(t *store.Task) bool {
+	return t.State.Terminal() || (interrupted(t.State) && !t.Runnable)
+}
+
+// waitSettled waits until the task is terminal or interrupted. It holds no
+// goroutine of its own: the caller's request goroutine waits on the broker,
+// and re-reads the store now and then in case a change was made elsewhere.
+func (s *Server) waitSettled(ctx context.Context, t *store.Task) (*store.Task, error) {
+	for !settled(t) {
+		ch, release := s.broker.watch(t.ID)
+		latest, err := s.store.GetTask(ctx, t.ID)
+		if err != nil {
+			release()
+			return nil, errInternal(err)
+		}
+		if settled(latest) {
+			release()
+			return latest, nil
+		}
+		t = latest
+		timer := time.NewTimer(s.cfg.PollInterval)
+		select {
+		case <-ch:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			release()
+			return nil, ctx.Err()
+		}
+		timer.Stop()
+		release()
+	}
+	return t, nil
+}
+
+func validateMessage(req *a2a.SendMessageRequest) error {
+	if req == nil || req.Message == nil {
+		return errInvalidParams("message is required")
+	}
+	m := req.Message
+	if m.ID == "" {
+		return errInvalidParams("message.messageId is required")
+	}
+	if m.Role == a2a.MessageRoleAgent {
+		return errInvalidParams("message.role must be ROLE_USER: a caller's message cannot speak for the agent")
+	}
+	if len(m.Parts) == 0 {
+		return errInvalidParams("message.parts must hold at least one part")
+	}
+	for i, p := range m.Parts {
+		if p == nil || p.Content == nil {
+			return errInvalidParams("message.parts[%d] has no content: set exactly one of text, raw, data or url", i)
+		}
+	}
+	return nil
+}
+
+// accept commits the message: a new task, or an answer or follow-up to a
+// paused one. It returns the task as committed.
+func (h *handler) accept(ctx context.Context, req *a2a.SendMessageRequest) (*store.Task, error) {
+	if err := validateMessage(req); err != nil {
+		return nil, err
+	}
+	if req.Config != nil {
+		if err := checkHistoryLength(req.Config.HistoryLength); err != nil {
+			return nil, err
+		}
+	}
+	if req.Message.TaskID == "" {
+		return h.start(ctx, req)
+	}
+	return h.continueTask(ctx, req)
+}
+
+func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest) (*store.Task, error) {
+	s := h.s
+	msg := *req.Message
+	msg.TaskID = a2a.NewTaskID()
+	if msg.ContextID == "" {
+		msg.ContextID = a2a.NewContextID()
+	}
+	msg.Role = a2a.MessageRoleUser
+	now := s.now()
+	t := &store.Task{
+		ID: string(msg.TaskID), ContextID: msg.ContextID, Tenant: req.Tenant, Owner: principalFrom(ctx), Agent: h.name,
+		State: a2a.TaskStateSubmitted,
+		Runnable: true, LeaseOwner: s.cfg.NodeID, LeaseUntil: now.Add(s.cfg.LeaseDuration),
+	}
+	if len(req.Metadata) > 0 {
+		raw, err := json.Marshal(req.Metadata)
+		if err != nil {
+			return nil, errInvalidParams("metadata cannot be encoded: %v", err)
+		}
+		t.Metadata = raw
+	}
+	ts := now
+	status, err := json.Marshal(a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: &ts})
+	if err != nil {
+		return nil, errInternal(err)
+	}
+	t.Status = status
+	in, err := json.Marshal(runInput{Kind: inputStart, Key: t.ID + "/start", Message: &msg})
+	if err != nil {
+		return nil, errInternal(err)
+	}
+	t.Input = in
+	e, err := messageEntry(&msg, now)
+	if err != nil {
+		return nil, err
+	}
+	saved, err := s.store.CreateTask(ctx, t, []store.LogEntry{e})
+	if err != nil {
+		return nil, errInternal(err)
+	}
+	s.committed(saved)
+	s.dispatch(saved)
+	return saved, nil
+}
+
+func (h *handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest) (*store.Task, error) {
+	s := h.s
+	for range maxCASRetries {
+		t, err := h.getOwned(ctx, req.Tenant, string(req.Message.TaskID))
+		if err != nil {
+			return nil, err
+		}
+		if req.Message.ContextID != "" && req.Message.ContextID != t.ContextID {
+			return nil, errInvalidParams("message.contextId %q does not match the context %q of task %q; omit contextId or send the task's own",
+				req.Message.ContextID, t.ContextID, t.ID)
+		}
+		if t.State.Terminal() {
+			return nil, errTerminal(t.ID, t.State)
+		}
+		msg := *req.Message
+		msg.ContextID = t.ContextID
+		msg.Role = a2a.MessageRoleUser
+
+		var next *store.Task
+		var entries []store.LogEntry
+		switch t.State {
+		case a2a.TaskStateInputRequired:
+			next, entries, err = h.answer(t, &msg)
+		case a2a.TaskStateAuthRequired:
+			in := runInput{Kind: inputAuth, Message: &msg, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}
+			next, entries, err = s.resumeRow(t, in, &msg)
+		default:
+			// Submitted or working: the task is busy with a run. The caller
+			// gets the task as it stands; the message is not bound to it.
+			s.log.Info("message to a busy task not taken", slog.String("task", t.ID), slog.String("state", string(t.State)))
+			return t, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		saved, err := s.store.UpdateTask(ctx, next, entries)
+		if errors.Is(err, store.ErrConflict) {
+			continue // someone else changed the task first: decide again
+		}
+		if err != nil {
+			return nil, errInternal(err)
+		}
+		s.committed(saved)
+		if saved.Runnable {
+			s.dispatch(saved)
+		}
+		return saved, nil
+	}
+	return nil, errInternal(errors.New("the task kept changing while the message was being taken; try again"))
+}
+
+// answer decides what an answer to an input-required task does: resume it,
+// re-ask with errors, fail it at the cap, or end it by the caller's action.
+func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.LogEntry, error) {
+	s := h.s
+	var q question.Question
+	if err := json.Unmarshal(t.Question, &q); err != nil {
+		return nil, nil, errInternal(fmt.Errorf("decode open question of task %s: %w", t.ID, err))
+	}
+	now := s.now()
+	ans, fieldErrs, err := question.Parse(msg, &q, s.cfg.MaxAnswerBytes)
+	if err != nil {
+		return nil, nil, errInvalidParams("%v; the open question of task %q is %q", err, t.ID, q.ID)
+	}
+	if len(fieldErrs) == 0 && ans != nil && ans.Action == "" {
+		in := runInput{Kind: inputAnswer, Message: msg, Question: &q, Answer: ans, Key: t.ID + "/" + q.ID}
+		return s.resumeRow(t, in, msg)
+	}
+
+	next := *t
+	userEntry, err := messageEntry(msg, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	var state a2a.TaskState
+	var status *a2a.Message
+	switch {
+	case ans != nil && ans.Action == question.ActionCancel:
+		state = a2a.TaskStateCanceled
+		status = agentMessage(&next, withReason("The caller canceled the task instead of answering.", ans.Reason))
+	case ans != nil && ans.Action == question.ActionDecline:
+		state = a2a.TaskStateRejected
+		status = agentMessage(&next, withReason("The caller declined to answer, so the task was not done.", ans.Reason))
+	case q.Attempt >= q.MaxAttempts:
+		state = a2a.TaskStateFailed
+		status = agentMessage(&next, fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt, question.ErrorsText(fieldErrs)))
+	default:
+		nq := q.ReAsk("q-"+shortID(), fieldErrs)
+		raw, err := json.Marshal(nq)
+		if err != nil {
+			return nil, nil, errInternal(err)
+		}
+		next.Question = raw
+		state = a2a.TaskStateInputRequired
+		status = nq.Message()
+		status.TaskID, status.ContextID = a2a.TaskID(t.ID), t.ContextID
+	}
+	if state.Terminal() {
+		next.Question, next.Checkpoint, next.Input = nil, nil, nil
+	}
+	st, e, err := statusEntry(&next, state, status, now)
+	if err != nil {
+		return nil, nil, errInternal(err)
+	}
+	next.State, next.Status = state, st
+	return &next, []store.LogEntry{userEntry, e}, nil
+}
+
+func withReason(text, reason string) string {
+	if reason == "" {
+		return text
+	}
+	return text + " Reason: " + reason
+}
+
+// SendStreamingMessage implements a2asrv.RequestHandler: the task first,
+// then its status and artifact updates in order, until it is terminal (or
+// input-required, when the server closes streams there).
+func (h *handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		t, err := h.accept(ctx, req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		var hl *int
+		if req.Config != nil {
+			hl = req.Config.HistoryLength
+		}
+		closeAtInput := h.s.cfg.InputRequiredStreams == CloseStreams
+		h.stream(ctx, t, hl, yield, func(s a2a.TaskState) bool {
+			return s.Terminal() || (closeAtInput && s == a2a.TaskStateInputRequired)
+		})
+	}
+}
+
+// SubscribeToTask implements a2asrv.RequestHandler: the task as it stands,
+// then every later update, until the task is terminal. It stays open while
+// the task is paused.
+func (h *handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		t, err := h.subscribable(ctx, req)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		h.stream(ctx, t, nil, yield, a2a.TaskState.Terminal)
+	}
+}
+
+func (h *handler) subscribable(ctx context.Context, req *a2a.SubscribeToTaskRequest) (*store.Task, error) {
+	t, err := h.getOwned(ctx, req.Tenant, string(req.ID))
+	if err != nil {
+		return nil, err
+	}
+	if t.State.Terminal() {
+		return nil, a2a.NewError(a2a.ErrUnsupportedOperation,
+			fmt.Sprintf("task %q is already %s; there is nothing to subscribe to (use GetTask)", t.ID, stateWord(t.State)))
+	}
+	return t, nil
+}
+
+// stream yields the task snapshot t, then the log entries after it, until
+// ends says a state ends the stream. The log is the source of truth; the
+// broker only wakes the loop.
+func (h *handler) stream(ctx context.Context, t *store.Task, hl *int, yield func(a2a.Event, error) bool, ends func(a2a.TaskState) bool) {
+	s := h.s
+	snap, err := h.view(ctx, t, hl)
+	if err != nil {
+		yield(nil, err)
+		return
+	}
+	if !yield(snap, nil) || ends(t.State) {
+		return
+	}
+	seq := t.LastSeq
+	for {
+		ch, release := s.broker.watch(t.ID)
+		entries, err := s.store.ReadLog(ctx, t.ID, seq, 256)
+		if err != nil {
+			release()
+			if ctx.Err() == nil {
+				yield(nil, errInternal(err))
+			}
+			return
+		}
+		for _, e := range entries {
+			seq = e.Seq
+			ev, state, err := logEvent(e)
+			if err != nil {
+				release()
+				yield(nil, errInternal(err))
+				return
+			}
+			if ev == nil {
+				continue
+			}
+			if !yield(ev, nil) || (state != nil && ends(*state)) {
+				release()
+				return
+			}
+		}
+		if len(entries) > 0 {
+			release()
+			continue
+		}
+		timer := time.NewTimer(s.cfg.PollInterval)
+		select {
+		case <-ch:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+		release()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+var errNoPush = a2a.NewError(a2a.ErrPushNotificationNotSupported, "push notifications are not enabled on this server (the agent card says pushNotifications: false)")
+
+// GetTaskPushConfig implements a2asrv.RequestHandler.
+func (h *handler) GetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
+	return nil, errNoPush
+}
+
+// ListTaskPushConfigs implements a2asrv.RequestHandler.
+func (h *handler) ListTaskPushConfigs(context.Context, *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
+	return nil, errNoPush
+}
+
+// CreateTaskPushConfig implements a2asrv.RequestHandler.
+func (h *handler) CreateTaskPushConfig(context.Context, *a2a.PushConfig) (*a2a.PushConfig, error) {
+	return nil, errNoPush
+}
+
+// DeleteTaskPushConfig implements a2asrv.RequestHandler.
+func (h *handler) DeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigRequest) error {
+	return errNoPush
+}
+
+// GetExtendedAgentCard implements a2asrv.RequestHandler.
+func (h *handler) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent has no extended agent card")
+}

@@ -1,0 +1,334 @@
+package askpoint
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/errordetails"
+
+	"github.com/askpoint/askpoint/question"
+)
+
+// Paths under an agent's prefix /NAME.
+const (
+	PathJSONRPC = "/jsonrpc"
+	PathREST    = "/rest"
+)
+
+// Handler returns the HTTP handler that serves every registered agent:
+//
+//	/NAME/.well-known/agent-card.json   the agent card
+//	/NAME/jsonrpc                       JSON-RPC 2.0 binding
+//	/NAME/rest/...                      HTTP+JSON binding
+//	/.well-known/agent-card.json        the first registered agent's card
+//
+// The A2A bindings are the a2a-go SDK's transports over this server's
+// request handler. In front of them the server refuses, before anything is
+// stored: bodies over Config.MaxRequestBytes, requests without
+// A2A-Version 1.0, malformed messages, and subscriptions to finished tasks.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	names := s.Agents()
+	for i, name := range names {
+		e := s.agentByName(name)
+		prefix := "/" + name
+		card := s.cardHandler(e)
+		mux.Handle("GET "+prefix+a2asrv.WellKnownAgentCardPath, card)
+		if i == 0 {
+			mux.Handle("GET "+a2asrv.WellKnownAgentCardPath, card)
+		}
+		mux.Handle(prefix+PathJSONRPC, s.jsonrpcFront(e.handler, a2asrv.NewJSONRPCHandler(e.handler)))
+		mux.Handle(prefix+PathREST+"/", http.StripPrefix(prefix+PathREST, s.restFront(e.handler, a2asrv.NewRESTHandler(e.handler))))
+	}
+	return mux
+}
+
+// Card returns the agent card of the named agent as served from baseURL
+// (scheme and host, e.g. "http://127.0.0.1:8420").
+func (s *Server) Card(name, baseURL string) (*a2a.AgentCard, error) {
+	e := s.agentByName(name)
+	if e == nil {
+		return nil, fmt.Errorf("askpoint: no agent named %q", name)
+	}
+	return s.card(e, baseURL), nil
+}
+
+func (s *Server) card(e *agentEntry, baseURL string) *a2a.AgentCard {
+	c := e.spec.Card
+	base := strings.TrimSuffix(baseURL, "/") + "/" + e.spec.Name
+	c.SupportedInterfaces = []*a2a.AgentInterface{
+		a2a.NewAgentInterface(base+PathJSONRPC, a2a.TransportProtocolJSONRPC),
+		a2a.NewAgentInterface(base+PathREST, a2a.TransportProtocolHTTPJSON),
+	}
+	if c.Version == "" {
+		c.Version = "1.0.0"
+	}
+	if len(c.DefaultInputModes) == 0 {
+		c.DefaultInputModes = []string{"text/plain", "application/json"}
+	}
+	if len(c.DefaultOutputModes) == 0 {
+		c.DefaultOutputModes = []string{"text/plain", "application/json"}
+	}
+	if c.Skills == nil {
+		c.Skills = []a2a.AgentSkill{}
+	}
+	c.Capabilities.Streaming = true
+	c.Capabilities.PushNotifications = false
+	c.Capabilities.Extensions = append(append([]a2a.AgentExtension(nil), c.Capabilities.Extensions...), a2a.AgentExtension{
+		URI:         question.ExtensionURI,
+		Description: "Questions carry a data part with questionId, expires, answerSchema and options; answers are validated and re-asked with errors.",
+		Required:    false,
+		Params: map[string]any{
+			"maxAttempts":   s.cfg.MaxAttempts,
+			"defaultExpiry": s.cfg.QuestionExpiry.String(),
+		},
+	})
+	return &c
+}
+
+func (s *Server) cardHandler(e *agentEntry) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		body, err := json.Marshal(s.card(e, scheme+"://"+r.Host))
+		if err != nil {
+			http.Error(w, "agent card cannot be encoded", http.StatusInternalServerError)
+			return
+		}
+		sum := sha256.Sum256(body)
+		etag := `"` + hex.EncodeToString(sum[:8]) + `"`
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		w.Header().Set("ETag", etag)
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		if r.Header.Get("If-None-Match") == etag {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write(body)
+	})
+}
+
+// readBody reads at most limit bytes of the request body; a longer body is
+// refused without being read whole.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, errTooLarge(r.ContentLength, limit)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, a2a.NewError(a2a.ErrInvalidRequest, "reading the request body failed: "+err.Error())
+	}
+	if int64(len(body)) > limit {
+		return nil, errTooLarge(-1, limit)
+	}
+	return body, nil
+}
+
+func errTooLarge(n, limit int64) error {
+	if n < 0 {
+		return a2a.NewError(a2a.ErrInvalidRequest, fmt.Sprintf("request body is larger than the server's limit of %d bytes", limit))
+	}
+	return a2a.NewError(a2a.ErrInvalidRequest, fmt.Sprintf("request body is %d bytes; the server's limit is %d bytes", n, limit))
+}
+
+// checkVersion requires A2A-Version 1.0 (or 1.0.x).
+func checkVersion(r *http.Request) error {
+	v := strings.TrimSpace(r.Header.Get(a2a.SvcParamVersion))
+	if v == "" {
+		v = r.URL.Query().Get(a2a.SvcParamVersion)
+	}
+	switch {
+	case v == "":
+		return a2a.NewError(a2a.ErrVersionNotSupported, "the A2A-Version header is missing: send the header A2A-Version: 1.0")
+	case v == "1.0" || strings.HasPrefix(v, "1.0."):
+		return nil
+	default:
+		return a2a.NewError(a2a.ErrVersionNotSupported, fmt.Sprintf("A2A-Version %q is not supported: send the header A2A-Version: 1.0", v))
+	}
+}
+
+// checkParts names the first part of a raw message with no content or more
+// than one kind of content. The SDK's decoder reports those as a parse
+// error; the protocol wants invalid params naming the field.
+func checkParts(field string, msg json.RawMessage) error {
+	if len(msg) == 0 || string(msg) == "null" {
+		return errInvalidParams("%s is required", field)
+	}
+	var m struct {
+		MessageID *string           `json:"messageId"`
+		Parts     []json.RawMessage `json:"parts"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil {
+		return errInvalidParams("%s is not a message object: %v", field, err)
+	}
+	if m.MessageID == nil || *m.MessageID == "" {
+		return errInvalidParams("%s.messageId is required", field)
+	}
+	if len(m.Parts) == 0 {
+		return errInvalidParams("%s.parts must hold at least one part", field)
+	}
+	for i, raw := range m.Parts {
+		var p map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &p); err != nil || p == nil {
+			return errInvalidParams("%s.parts[%d] is not an object", field, i)
+		}
+		n := 0
+		for _, k := range []string{"text", "raw", "data", "url"} {
+			v, ok := p[k]
+			if !ok || string(v) == "null" || (k == "url" && string(v) == `""`) {
+				continue
+			}
+			n++
+		}
+		switch {
+		case n == 0:
+			return errInvalidParams("%s.parts[%d] has no content: set exactly one of text, raw, data or url", field, i)
+		case n > 1:
+			return errInvalidParams("%s.parts[%d] has more than one content: set exactly one of text, raw, data or url", field, i)
+		}
+	}
+	return nil
+}
+
+type jsonrpcEnvelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	ID      any             `json:"id"`
+}
+
+func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			writeJSONRPCError(w, nil, a2a.NewError(a2a.ErrInvalidRequest, "JSON-RPC requests must be sent with POST"))
+			return
+		}
+		body, err := readBody(r, s.cfg.MaxRequestBytes)
+		if err != nil {
+			writeJSONRPCError(w, nil, err)
+			return
+		}
+		var env jsonrpcEnvelope
+		if err := json.Unmarshal(body, &env); err != nil {
+			writeJSONRPCError(w, nil, a2a.NewError(a2a.ErrParseError, "request body is not valid JSON: "+err.Error()))
+			return
+		}
+		if err := checkVersion(r); err != nil {
+			writeJSONRPCError(w, env.ID, err)
+			return
+		}
+		switch env.Method {
+		case "SendMessage", "SendStreamingMessage":
+			var p struct {
+				Message json.RawMessage `json:"message"`
+			}
+			if len(env.Params) == 0 || json.Unmarshal(env.Params, &p) != nil {
+				writeJSONRPCError(w, env.ID, errInvalidParams("params must be an object holding message"))
+				return
+			}
+			if err := checkParts("params.message", p.Message); err != nil {
+				writeJSONRPCError(w, env.ID, err)
+				return
+			}
+		case "SubscribeToTask":
+			var p a2a.SubscribeToTaskRequest
+			if err := json.Unmarshal(env.Params, &p); err != nil {
+				writeJSONRPCError(w, env.ID, errInvalidParams("params must be an object holding id"))
+				return
+			}
+			if _, err := h.subscribable(WithPrincipal(r.Context(), principalFrom(r.Context())), &p); err != nil {
+				writeJSONRPCError(w, env.ID, err)
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := readBody(r, s.cfg.MaxRequestBytes)
+		if err != nil {
+			writeRESTError(w, err)
+			return
+		}
+		if err := checkVersion(r); err != nil {
+			writeRESTError(w, err)
+			return
+		}
+		switch {
+		case r.Method == http.MethodPost && (r.URL.Path == "/message:send" || r.URL.Path == "/message:stream"):
+			var p struct {
+				Message json.RawMessage `json:"message"`
+			}
+			if err := json.Unmarshal(body, &p); err != nil {
+				writeRESTError(w, a2a.NewError(a2a.ErrParseError, "request body is not valid JSON: "+err.Error()))
+				return
+			}
+			if err := checkParts("message", p.Message); err != nil {
+				writeRESTError(w, err)
+				return
+			}
+		case strings.HasPrefix(r.URL.Path, "/tasks/") && strings.HasSuffix(r.URL.Path, ":subscribe"):
+			id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/tasks/"), ":subscribe")
+			if _, err := h.subscribable(r.Context(), &a2a.SubscribeToTaskRequest{ID: a2a.TaskID(id)}); err != nil {
+				writeRESTError(w, err)
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+func errorInfo(pe protocolError) *errordetails.Typed {
+	return errordetails.NewErrorInfo(a2a.ErrorReason(pe.err), a2a.ProtocolDomain, nil)
+}
+
+func writeJSONRPCError(w http.ResponseWriter, id any, err error) {
+	pe := lookupProtocolError(err)
+	var ae *a2a.Error
+	msg := err.Error()
+	if !errors.As(err, &ae) {
+		msg = pe.err.Error() + ": " + msg
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      id,
+		"error": map[string]any{
+			"code":    pe.code,
+			"message": msg,
+			"data":    []*errordetails.Typed{errorInfo(pe)},
+		},
+	})
+}
+
+func writeRESTError(w http.ResponseWriter, err error) {
+	pe := lookupProtocolError(err)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(pe.httpStatus)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"error": map[string]any{
+			"code":    pe.httpStatus,
+			"status":  pe.status,
+			"message": err.Error(),
+			"details": []*errordetails.Typed{errorInfo(pe)},
+		},
+	})
+}

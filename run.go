@@ -1,0 +1,465 @@
+package askpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/store"
+)
+
+// runInput is the work a runnable task owes, committed with the write that
+// made it runnable (so a crash between acknowledgement and run loses
+// nothing).
+type runInput struct {
+	Kind     string             `json:"kind"` // start | answer | auth
+	Key      string             `json:"key"`  // the step's idempotency key
+	Message  *a2a.Message       `json:"message,omitempty"`
+	Question *question.Question `json:"question,omitempty"`
+	Answer   *question.Answer   `json:"answer,omitempty"`
+	AuthData json.RawMessage    `json:"authData,omitempty"`
+}
+
+const (
+	inputStart  = "start"
+	inputAnswer = "answer"
+	inputAuth   = "auth"
+)
+
+// resumeRow builds the write that resumes a paused task with in: the task
+// becomes working and runnable under this node's lease. msg, when not nil,
+// is the caller's message, appended to the history.
+func (s *Server) resumeRow(t *store.Task, in runInput, msg *a2a.Message) (*store.Task, []store.LogEntry, error) {
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return nil, nil, errInternal(err)
+	}
+	now := s.now()
+	next := *t
+	next.Input = raw
+	next.Question = nil
+	next.Runnable = true
+	next.LeaseOwner = s.cfg.NodeID
+	next.LeaseUntil = now.Add(s.cfg.LeaseDuration)
+	var entries []store.LogEntry
+	if msg != nil {
+		e, err := messageEntry(msg, now)
+		if err != nil {
+			return nil, nil, err
+		}
+		entries = append(entries, e)
+	}
+	st, e, err := statusEntry(&next, a2a.TaskStateWorking, nil, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	next.State, next.Status = a2a.TaskStateWorking, st
+	entries = append(entries, e)
+	return &next, entries, nil
+}
+
+// dispatch hands a task this node holds to the local worker pool. When the
+// pool's queue is full the lease is released so the poller (here or on
+// another node) takes the task.
+func (s *Server) dispatch(t *store.Task) {
+	select {
+	case s.queue <- job{id: t.ID, version: t.Version}:
+	default:
+		err := s.store.ExtendLease(context.Background(), t.ID, s.cfg.NodeID, t.Version, time.Time{})
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			s.log.Warn("release lease of a task the queue could not take", slog.String("task", t.ID), slog.Any("err", err))
+		}
+	}
+}
+
+func (s *Server) worker(ctx context.Context) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case j := <-s.queue:
+			s.execute(ctx, j)
+		}
+	}
+}
+
+// poller claims runnable tasks whose lease lapsed: runs left by a crashed
+// or stopped node, or work the queue could not take. The claim query is
+// indexed on the lease of runnable tasks, so it costs O(runnable), not
+// O(paused).
+func (s *Server) poller(ctx context.Context) {
+	defer s.wg.Done()
+	tick := time.NewTicker(s.cfg.PollInterval)
+	defer tick.Stop()
+	for {
+		s.claimLapsed(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Server) claimLapsed(ctx context.Context) {
+	free := cap(s.queue) - len(s.queue)
+	if free <= 0 {
+		return
+	}
+	tasks, err := s.store.ClaimRunnable(ctx, store.ClaimParams{
+		Owner: s.cfg.NodeID, Now: s.now(), LeaseFor: s.cfg.LeaseDuration, Limit: min(free, s.cfg.Workers),
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("claim runnable tasks", slog.Any("err", err))
+		}
+		return
+	}
+	for _, t := range tasks {
+		s.log.Info("taking over a task whose run lapsed", slog.String("task", t.ID), slog.String("state", string(t.State)))
+		s.dispatch(t)
+	}
+}
+
+// run is one step of one task on this node.
+type run struct {
+	s     *Server
+	mu    sync.Mutex
+	task  *store.Task // the latest version this run wrote or claimed
+	lost  bool
+	agent string
+}
+
+func (s *Server) execute(ctx context.Context, j job) {
+	t, err := s.store.GetTask(ctx, j.id)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("load task to run", slog.String("task", j.id), slog.Any("err", err))
+		}
+		return
+	}
+	if t.Version != j.version || t.LeaseOwner != s.cfg.NodeID || !t.Runnable {
+		return // someone else moved it on (canceled, or taken over)
+	}
+	r := &run{s: s, task: t, agent: t.Agent}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.running[t.ID] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, t.ID)
+		s.mu.Unlock()
+	}()
+
+	var in runInput
+	if err := json.Unmarshal(t.Input, &in); err != nil {
+		r.finish(ctx, Fail("the task's pending input could not be read: "+err.Error()), nil)
+		return
+	}
+	entry := s.agentByName(t.Agent)
+	if entry == nil {
+		r.finish(ctx, Fail(fmt.Sprintf("no agent named %q is served here any more", t.Agent)), nil)
+		return
+	}
+	if t.State != a2a.TaskStateWorking {
+		if err := r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
+			st, e, err := statusEntry(next, a2a.TaskStateWorking, nil, now)
+			next.State, next.Status = a2a.TaskStateWorking, st
+			return []store.LogEntry{e}, err
+		}); err != nil {
+			return
+		}
+	}
+
+	call, res, err := s.buildCall(ctx, r, &in)
+	if err != nil {
+		r.finish(ctx, Fail(err.Error()), nil)
+		return
+	}
+
+	stopBeat := r.heartbeat(runCtx)
+	outcome, stepErr := safeStep(runCtx, entry.spec.Agent, call, res)
+	stopBeat()
+
+	if ctx.Err() != nil {
+		// The server is stopping: leave the work owed and let the next
+		// start (or another node) take it over at once.
+		r.release()
+		return
+	}
+	if runCtx.Err() != nil && stepErr != nil {
+		return // canceled by CancelTask; the cancel already wrote the outcome
+	}
+	r.finish(ctx, outcome, stepErr)
+}
+
+func (s *Server) agentByName(name string) *agentEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.agents[name]
+}
+
+func (s *Server) buildCall(ctx context.Context, r *run, in *runInput) (*Call, *Resumption, error) {
+	t := r.task
+	call := &Call{
+		TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner,
+		Message: in.Message, Key: in.Key, run: r,
+	}
+	if in.Kind == inputStart {
+		call.Request = in.Message
+		return call, nil, nil
+	}
+	first, err := s.store.ReadLog(ctx, t.ID, 0, 1)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the task's request: %w", err)
+	}
+	if len(first) == 1 && first[0].Kind == store.KindMessage {
+		var m a2a.Message
+		if err := json.Unmarshal(first[0].Body, &m); err == nil {
+			call.Request = &m
+		}
+	}
+	res := &Resumption{Checkpoint: t.Checkpoint}
+	switch in.Kind {
+	case inputAnswer:
+		res.Question, res.Answer = in.Question, in.Answer
+	case inputAuth:
+		res.Auth = &AuthArrival{Message: in.Message, Data: in.AuthData}
+	default:
+		return nil, nil, fmt.Errorf("unknown pending input kind %q", in.Kind)
+	}
+	return call, res, nil
+}
+
+func safeStep(ctx context.Context, agent Agent, call *Call, res *Resumption) (o Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the agent panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	if res == nil {
+		return agent.Start(ctx, call)
+	}
+	return agent.Resume(ctx, call, res)
+}
+
+// heartbeat renews the run's lease until the returned stop is called.
+func (r *run) heartbeat(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(r.s.cfg.LeaseDuration / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			r.mu.Lock()
+			t := r.task
+			lost := r.lost
+			r.mu.Unlock()
+			if lost {
+				return
+			}
+			until := r.s.now().Add(r.s.cfg.LeaseDuration)
+			if err := r.s.store.ExtendLease(ctx, t.ID, r.s.cfg.NodeID, t.Version, until); err != nil {
+				if errors.Is(err, store.ErrConflict) {
+					r.mu.Lock()
+					r.lost = true
+					r.mu.Unlock()
+					return
+				}
+				if ctx.Err() == nil {
+					r.s.log.Warn("renew lease", slog.String("task", t.ID), slog.Any("err", err))
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+func (r *run) release() {
+	r.mu.Lock()
+	t := r.task
+	r.mu.Unlock()
+	_ = r.s.store.ExtendLease(context.Background(), t.ID, r.s.cfg.NodeID, t.Version, time.Time{})
+}
+
+// errLost says the run no longer holds its task.
+var errLost = errors.New("askpoint: the task is no longer this run's (canceled or taken over)")
+
+// update writes a change to the run's task with compare-and-set on the
+// version the run holds.
+func (r *run) update(ctx context.Context, change func(next *store.Task, now time.Time) ([]store.LogEntry, error)) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lost {
+		return errLost
+	}
+	next := *r.task
+	entries, err := change(&next, r.s.now())
+	if err != nil {
+		return err
+	}
+	saved, err := r.s.store.UpdateTask(ctx, &next, entries)
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+		r.lost = true
+		return errLost
+	}
+	if err != nil {
+		r.s.log.Error("write task", slog.String("task", next.ID), slog.Any("err", err))
+		return err
+	}
+	r.task = saved
+	r.s.committed(saved)
+	return nil
+}
+
+func (r *run) progress(ctx context.Context, text string) error {
+	return r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
+		msg := agentMessage(next, text)
+		st, e, err := statusEntry(next, a2a.TaskStateWorking, msg, now)
+		next.Status = st
+		return []store.LogEntry{e}, err
+	})
+}
+
+func (r *run) artifact(ctx context.Context, a *a2a.Artifact) error {
+	return r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
+		e, err := addArtifact(next, a, now)
+		return []store.LogEntry{e}, err
+	})
+}
+
+// finish writes the step's outcome. A run that lost its task writes
+// nothing: whoever holds it now decides.
+func (r *run) finish(ctx context.Context, o Outcome, stepErr error) {
+	s := r.s
+	if stepErr != nil {
+		s.log.Warn("agent step failed", slog.String("task", r.task.ID), slog.String("agent", r.agent), slog.Any("err", stepErr))
+		o = Fail("The agent failed: " + firstLine(stepErr.Error()))
+	}
+	err := r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
+		return s.applyOutcome(next, o, now)
+	})
+	if err != nil && !errors.Is(err, errLost) {
+		s.log.Error("write step outcome", slog.String("task", r.task.ID), slog.Any("err", err))
+	}
+}
+
+// applyOutcome turns an outcome into the task's next row and log entries.
+func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]store.LogEntry, error) {
+	next.Runnable = false
+	next.LeaseOwner = ""
+	next.LeaseUntil = time.Time{}
+	next.Input = nil
+	next.Question = nil
+
+	var entries []store.LogEntry
+	var state a2a.TaskState
+	var msg *a2a.Message
+	switch o.kind {
+	case outcomeAsk:
+		q, err := s.prepareQuestion(o.question, now)
+		if err != nil {
+			return s.applyOutcome(next, Fail("The agent asked a question that cannot be answered: "+err.Error()), now)
+		}
+		cp, err := json.Marshal(o.checkpoint)
+		if err != nil {
+			return s.applyOutcome(next, Fail("The agent's checkpoint could not be saved: "+err.Error()), now)
+		}
+		qraw, err := json.Marshal(q)
+		if err != nil {
+			return nil, err
+		}
+		next.Checkpoint, next.Question = cp, qraw
+		state, msg = a2a.TaskStateInputRequired, q.Message()
+		msg.TaskID, msg.ContextID = a2a.TaskID(next.ID), next.ContextID
+	case outcomeAuth:
+		cp, err := json.Marshal(o.checkpoint)
+		if err != nil {
+			return s.applyOutcome(next, Fail("The agent's checkpoint could not be saved: "+err.Error()), now)
+		}
+		next.Checkpoint = cp
+		state, msg = a2a.TaskStateAuthRequired, agentMessage(next, o.text)
+	case outcomeComplete:
+		for _, a := range o.artifacts {
+			e, err := addArtifact(next, a, now)
+			if err != nil {
+				return nil, err
+			}
+			entries = append(entries, e)
+		}
+		next.Checkpoint = nil
+		state = a2a.TaskStateCompleted
+		if o.text != "" {
+			msg = agentMessage(next, o.text)
+		}
+	case outcomeFail, outcomeReject:
+		next.Checkpoint = nil
+		state = a2a.TaskStateFailed
+		if o.kind == outcomeReject {
+			state = a2a.TaskStateRejected
+		}
+		msg = agentMessage(next, o.text)
+	default:
+		return s.applyOutcome(next, Fail("The agent ended its step without an outcome."), now)
+	}
+	st, e, err := statusEntry(next, state, msg, now)
+	if err != nil {
+		return nil, err
+	}
+	next.State, next.Status = state, st
+	return append(entries, e), nil
+}
+
+// prepareQuestion fills what the agent left to the runtime and checks the
+// question can be answered.
+func (s *Server) prepareQuestion(in *question.Question, now time.Time) (*question.Question, error) {
+	q := *in
+	if q.ID == "" {
+		q.ID = "q-" + shortID()
+	}
+	if q.Expires.IsZero() {
+		q.Expires = now.Add(s.cfg.QuestionExpiry)
+	}
+	q.Expires = q.Expires.UTC().Truncate(time.Second)
+	if q.MaxAttempts <= 0 {
+		q.MaxAttempts = s.cfg.MaxAttempts
+	}
+	if q.Attempt <= 0 {
+		q.Attempt = 1
+	}
+	q.Errors = nil
+	if q.Text == "" {
+		return nil, errors.New("the question has no text for a person to read")
+	}
+	if err := q.Check(); err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+func firstLine(s string) string {
+	for i, c := range s {
+		if c == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
