@@ -295,7 +295,7 @@ func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest) (*stor
 	now := s.now()
 	t := &store.Task{
 		ID: string(msg.TaskID), ContextID: msg.ContextID, Tenant: req.Tenant, Owner: principalFrom(ctx), Agent: h.name,
-		State: a2a.TaskStateSubmitted,
+		State:    a2a.TaskStateSubmitted,
 		Runnable: true, LeaseOwner: s.cfg.NodeID, LeaseUntil: now.Add(s.cfg.LeaseDuration),
 	}
 	if len(req.Metadata) > 0 {
