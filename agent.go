@@ -82,21 +82,23 @@ func (c *Call) AddArtifact(ctx context.Context, a *a2a.Artifact) error {
 	return c.run.artifact(ctx, a)
 }
 
-type outcomeKind int
+// OutcomeKind names what an outcome does.
+type OutcomeKind string
 
+// The outcomes a step can end with.
 const (
-	outcomeNone outcomeKind = iota
-	outcomeAsk
-	outcomeAuth
-	outcomeComplete
-	outcomeFail
-	outcomeReject
+	OutcomeNone     OutcomeKind = ""
+	OutcomeAsk      OutcomeKind = "ask"
+	OutcomeAuth     OutcomeKind = "auth"
+	OutcomeComplete OutcomeKind = "complete"
+	OutcomeFail     OutcomeKind = "fail"
+	OutcomeReject   OutcomeKind = "reject"
 )
 
 // Outcome is what a step ends with. Build one with [Ask], [RequireAuth],
 // [Complete], [Fail] or [Reject].
 type Outcome struct {
-	kind       outcomeKind
+	kind       OutcomeKind
 	question   *question.Question
 	checkpoint any
 	artifacts  []*a2a.Artifact
@@ -111,7 +113,7 @@ type Outcome struct {
 // server's default expiry applies; when q.MaxAttempts is zero the server's
 // default cap applies.
 func Ask(q question.Question, checkpoint any) Outcome {
-	return Outcome{kind: outcomeAsk, question: &q, checkpoint: checkpoint}
+	return Outcome{kind: OutcomeAsk, question: &q, checkpoint: checkpoint}
 }
 
 // RequireAuth pauses the task in auth-required. text tells the caller what
@@ -119,23 +121,39 @@ func Ask(q question.Question, checkpoint any) Outcome {
 // contain a credential. The task resumes when [Server.CredentialArrived] is
 // called or when the caller sends a follow-up message.
 func RequireAuth(text string, checkpoint any) Outcome {
-	return Outcome{kind: outcomeAuth, text: text, checkpoint: checkpoint}
+	return Outcome{kind: OutcomeAuth, text: text, checkpoint: checkpoint}
 }
 
 // Complete ends the task successfully with artifacts.
 func Complete(artifacts ...*a2a.Artifact) Outcome {
-	return Outcome{kind: outcomeComplete, artifacts: artifacts}
+	return Outcome{kind: OutcomeComplete, artifacts: artifacts}
 }
 
 // Fail ends the task in failed with a reason the caller can read.
 func Fail(reason string) Outcome {
-	return Outcome{kind: outcomeFail, text: reason}
+	return Outcome{kind: OutcomeFail, text: reason}
 }
 
 // Reject ends the task in rejected: the agent will not do it.
 func Reject(reason string) Outcome {
-	return Outcome{kind: outcomeReject, text: reason}
+	return Outcome{kind: OutcomeReject, text: reason}
 }
+
+// Kind says what the outcome does.
+func (o Outcome) Kind() OutcomeKind { return o.kind }
+
+// Question is the question of an Ask outcome, nil otherwise.
+func (o Outcome) Question() *question.Question { return o.question }
+
+// Checkpoint is what an Ask or RequireAuth outcome saves.
+func (o Outcome) Checkpoint() any { return o.checkpoint }
+
+// Artifacts are a Complete outcome's artifacts.
+func (o Outcome) Artifacts() []*a2a.Artifact { return o.artifacts }
+
+// Text is the status message's text: the reason of Fail and Reject, what
+// RequireAuth asks for, or what WithMessage set.
+func (o Outcome) Text() string { return o.text }
 
 // WithMessage adds a status message for the caller to a Complete, Fail or
 // Reject outcome (Fail and Reject already carry their reason).

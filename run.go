@@ -374,7 +374,7 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 	var state a2a.TaskState
 	var msg *a2a.Message
 	switch o.kind {
-	case outcomeAsk:
+	case OutcomeAsk:
 		q, err := s.prepareQuestion(o.question, now)
 		if err != nil {
 			return s.applyOutcome(next, Fail("The agent asked a question that cannot be answered: "+err.Error()), now)
@@ -390,14 +390,14 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		next.Checkpoint, next.Question = cp, qraw
 		state, msg = a2a.TaskStateInputRequired, q.Message()
 		msg.TaskID, msg.ContextID = a2a.TaskID(next.ID), next.ContextID
-	case outcomeAuth:
+	case OutcomeAuth:
 		cp, err := json.Marshal(o.checkpoint)
 		if err != nil {
 			return s.applyOutcome(next, Fail("The agent's checkpoint could not be saved: "+err.Error()), now)
 		}
 		next.Checkpoint = cp
 		state, msg = a2a.TaskStateAuthRequired, agentMessage(next, o.text)
-	case outcomeComplete:
+	case OutcomeComplete:
 		for _, a := range o.artifacts {
 			e, err := addArtifact(next, a, now)
 			if err != nil {
@@ -410,10 +410,10 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		if o.text != "" {
 			msg = agentMessage(next, o.text)
 		}
-	case outcomeFail, outcomeReject:
+	case OutcomeFail, OutcomeReject:
 		next.Checkpoint = nil
 		state = a2a.TaskStateFailed
-		if o.kind == outcomeReject {
+		if o.kind == OutcomeReject {
 			state = a2a.TaskStateRejected
 		}
 		msg = agentMessage(next, o.text)

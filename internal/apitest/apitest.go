@@ -1,0 +1,139 @@
+// Package apitest starts real askpoint servers for tests: a SQLite file in
+// the test's temporary directory, real HTTP on 127.0.0.1, and a2a-go
+// clients for either binding.
+package apitest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+
+	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/examples/expense"
+	"github.com/askpoint/askpoint/store/sqlite"
+)
+
+// Env is a running server.
+type Env struct {
+	URL    string // http://127.0.0.1:PORT
+	DBPath string
+	Server *askpoint.Server
+	Store  *sqlite.Store
+	HTTP   *http.Server
+}
+
+// Options tune Start.
+type Options struct {
+	Config func(*askpoint.Config) // adjust the config before the server is built
+	DBPath string                 // reuse a database file (default: a new one)
+	Agents []askpoint.AgentSpec   // added after the expense and script agents
+	Quiet  bool                   // drop logs (default: logs go to t.Log)
+}
+
+// Start serves the expense agent ("expense") and the script agent
+// ("script") and stops everything when the test ends.
+func Start(t testing.TB, opts Options) *Env {
+	t.Helper()
+	ctx := context.Background()
+	path := opts.DBPath
+	if path == "" {
+		path = filepath.Join(t.TempDir(), "askpoint.db")
+	}
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		t.Fatalf("sqlite.Open(%s) = %v", path, err)
+	}
+	var logger *slog.Logger
+	if opts.Quiet {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	} else {
+		logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	cfg := askpoint.Config{Store: st, Logger: logger, PollInterval: 200 * time.Millisecond}
+	if opts.Config != nil {
+		opts.Config(&cfg)
+	}
+	srv, err := askpoint.NewServer(cfg)
+	if err != nil {
+		t.Fatalf("NewServer() = %v", err)
+	}
+	specs := append([]askpoint.AgentSpec{
+		{Name: "expense", Agent: expense.Agent(expense.DefaultDirectory, expense.IDLedger{}, nil), Card: expense.Card()},
+		{Name: "script", Agent: Script(), Card: a2a.AgentCard{Name: "Script agent", Description: "Does what its message says; for tests."}},
+	}, opts.Agents...)
+	for _, s := range specs {
+		if err := srv.Register(s); err != nil {
+			t.Fatalf("Register(%s) = %v", s.Name, err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatalf("Start() = %v", err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	env := &Env{URL: "http://" + ln.Addr().String(), DBPath: path, Server: srv, Store: st, HTTP: hs}
+	t.Cleanup(func() { env.Close() })
+	return env
+}
+
+// Close stops the server and closes the store. It is safe to call twice.
+func (e *Env) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = e.HTTP.Close()
+	_ = e.Server.Stop(ctx)
+	_ = e.Store.Close()
+}
+
+// AgentURL is the base URL of the named agent.
+func (e *Env) AgentURL(name string) string { return e.URL + "/" + name }
+
+// Client returns an a2a-go client for the named agent over transport
+// (a2a.TransportProtocolJSONRPC or a2a.TransportProtocolHTTPJSON),
+// built from the agent card the server serves.
+func (e *Env) Client(t testing.TB, agent string, transport a2a.TransportProtocol) *a2aclient.Client {
+	t.Helper()
+	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(t.Context(), e.AgentURL(agent))
+	if err != nil {
+		t.Fatalf("resolve card of %s: %v", agent, err)
+	}
+	var keep []*a2a.AgentInterface
+	for _, iface := range card.SupportedInterfaces {
+		if iface.ProtocolBinding == transport {
+			keep = append(keep, iface)
+		}
+	}
+	if len(keep) == 0 {
+		t.Fatalf("agent %s offers no %s interface", agent, transport)
+	}
+	card.SupportedInterfaces = keep
+	c, err := a2aclient.NewFromCard(t.Context(), card)
+	if err != nil {
+		t.Fatalf("NewFromCard() = %v", err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+	return c
+}
+
+// Transports lists the bindings the server serves, for table tests.
+var Transports = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(p))
+	return len(p), nil
+}

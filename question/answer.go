@@ -1,0 +1,282 @@
+package question
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// Answer is a caller's reply, parsed.
+type Answer struct {
+	QuestionID string          // as sent by the caller ("" when none was sent)
+	Action     string          // "" (an answer), ActionDecline or ActionCancel
+	Reason     string          // with an action: the caller's reason, if any
+	Fields     json.RawMessage // the answer object without questionId/action (and reason, with an action); a JSON object
+	FromText   bool            // read from a text part
+}
+
+// Actions a caller may take instead of answering.
+const (
+	ActionDecline = "decline"
+	ActionCancel  = "cancel"
+)
+
+// ErrWrongQuestion is returned (wrapped, with a message naming the sent ID and
+// the open question's ID) when an answer names a questionId other than the
+// open question's.
+var ErrWrongQuestion = errors.New("answer names a question that is not open")
+
+// Parse reads an answer message against the open question q. maxBytes bounds
+// the answer's JSON encoding (<= 0 means DefaultMaxAnswerBytes).
+//
+//   - A data part whose value is a JSON object is the answer. If it names a
+//     questionId, that must be q.ID, else the error wraps ErrWrongQuestion.
+//     An "action" of decline or cancel (with an optional string "reason")
+//     makes an action answer, which is not validated against the schema; any
+//     other action is a field error at /action.
+//   - Otherwise the message's text, trimmed: equal (ignoring case) to an
+//     option's value or label, it answers {optionField: value}; with no
+//     options and a schema with exactly one required property of type string,
+//     it answers {field: text}; anything else is a field error.
+//   - A message with neither is a field error saying what is expected.
+//
+// It returns (answer, nil, nil) for a valid answer, (answer or nil, errors,
+// nil) for an invalid one and (nil, nil, err) for a wrong question ID.
+func Parse(m *a2a.Message, q *Question, maxBytes int) (*Answer, []FieldError, error) {
+	if q == nil {
+		return nil, nil, errors.New("question: Parse needs the open question")
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxAnswerBytes
+	}
+	c, err := compileSchema(q.Schema)
+	if err != nil {
+		return nil, []FieldError{{Message: "the question's answer schema is broken, so no answer can be checked: " + err.Error()}}, nil
+	}
+
+	var (
+		texts        []string
+		nonObjectDat bool
+	)
+	if m != nil {
+		for _, p := range m.Parts {
+			if p == nil {
+				continue
+			}
+			switch v := p.Content.(type) {
+			case a2a.Data:
+				raw, err := json.Marshal(v.Value)
+				if err != nil || !isJSONObject(raw) {
+					nonObjectDat = true
+					continue
+				}
+				return parseData(raw, q, c, maxBytes)
+			case a2a.Text:
+				texts = append(texts, string(v))
+			}
+		}
+	}
+
+	text := strings.TrimSpace(strings.Join(texts, "\n"))
+	if text == "" {
+		msg := expectation(q, c)
+		if nonObjectDat {
+			msg = "the data part must hold a JSON object; " + msg
+		}
+		return nil, []FieldError{{Message: msg}}, nil
+	}
+	if enc, _ := json.Marshal(text); len(enc) > maxBytes {
+		return nil, []FieldError{tooBig(len(enc), maxBytes)}, nil
+	}
+	return parseText(text, q, c, maxBytes)
+}
+
+func tooBig(n, max int) FieldError {
+	return FieldError{Message: fmt.Sprintf("answer is %d bytes; the limit is %d bytes", n, max)}
+}
+
+// parseData reads a data part's JSON object.
+func parseData(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []FieldError, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, []FieldError{{Message: "the data part is not a valid JSON object"}}, nil
+	}
+	a := &Answer{}
+	if v, has := obj[keyQuestionID]; has && !isNull(v) {
+		var sent string
+		if err := json.Unmarshal(v, &sent); err != nil {
+			return nil, nil, fmt.Errorf("%w: the answer names question %s, but the open question is %q", ErrWrongQuestion, string(v), q.ID)
+		}
+		if sent != q.ID {
+			return nil, nil, fmt.Errorf("%w: the answer names question %q, but the open question is %q", ErrWrongQuestion, sent, q.ID)
+		}
+		a.QuestionID = sent
+	}
+	if len(raw) > maxBytes {
+		return nil, []FieldError{tooBig(len(raw), maxBytes)}, nil
+	}
+	delete(obj, keyQuestionID)
+
+	var errs []FieldError
+	if v, has := obj[keyAction]; has && !isNull(v) {
+		var act string
+		if err := json.Unmarshal(v, &act); err != nil {
+			errs = append(errs, FieldError{Pointer: "/" + keyAction, Message: "expected decline or cancel, got " + kindOfJSON(v)})
+		} else if act != ActionDecline && act != ActionCancel {
+			errs = append(errs, FieldError{Pointer: "/" + keyAction, Message: fmt.Sprintf("unknown action %s; expected decline or cancel", quote(act))})
+		} else {
+			a.Action = act
+		}
+		if r, has := obj[keyReason]; has && !isNull(r) {
+			if err := json.Unmarshal(r, &a.Reason); err != nil {
+				errs = append(errs, FieldError{Pointer: "/" + keyReason, Message: "expected a string, got " + kindOfJSON(r)})
+			}
+		}
+		delete(obj, keyReason)
+	}
+	delete(obj, keyAction)
+
+	fields, err := json.Marshal(obj)
+	if err != nil {
+		return nil, []FieldError{{Message: "the data part is not a valid JSON object"}}, nil
+	}
+	a.Fields = fields
+	if len(errs) > 0 {
+		a.Action, a.Reason = "", ""
+		return a, errs, nil
+	}
+	if a.Action != "" {
+		return a, nil, nil
+	}
+	if errs := q.Validate(fields); len(errs) > 0 {
+		return a, errs, nil
+	}
+	return a, nil, nil
+}
+
+// parseText reads a text answer.
+func parseText(text string, q *Question, c *compiled, maxBytes int) (*Answer, []FieldError, error) {
+	if len(q.Options) > 0 {
+		field, err := optionField(c)
+		if err != nil {
+			return nil, []FieldError{{Message: "the question's options do not fit its schema: " + err.Error()}}, nil
+		}
+		value, ok := matchOption(q.Options, text)
+		if !ok {
+			return nil, []FieldError{{Pointer: "/" + escapeToken(field), Message: expectedOneOf(q.Options)}}, nil
+		}
+		return textAnswer(q, field, value, maxBytes)
+	}
+	if len(c.required) == 1 && typeAllowsString(c.propType[c.required[0]]) {
+		return textAnswer(q, c.required[0], text, maxBytes)
+	}
+	return nil, []FieldError{{Message: expectation(q, c)}}, nil
+}
+
+func typeAllowsString(types []string) bool {
+	for _, t := range types {
+		if t == "string" {
+			return true
+		}
+	}
+	return false
+}
+
+func textAnswer(q *Question, field, value string, maxBytes int) (*Answer, []FieldError, error) {
+	fields, err := json.Marshal(map[string]string{field: value})
+	if err != nil {
+		return nil, []FieldError{{Message: "the answer could not be encoded"}}, nil
+	}
+	if len(fields) > maxBytes {
+		return nil, []FieldError{tooBig(len(fields), maxBytes)}, nil
+	}
+	a := &Answer{Fields: fields, FromText: true}
+	if errs := q.Validate(fields); len(errs) > 0 {
+		return a, errs, nil
+	}
+	return a, nil, nil
+}
+
+// matchOption finds the option a text names: its value first, then its label,
+// ignoring case.
+func matchOption(opts []Option, text string) (string, bool) {
+	for _, o := range opts {
+		if strings.EqualFold(text, o.Value) {
+			return o.Value, true
+		}
+	}
+	for _, o := range opts {
+		if o.Label != "" && strings.EqualFold(text, o.Label) {
+			return o.Value, true
+		}
+	}
+	return "", false
+}
+
+// expectation says what kind of answer the question needs.
+func expectation(q *Question, c *compiled) string {
+	names := c.required
+	if len(names) == 0 {
+		names = c.props
+	}
+	var b strings.Builder
+	b.WriteString("expected a data part (application/json) with questionId")
+	if len(names) > 0 {
+		b.WriteString(" and the field")
+		if len(names) > 1 {
+			b.WriteByte('s')
+		}
+		b.WriteByte(' ')
+		b.WriteString(strings.Join(names, ", "))
+	}
+	if len(q.Options) > 0 {
+		b.WriteString(", or text naming one of ")
+		vals := make([]string, len(q.Options))
+		for i, o := range q.Options {
+			vals[i] = o.Value
+		}
+		b.WriteString(strings.Join(vals, ", "))
+	} else if len(c.required) == 1 && typeAllowsString(c.propType[c.required[0]]) {
+		b.WriteString(", or text")
+	}
+	return b.String()
+}
+
+func isNull(raw json.RawMessage) bool {
+	return strings.TrimSpace(string(raw)) == "null"
+}
+
+func kindOfJSON(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "invalid JSON"
+	}
+	switch v.(type) {
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return "null"
+}
+
+// Decode decodes a valid answer's fields into T.
+func Decode[T any](a *Answer) (T, error) {
+	var v T
+	if a == nil {
+		return v, errors.New("question: no answer to decode")
+	}
+	if err := json.Unmarshal(a.Fields, &v); err != nil {
+		return v, fmt.Errorf("question: decoding answer: %w", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,374 @@
+// Package question implements askpoint's question convention for the A2A
+// TASK_STATE_INPUT_REQUIRED state: an agent asks one machine-answerable
+// question (a text part for a person and a JSON data part for a machine), the
+// caller answers with a data part or plain text, and the answer is validated
+// against the question's JSON Schema (draft 2020-12). An invalid answer is
+// re-asked with a new question ID and the errors, up to a cap.
+//
+// The convention is published as an A2A extension; see ExtensionURI and
+// docs/extensions/question-v1.md.
+package question
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// ExtensionURI identifies version 1 of the convention.
+const ExtensionURI = "https://askpoint.dev/ext/question/v1"
+
+const (
+	// DefaultMaxAttempts is how many answers a question accepts before the
+	// task fails, unless the agent says otherwise.
+	DefaultMaxAttempts = 3
+	// DefaultMaxAnswerBytes bounds the JSON encoding of an answer.
+	DefaultMaxAnswerBytes = 64 << 10
+)
+
+// MediaTypeJSON is the media type of the question's data part.
+const MediaTypeJSON = "application/json"
+
+// Option is one entry of a small closed set of answers.
+type Option struct {
+	Value string `json:"value"`
+	Label string `json:"label,omitempty"`
+}
+
+// FieldError is one reason an answer was not accepted.
+type FieldError struct {
+	Pointer string `json:"pointer"` // JSON pointer into the answer, "" for the whole answer
+	Message string `json:"message"`
+}
+
+// Question is what an agent asks. Stored as JSON (all fields, including Text)
+// by the engine.
+type Question struct {
+	ID          string          `json:"questionId"`
+	Text        string          `json:"text"`
+	Expires     time.Time       `json:"expires"`
+	Schema      json.RawMessage `json:"answerSchema"`
+	Options     []Option        `json:"options,omitempty"`
+	Attempt     int             `json:"attempt,omitempty"` // 1 for the first ask
+	MaxAttempts int             `json:"maxAttempts,omitempty"`
+	Errors      []FieldError    `json:"errors,omitempty"`
+}
+
+// Wire keys of the question's data part.
+const (
+	keyQuestionID  = "questionId"
+	keyExpires     = "expires"
+	keySchema      = "answerSchema"
+	keyOptions     = "options"
+	keyAttempt     = "attempt"
+	keyMaxAttempts = "maxAttempts"
+	keyErrors      = "errors"
+	keyAction      = "action"
+	keyReason      = "reason"
+)
+
+// attempt returns the attempt number, counting an unset Attempt as the first.
+func (q *Question) attempt() int {
+	if q.Attempt < 1 {
+		return 1
+	}
+	return q.Attempt
+}
+
+// Message builds the status message: role agent, a new messageId, a text part
+// a person can read on its own and a data part (media type application/json)
+// for a machine, and Extensions [ExtensionURI].
+//
+// The data part holds questionId, expires (RFC 3339, UTC), answerSchema,
+// options (when there are any) and, on a re-ask (Attempt > 1), attempt,
+// maxAttempts and errors. On a re-ask the text part ends with a line that says
+// why the previous answer was not accepted (see Notice).
+func (q *Question) Message() *a2a.Message {
+	text := q.Text
+	if q.attempt() > 1 {
+		text = joinNotice(q.Text, q.Notice())
+	}
+	data := q.wireObject()
+	dp := a2a.NewDataPart(data)
+	dp.MediaType = MediaTypeJSON
+	m := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart(text), dp)
+	m.Extensions = []string{ExtensionURI}
+	return m
+}
+
+// wireObject is the data part's value, built from generic JSON values
+// (map[string]any, []any, string, float64, bool, nil) so that it looks the same
+// in process as it does after a trip over the wire.
+func (q *Question) wireObject() map[string]any {
+	obj := map[string]any{
+		keyQuestionID: q.ID,
+		keyExpires:    q.Expires.UTC().Format(time.RFC3339Nano),
+		keySchema:     genericJSON(q.Schema),
+	}
+	if len(q.Options) > 0 {
+		opts := make([]any, 0, len(q.Options))
+		for _, o := range q.Options {
+			e := map[string]any{"value": o.Value}
+			if o.Label != "" {
+				e["label"] = o.Label
+			}
+			opts = append(opts, e)
+		}
+		obj[keyOptions] = opts
+	}
+	if a := q.attempt(); a > 1 {
+		obj[keyAttempt] = float64(a)
+		if q.MaxAttempts > 0 {
+			obj[keyMaxAttempts] = float64(q.MaxAttempts)
+		}
+		errs := make([]any, 0, len(q.Errors))
+		for _, e := range q.Errors {
+			errs = append(errs, map[string]any{"pointer": e.Pointer, "message": e.Message})
+		}
+		obj[keyErrors] = errs
+	}
+	return obj
+}
+
+// genericJSON decodes raw JSON into generic values; invalid or empty JSON
+// yields nil (Check reports it).
+func genericJSON(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil
+	}
+	return v
+}
+
+// wireQuestion is the data part's shape when read back.
+type wireQuestion struct {
+	ID          *string         `json:"questionId"`
+	Expires     string          `json:"expires"`
+	Schema      json.RawMessage `json:"answerSchema"`
+	Options     []Option        `json:"options"`
+	Attempt     int             `json:"attempt"`
+	MaxAttempts int             `json:"maxAttempts"`
+	Errors      []FieldError    `json:"errors"`
+}
+
+// FromMessage finds the question in an agent status message (the data part
+// holding questionId and answerSchema) and decodes it; Text is the message's
+// text parts joined by newlines, without the re-ask notice that Message adds.
+// A first ask carries no attempt on the wire and decodes with Attempt 1. ok is
+// false when the message holds no question; err is set when it holds one that
+// cannot be decoded.
+func FromMessage(m *a2a.Message) (q *Question, ok bool, err error) {
+	if m == nil {
+		return nil, false, nil
+	}
+	for _, p := range m.Parts {
+		if p == nil {
+			continue
+		}
+		d, isData := p.Content.(a2a.Data)
+		if !isData {
+			continue
+		}
+		raw, err := json.Marshal(d.Value)
+		if err != nil || !isJSONObject(raw) {
+			continue
+		}
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &keys); err != nil {
+			continue
+		}
+		if _, has := keys[keyQuestionID]; !has {
+			continue
+		}
+		if _, has := keys[keySchema]; !has {
+			continue
+		}
+		var w wireQuestion
+		if err := json.Unmarshal(raw, &w); err != nil {
+			return nil, true, fmt.Errorf("question data part: %w", err)
+		}
+		if w.ID == nil || *w.ID == "" {
+			return nil, true, errors.New("question data part: questionId must be a non-empty string")
+		}
+		q := &Question{
+			ID:          *w.ID,
+			Schema:      compactJSON(w.Schema),
+			Options:     w.Options,
+			Attempt:     max(w.Attempt, 1), // a first ask carries no attempt
+			MaxAttempts: w.MaxAttempts,
+			Errors:      w.Errors,
+		}
+		if w.Expires != "" {
+			t, err := time.Parse(time.RFC3339Nano, w.Expires)
+			if err != nil {
+				return nil, true, fmt.Errorf("question data part: expires %q is not an RFC 3339 time", w.Expires)
+			}
+			q.Expires = t.UTC()
+		}
+		q.Text = textOf(m)
+		if q.attempt() > 1 {
+			if base, found := strings.CutSuffix(q.Text, "\n\n"+q.Notice()); found {
+				q.Text = base
+			}
+		}
+		return q, true, nil
+	}
+	return nil, false, nil
+}
+
+// textOf joins a message's text parts with newlines.
+func textOf(m *a2a.Message) string {
+	var texts []string
+	for _, p := range m.Parts {
+		if p == nil {
+			continue
+		}
+		if t, ok := p.Content.(a2a.Text); ok {
+			texts = append(texts, string(t))
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return append(json.RawMessage(nil), raw...)
+	}
+	return json.RawMessage(b.Bytes())
+}
+
+// ReAsk returns the next question after an invalid answer: the same text,
+// schema, options, expiry and MaxAttempts; the new ID newID; Attempt+1 (an
+// unset Attempt counts as 1); Errors errs.
+func (q *Question) ReAsk(newID string, errs []FieldError) *Question {
+	return &Question{
+		ID:          newID,
+		Text:        q.Text,
+		Expires:     q.Expires,
+		Schema:      append(json.RawMessage(nil), q.Schema...),
+		Options:     append([]Option(nil), q.Options...),
+		Attempt:     q.attempt() + 1,
+		MaxAttempts: q.MaxAttempts,
+		Errors:      append([]FieldError(nil), errs...),
+	}
+}
+
+// Notice is the line a re-ask's text part ends with, e.g.
+// "That answer was not accepted: expected one of CC-4410, CC-4420. (attempt 2 of 3)".
+// It is "" for a first ask.
+func (q *Question) Notice() string {
+	a := q.attempt()
+	if a <= 1 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("That answer was not accepted")
+	if s := ErrorsText(q.Errors); s != "" {
+		b.WriteString(": ")
+		b.WriteString(s)
+	}
+	if !strings.HasSuffix(b.String(), ".") {
+		b.WriteByte('.')
+	}
+	if q.MaxAttempts > 0 {
+		fmt.Fprintf(&b, " (attempt %d of %d)", a, q.MaxAttempts)
+	} else {
+		fmt.Fprintf(&b, " (attempt %d)", a)
+	}
+	return b.String()
+}
+
+func joinNotice(text, notice string) string {
+	if text == "" {
+		return notice
+	}
+	return text + "\n\n" + notice
+}
+
+// ErrorsText renders errors for a person: the messages joined by "; ". When
+// the errors concern more than one place in the answer, each message is
+// prefixed with the field it is about (e.g. "trip.date: ...").
+func ErrorsText(errs []FieldError) string {
+	if len(errs) == 0 {
+		return ""
+	}
+	distinct := map[string]struct{}{}
+	for _, e := range errs {
+		distinct[e.Pointer] = struct{}{}
+	}
+	prefix := len(distinct) > 1
+	parts := make([]string, 0, len(errs))
+	for _, e := range errs {
+		msg := strings.TrimSpace(e.Message)
+		if prefix && e.Pointer != "" {
+			// Messages such as "missing required field to" name the field already.
+			if !strings.Contains(msg, "field "+lastToken(e.Pointer)) {
+				msg = fieldName(e.Pointer) + ": " + msg
+			}
+		}
+		parts = append(parts, msg)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// fieldName turns a JSON pointer into a dotted name for people: "/trip/date" ->
+// "trip.date".
+func fieldName(ptr string) string {
+	toks := pointerTokens(ptr)
+	return strings.Join(toks, ".")
+}
+
+func lastToken(ptr string) string {
+	toks := pointerTokens(ptr)
+	if len(toks) == 0 {
+		return ""
+	}
+	return toks[len(toks)-1]
+}
+
+func pointerTokens(ptr string) []string {
+	if ptr == "" {
+		return nil
+	}
+	toks := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	for i, t := range toks {
+		t = strings.ReplaceAll(t, "~1", "/")
+		toks[i] = strings.ReplaceAll(t, "~0", "~")
+	}
+	return toks
+}
+
+// escapeToken escapes one JSON pointer reference token.
+func escapeToken(s string) string {
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	s = strings.ReplaceAll(s, "~", "~0")
+	return strings.ReplaceAll(s, "/", "~1")
+}
+
+func pointerOf(tokens []string) string {
+	var b strings.Builder
+	for _, t := range tokens {
+		b.WriteByte('/')
+		b.WriteString(escapeToken(t))
+	}
+	return b.String()
+}
+
+func isJSONObject(raw []byte) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
+}
