@@ -88,13 +88,13 @@ type LogEntry struct {
 // ListParams selects tasks for ListTasks, newest first
 // (by UpdatedAt, then ID, descending).
 type ListParams struct {
-	Tenant       string
-	Owner        string
+	Tenant       string // matched exactly, "" included
+	Owner        string // matched exactly, "" included
 	Agent        string        // empty: any
 	ContextID    string        // empty: any
 	State        a2a.TaskState // empty: any
-	UpdatedAfter time.Time     // zero: any
-	PageSize     int           // > 0
+	UpdatedAfter time.Time     // zero: any; else strictly after
+	PageSize     int           // > 0, else an error
 	// After continues a listing: only tasks that sort after this cursor.
 	After *Cursor
 }
@@ -126,7 +126,8 @@ type ClaimParams struct {
 type Store interface {
 	// CreateTask inserts t with Version 1 and appends entries to its log,
 	// in one transaction. It returns the stored task (Version, LastSeq and
-	// timestamps set). ErrExists when the ID is taken.
+	// timestamps set by the store; an entry's zero At becomes now). An empty
+	// JSON column is stored as nil. ErrExists when the ID is taken.
 	CreateTask(ctx context.Context, t *Task, entries []LogEntry) (*Task, error)
 
 	// GetTask returns the task. ErrNotFound when there is none.
@@ -141,7 +142,8 @@ type Store interface {
 	UpdateTask(ctx context.Context, t *Task, entries []LogEntry) (*Task, error)
 
 	// ReadLog returns the task's log entries with Seq > afterSeq, oldest
-	// first, at most limit of them (limit <= 0: all).
+	// first, at most limit of them (limit <= 0: all). An unknown task has
+	// an empty log.
 	ReadLog(ctx context.Context, taskID string, afterSeq int64, limit int) ([]LogEntry, error)
 
 	// History returns the task's entries with InHistory set, oldest first;
@@ -153,13 +155,14 @@ type Store interface {
 
 	// ClaimRunnable leases up to Limit runnable tasks whose lease is unset
 	// or lapsed (LeaseUntil <= Now) to Owner until Now+LeaseFor,
-	// incrementing each one's version, and returns them. Two concurrent
-	// claimers never get the same task.
+	// incrementing each one's version (not UpdatedAt), and returns them in
+	// no set order. Two concurrent claimers never get the same task.
 	ClaimRunnable(ctx context.Context, p ClaimParams) ([]*Task, error)
 
 	// ExtendLease moves the lease of a task the caller holds (same owner,
-	// same version) to until, without changing the version. ErrConflict
-	// when the caller no longer holds it.
+	// same version) to until, without changing the version or UpdatedAt.
+	// A zero until releases the lease at once. ErrConflict when the caller
+	// no longer holds it, ErrNotFound when there is no such task.
 	ExtendLease(ctx context.Context, id, owner string, version int64, until time.Time) error
 
 	// Close releases the store's resources.

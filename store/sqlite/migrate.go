@@ -1,0 +1,122 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// migrationFiles holds the schema migrations, named NNNN_name.sql; NNNN is
+// the version they bring the schema to. Applied migrations are never edited:
+// a change is a new file.
+//
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the embedded migrations in version order.
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	seen := map[int]string{}
+	for _, name := range names {
+		base := path.Base(name)
+		num, _, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", base)
+		}
+		if other, dup := seen[v]; dup {
+			return nil, fmt.Errorf("migrations %s and %s have the same version", other, base)
+		}
+		seen[v] = base
+		body, err := migrationFiles.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: base, sql: string(body)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+// migrate brings the schema of db up to date in one immediate transaction:
+// either every pending migration is applied and recorded in
+// schema_migrations, or none is. Concurrent openers of the same file
+// serialise on the write lock, so each migration runs once. A file whose
+// schema is newer than this binary's migrations is refused.
+func migrate(ctx context.Context, db *sql.DB) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer tx.Rollback()
+
+	if _, err := tx.ExecContext(ctx, `
+		CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    INTEGER NOT NULL PRIMARY KEY,
+			name       TEXT    NOT NULL,
+			applied_at INTEGER NOT NULL
+		)`); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+
+	applied := map[int]bool{}
+	newest := 0
+	rows, err := tx.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("migrate: %w", err)
+		}
+		applied[v] = true
+		newest = max(newest, v)
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	if known := ms[len(ms)-1].version; newest > known {
+		return fmt.Errorf("migrate: schema version %d is newer than this binary knows (%d)", newest, known)
+	}
+
+	for _, m := range ms {
+		if applied[m.version] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return fmt.Errorf("migrate: %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+			m.version, m.name, time.Now().UnixMilli()); err != nil {
+			return fmt.Errorf("migrate: %s: %w", m.name, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
