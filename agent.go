@@ -30,6 +30,8 @@ type Resumption struct {
 	// Question is the question that was answered (input-required resumes).
 	Question *question.Question
 	// Answer is the caller's validated answer (input-required resumes).
+	// When Answer.Action is question.ActionDecline the caller refused to
+	// answer (Answer.Reason says why) and the agent decides what follows.
 	Answer *question.Answer
 	// Auth is set when the task resumes from auth-required.
 	Auth *AuthArrival
@@ -178,6 +180,9 @@ type Steps[C, A any] struct {
 	// decoded into A, and the checkpoint saved with the question, decoded
 	// into C. Required for agents that Ask.
 	OnAnswer func(ctx context.Context, call *Call, checkpoint C, answer A) (Outcome, error)
+	// OnDecline decides what follows when the caller declines to answer.
+	// When nil the task ends rejected with the caller's reason.
+	OnDecline func(ctx context.Context, call *Call, checkpoint C, reason string) (Outcome, error)
 	// OnAuth continues a task after auth-required. Required for agents
 	// that RequireAuth.
 	OnAuth func(ctx context.Context, call *Call, checkpoint C, arrival *AuthArrival) (Outcome, error)
@@ -205,6 +210,12 @@ func (s Steps[C, A]) Resume(ctx context.Context, call *Call, r *Resumption) (Out
 		}
 		return s.OnAuth(ctx, call, cp, r.Auth)
 	}
+	if r.Answer != nil && r.Answer.Action == question.ActionDecline {
+		if s.OnDecline != nil {
+			return s.OnDecline(ctx, call, cp, r.Answer.Reason)
+		}
+		return Reject(DeclinedText(r.Answer.Reason)), nil
+	}
 	if s.OnAnswer == nil {
 		return Outcome{}, fmt.Errorf("askpoint: the agent asked a question but Steps.OnAnswer is nil")
 	}
@@ -213,4 +224,14 @@ func (s Steps[C, A]) Resume(ctx context.Context, call *Call, r *Resumption) (Out
 		return Outcome{}, fmt.Errorf("askpoint: decode answer into %T: %w", answer, err)
 	}
 	return s.OnAnswer(ctx, call, cp, answer)
+}
+
+// DeclinedText is the rejection reason used when a caller declines to
+// answer and the agent has no OnDecline.
+func DeclinedText(reason string) string {
+	text := "The caller declined to answer, so the task was not done."
+	if reason != "" {
+		text += " Reason: " + reason
+	}
+	return text
 }

@@ -389,11 +389,18 @@ func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 		return nil, nil, errInternal(fmt.Errorf("decode open question of task %s: %w", t.ID, err))
 	}
 	now := s.now()
+	if size := partsSize(msg.Parts); size > s.cfg.MaxAnswerBytes {
+		// Refused outright, not re-asked: storing it in the history would
+		// store what the limit is there to keep out.
+		return nil, nil, errInvalidParams("the answer is %d bytes; answers to question %q may be at most %d bytes", size, q.ID, s.cfg.MaxAnswerBytes)
+	}
 	ans, fieldErrs, err := question.Parse(msg, &q, s.cfg.MaxAnswerBytes)
 	if err != nil {
 		return nil, nil, errInvalidParams("%v; the open question of task %q is %q", err, t.ID, q.ID)
 	}
-	if len(fieldErrs) == 0 && ans != nil && ans.Action == "" {
+	if len(fieldErrs) == 0 && ans != nil && (ans.Action == "" || ans.Action == question.ActionDecline) {
+		// A valid answer, or a refusal to answer: either way the agent
+		// decides what happens next.
 		in := runInput{Kind: inputAnswer, Message: msg, Question: &q, Answer: ans, Key: t.ID + "/" + q.ID}
 		return s.resumeRow(t, in, msg)
 	}
@@ -409,9 +416,6 @@ func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	case ans != nil && ans.Action == question.ActionCancel:
 		state = a2a.TaskStateCanceled
 		status = agentMessage(&next, withReason("The caller canceled the task instead of answering.", ans.Reason))
-	case ans != nil && ans.Action == question.ActionDecline:
-		state = a2a.TaskStateRejected
-		status = agentMessage(&next, withReason("The caller declined to answer, so the task was not done.", ans.Reason))
 	case q.Attempt >= q.MaxAttempts:
 		state = a2a.TaskStateFailed
 		status = agentMessage(&next, fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt, question.ErrorsText(fieldErrs)))
@@ -435,6 +439,15 @@ func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	}
 	next.State, next.Status = state, st
 	return &next, []store.LogEntry{userEntry, e}, nil
+}
+
+// partsSize is the encoded size of a message's parts.
+func partsSize(parts a2a.ContentParts) int {
+	raw, err := json.Marshal(parts)
+	if err != nil {
+		return 0
+	}
+	return len(raw)
 }
 
 func withReason(text, reason string) string {

@@ -27,6 +27,8 @@ import (
 //	reject          reject with "asked to reject"
 //	panic           panic
 //	bad-schema      ask a question whose schema does not compile
+//	ext-ref         ask a question whose schema refers to a local file
+//	choose          ask for a size from options S (Small) and L (Large)
 func Script() askpoint.Agent {
 	return askpoint.Steps[scriptCP, map[string]any]{
 		OnStart: func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
@@ -71,6 +73,14 @@ func Script() askpoint.Agent {
 				panic("asked to panic")
 			case "bad-schema":
 				return askpoint.Ask(question.Question{Text: "Unanswerable?", Schema: json.RawMessage(`{"type": 12}`)}, nil), nil
+			case "ext-ref":
+				return askpoint.Ask(question.Question{Text: "Whose password?", Schema: json.RawMessage(`{"type":"object","properties":{"p":{"$ref":"file:///etc/passwd"}}}`)}, nil), nil
+			case "choose":
+				return askpoint.Ask(question.Question{
+					Text:    "Which size?",
+					Schema:  json.RawMessage(`{"type":"object","required":["size"],"properties":{"size":{"type":"string"}}}`),
+					Options: []question.Option{{Value: "S", Label: "Small"}, {Value: "L", Label: "Large"}},
+				}, scriptCP{Step: "choose"}), nil
 			}
 			return askpoint.Reject("unknown command " + words[0]), nil
 		},
@@ -83,6 +93,8 @@ func Script() askpoint.Agent {
 					Text:   "Which colour?",
 					Schema: json.RawMessage(`{"type":"object","required":["colour"],"properties":{"colour":{"type":"string"}}}`),
 				}, scriptCP{Step: "colour", Name: fmt.Sprint(a["name"])}), nil
+			case "choose":
+				return askpoint.Complete(textArtifact("result", fmt.Sprintf("size %v", a["size"]))), nil
 			case "colour":
 				return askpoint.Complete(textArtifact("result", fmt.Sprintf("%s likes %v", cp.Name, a["colour"]))), nil
 			}
