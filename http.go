@@ -225,8 +225,15 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 			writeJSONRPCError(w, nil, a2a.NewError(a2a.ErrParseError, "request body is not valid JSON: "+err.Error()))
 			return
 		}
+		// A client that asked a streaming method for an SSE stream reads
+		// only the stream's data events: it gets its error as one.
+		fail := writeJSONRPCError
+		if (env.Method == "SendStreamingMessage" || env.Method == "SubscribeToTask") &&
+			strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			fail = writeJSONRPCStreamError
+		}
 		if err := checkVersion(r); err != nil {
-			writeJSONRPCError(w, env.ID, err)
+			fail(w, env.ID, err)
 			return
 		}
 		switch env.Method {
@@ -235,21 +242,21 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 				Message json.RawMessage `json:"message"`
 			}
 			if len(env.Params) == 0 || json.Unmarshal(env.Params, &p) != nil {
-				writeJSONRPCError(w, env.ID, errInvalidParams("params must be an object holding message"))
+				fail(w, env.ID, errInvalidParams("params must be an object holding message"))
 				return
 			}
 			if err := checkParts("params.message", p.Message); err != nil {
-				writeJSONRPCError(w, env.ID, err)
+				fail(w, env.ID, err)
 				return
 			}
 		case "SubscribeToTask":
 			var p a2a.SubscribeToTaskRequest
 			if err := json.Unmarshal(env.Params, &p); err != nil {
-				writeJSONRPCError(w, env.ID, errInvalidParams("params must be an object holding id"))
+				fail(w, env.ID, errInvalidParams("params must be an object holding id"))
 				return
 			}
 			if _, err := h.subscribable(WithPrincipal(r.Context(), principalFrom(r.Context())), &p); err != nil {
-				writeJSONRPCError(w, env.ID, err)
+				fail(w, env.ID, err)
 				return
 			}
 		}
@@ -301,14 +308,32 @@ func errorInfo(pe protocolError) *errordetails.Typed {
 }
 
 func writeJSONRPCError(w http.ResponseWriter, id any, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(jsonrpcError(id, err))
+}
+
+// writeJSONRPCStreamError answers a streaming method with an SSE stream
+// whose one event is the error response, as the SDK's transport does for
+// errors that arise once the stream has begun.
+func writeJSONRPCStreamError(w http.ResponseWriter, id any, err error) {
+	data, jerr := json.Marshal(jsonrpcError(id, err))
+	if jerr != nil {
+		writeJSONRPCError(w, id, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	_, _ = fmt.Fprintf(w, "data: %s\n\n", data)
+}
+
+func jsonrpcError(id any, err error) map[string]any {
 	pe := lookupProtocolError(err)
 	var ae *a2a.Error
 	msg := err.Error()
 	if !errors.As(err, &ae) {
 		msg = pe.err.Error() + ": " + msg
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
+	return map[string]any{
 		"jsonrpc": "2.0",
 		"id":      id,
 		"error": map[string]any{
@@ -316,7 +341,7 @@ func writeJSONRPCError(w http.ResponseWriter, id any, err error) {
 			"message": msg,
 			"data":    []*errordetails.Typed{errorInfo(pe)},
 		},
-	})
+	}
 }
 
 func writeRESTError(w http.ResponseWriter, err error) {
