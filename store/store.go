@@ -88,8 +88,8 @@ type LogEntry struct {
 // ListParams selects tasks for ListTasks, newest first
 // (by UpdatedAt, then ID, descending).
 type ListParams struct {
-	Tenant       string // matched exactly, "" included
-	Owner        string // matched exactly, "" included
+	Tenant       string        // matched exactly, "" included
+	Owner        string        // matched exactly, "" included
 	Agent        string        // empty: any
 	ContextID    string        // empty: any
 	State        a2a.TaskState // empty: any
