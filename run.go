@@ -85,10 +85,41 @@ func (s *Server) worker(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			s.releaseQueued()
 			return
 		case j := <-s.queue:
+			if ctx.Err() != nil { // stopping: select may pick a job over Done
+				s.releaseJob(j)
+				continue
+			}
 			s.execute(ctx, j)
 		}
+	}
+}
+
+// releaseQueued releases the leases of the tasks still waiting in the local
+// queue when the server stops (acknowledged, never started), as execute does
+// for a step it abandons, so that the next start or another node takes them
+// over at once instead of after their lease lapses.
+func (s *Server) releaseQueued() {
+	for {
+		select {
+		case j := <-s.queue:
+			s.releaseJob(j)
+		default:
+			return
+		}
+	}
+}
+
+// releaseJob releases the lease this node took for j, unless the task has
+// moved on since (then the release is a no-op conflict).
+func (s *Server) releaseJob(j job) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.store.ExtendLease(ctx, j.id, s.cfg.NodeID, j.version, time.Time{})
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		s.log.Warn("release lease of a queued task at stop", slog.String("task", j.id), slog.Any("err", err))
 	}
 }
 
@@ -104,6 +135,7 @@ func (s *Server) poller(ctx context.Context) {
 		s.claimLapsed(ctx)
 		select {
 		case <-ctx.Done():
+			s.releaseQueued() // what this poller dispatched after the workers left
 			return
 		case <-tick.C:
 		}
@@ -144,6 +176,8 @@ func (s *Server) execute(ctx context.Context, j job) {
 	if err != nil {
 		if ctx.Err() == nil {
 			s.log.Error("load task to run", slog.String("task", j.id), slog.Any("err", err))
+		} else {
+			s.releaseJob(j) // stopping before the run began
 		}
 		return
 	}
@@ -193,16 +227,18 @@ func (s *Server) execute(ctx context.Context, j job) {
 	outcome, stepErr := safeStep(runCtx, entry.spec.Agent, call, res)
 	stopBeat()
 
-	if ctx.Err() != nil {
-		// The server is stopping: leave the work owed and let the next
-		// start (or another node) take it over at once.
+	if ctx.Err() != nil && stepErr != nil {
+		// The server is stopping and cut the step short: leave the work
+		// owed and let the next start (or another node) take it over at
+		// once. The step's key makes the rerun's side effects safe.
 		r.release()
 		return
 	}
-	if runCtx.Err() != nil && stepErr != nil {
+	if ctx.Err() == nil && runCtx.Err() != nil && stepErr != nil {
 		return // canceled by CancelTask; the cancel already wrote the outcome
 	}
-	r.finish(ctx, outcome, stepErr)
+	// A step that finished is written even while the server stops.
+	r.finish(context.WithoutCancel(ctx), outcome, stepErr)
 }
 
 func (s *Server) agentByName(name string) *agentEntry {
