@@ -3,6 +3,7 @@ package askpoint_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,5 +175,26 @@ func TestOversizedAnswerIsRefusedAndNothingIsStored(t *testing.T) {
 	after := getTask(t, t.Context(), a.c, a.task.ID)
 	if len(after.History) != len(before.History) || after.Status.State != a2a.TaskStateInputRequired {
 		t.Fatalf("history %d→%d, state %v: the refused answer changed the task", len(before.History), len(after.History), after.Status.State)
+	}
+}
+
+func TestAnswerAfterExpiryIsRefusedAndTheTaskExpires(t *testing.T) {
+	var now atomic.Pointer[time.Time]
+	start := time.Now()
+	now.Store(&start)
+	a := startAsking(t, func(c *askpoint.Config) {
+		c.QuestionExpiry = time.Hour
+		c.Now = func() time.Time { return *now.Load() }
+	}, "ask")
+	late := start.Add(time.Hour + time.Second)
+	now.Store(&late)
+	_, err := a.send(t, userData(map[string]any{"name": "Ada"}))
+	wantErr(t, "SendMessage(late answer)", err, a2a.ErrUnsupportedOperation)
+	if !strings.Contains(err.Error(), a.q.ID) || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("error %q does not say question %s expired", err, a.q.ID)
+	}
+	got := getTask(t, t.Context(), a.c, a.task.ID)
+	if got.Status.State != a2a.TaskStateFailed || !strings.Contains(statusText(got), "expired") {
+		t.Fatalf("state %v, message %q; want failed saying the question expired", got.Status.State, statusText(got))
 	}
 }

@@ -352,6 +352,16 @@ func (h *handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest)
 		switch t.State {
 		case a2a.TaskStateInputRequired:
 			next, entries, err = h.answer(t, &msg)
+			var expired *expiredError
+			if errors.As(err, &expired) {
+				if err := s.expire(ctx, t, expired); err != nil {
+					if errors.Is(err, store.ErrConflict) {
+						continue
+					}
+					return nil, errInternal(err)
+				}
+				return nil, a2a.NewError(a2a.ErrUnsupportedOperation, expired.Error()+"; the task has ended failed")
+			}
 		case a2a.TaskStateAuthRequired:
 			in := runInput{Kind: inputAuth, Message: &msg, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}
 			next, entries, err = s.resumeRow(t, in, &msg)
@@ -389,6 +399,11 @@ func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 		return nil, nil, errInternal(fmt.Errorf("decode open question of task %s: %w", t.ID, err))
 	}
 	now := s.now()
+	if !q.Expires.IsZero() && !now.Before(q.Expires) {
+		// Too late: the question closed at its expiry even if no sweeper
+		// has acted on it yet. The task expires here and now.
+		return nil, nil, &expiredError{question: q.ID, at: q.Expires}
+	}
 	if size := partsSize(msg.Parts); size > s.cfg.MaxAnswerBytes {
 		// Refused outright, not re-asked: storing it in the history would
 		// store what the limit is there to keep out.
@@ -587,4 +602,36 @@ func (h *handler) DeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfi
 // GetExtendedAgentCard implements a2asrv.RequestHandler.
 func (h *handler) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
 	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent has no extended agent card")
+}
+
+// expiredError says an answer came after its question's expiry.
+type expiredError struct {
+	question string
+	at       time.Time
+}
+
+func (e *expiredError) Error() string {
+	return fmt.Sprintf("question %q expired at %s", e.question, e.at.UTC().Format(time.RFC3339))
+}
+
+// expire ends a task whose open question expired. It is a compare-and-set
+// like every other transition, so it cannot race an answer into two
+// outcomes.
+func (s *Server) expire(ctx context.Context, t *store.Task, e *expiredError) error {
+	next := *t
+	now := s.now()
+	next.Runnable, next.LeaseOwner, next.LeaseUntil = false, "", time.Time{}
+	next.Input, next.Question, next.Checkpoint = nil, nil, nil
+	st, entry, err := statusEntry(&next, a2a.TaskStateFailed,
+		agentMessage(&next, fmt.Sprintf("No answer in time: question %s expired at %s.", e.question, e.at.UTC().Format(time.RFC3339))), now)
+	if err != nil {
+		return err
+	}
+	next.State, next.Status = a2a.TaskStateFailed, st
+	saved, err := s.store.UpdateTask(ctx, &next, []store.LogEntry{entry})
+	if err != nil {
+		return err
+	}
+	s.committed(saved)
+	return nil
 }
