@@ -286,8 +286,41 @@ func (h *handler) accept(ctx context.Context, req *a2a.SendMessageRequest) (*sto
 
 func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest) (*store.Task, error) {
 	s := h.s
+	owner := principalFrom(ctx)
+	id := requestTaskID(req.Tenant, owner, h.name, req.Message.ID, nil)
+	for attempt := 0; ; attempt++ {
+		t, err := h.create(ctx, req, id)
+		if !errors.Is(err, store.ErrExists) {
+			return t, err
+		}
+		// A task already has this ID: a redelivery of the same message,
+		// or the messageId reused with other content.
+		existing, err := s.store.GetTask(ctx, id)
+		if err != nil {
+			return nil, errInternal(err)
+		}
+		first, err := s.firstMessage(ctx, id)
+		if err != nil {
+			return nil, errInternal(err)
+		}
+		if first != nil && sameContent(first, req.Message) {
+			return existing, nil
+		}
+		if attempt == 0 {
+			s.log.Info("messageId reused with other content; handled as a new message", slog.String("messageId", req.Message.ID))
+			id = requestTaskID(req.Tenant, owner, h.name, req.Message.ID, contentHash(req.Message))
+			continue
+		}
+		id = string(a2a.NewTaskID())
+	}
+}
+
+// create commits a new task with the given ID for a first message.
+// store.ErrExists when the ID is taken.
+func (h *handler) create(ctx context.Context, req *a2a.SendMessageRequest, id string) (*store.Task, error) {
+	s := h.s
 	msg := *req.Message
-	msg.TaskID = a2a.NewTaskID()
+	msg.TaskID = a2a.TaskID(id)
 	if msg.ContextID == "" {
 		msg.ContextID = a2a.NewContextID()
 	}
@@ -321,6 +354,9 @@ func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest) (*stor
 		return nil, err
 	}
 	saved, err := s.store.CreateTask(ctx, t, []store.LogEntry{e})
+	if errors.Is(err, store.ErrExists) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, errInternal(err)
 	}
@@ -331,10 +367,35 @@ func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest) (*stor
 
 func (h *handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest) (*store.Task, error) {
 	s := h.s
+	lostRace := false
+	firstQuestion := ""
 	for range maxCASRetries {
 		t, err := h.getOwned(ctx, req.Tenant, string(req.Message.TaskID))
 		if err != nil {
 			return nil, err
+		}
+		// Deduplication comes before every other rule, so a retry of an
+		// answer that won gets the task back even after it finished.
+		dup, err := s.redelivered(ctx, t, req.Message)
+		if err != nil {
+			return nil, errInternal(err)
+		}
+		if dup {
+			// The history may be newer than t: return the task as it is now.
+			latest, err := s.store.GetTask(ctx, t.ID)
+			if err != nil {
+				return nil, errInternal(err)
+			}
+			return latest, nil
+		}
+		if lostRace && t.State == a2a.TaskStateInputRequired && openQuestionID(t) != firstQuestion {
+			// This message lost a race for a question that is no longer
+			// open: the caller gets the task as it now stands, and the
+			// message is not bound to the new question.
+			return t, nil
+		}
+		if !lostRace {
+			firstQuestion = openQuestionID(t)
 		}
 		if req.Message.ContextID != "" && req.Message.ContextID != t.ContextID {
 			return nil, errInvalidParams("message.contextId %q does not match the context %q of task %q; omit contextId or send the task's own",
@@ -356,6 +417,7 @@ func (h *handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest)
 			if errors.As(err, &expired) {
 				if err := s.expire(ctx, t, expired); err != nil {
 					if errors.Is(err, store.ErrConflict) {
+						lostRace = true
 						continue
 					}
 					return nil, errInternal(err)
@@ -376,6 +438,7 @@ func (h *handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest)
 		}
 		saved, err := s.store.UpdateTask(ctx, next, entries)
 		if errors.Is(err, store.ErrConflict) {
+			lostRace = true
 			continue // someone else changed the task first: decide again
 		}
 		if err != nil {
@@ -388,6 +451,18 @@ func (h *handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest)
 		return saved, nil
 	}
 	return nil, errInternal(errors.New("the task kept changing while the message was being taken; try again"))
+}
+
+// openQuestionID is the ID of the task's open question, "" when none.
+func openQuestionID(t *store.Task) string {
+	if len(t.Question) == 0 {
+		return ""
+	}
+	var q struct {
+		ID string `json:"questionId"`
+	}
+	_ = json.Unmarshal(t.Question, &q)
+	return q.ID
 }
 
 // answer decides what an answer to an input-required task does: resume it,

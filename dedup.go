@@ -1,0 +1,106 @@
+package askpoint
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"log/slog"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/google/uuid"
+
+	"github.com/askpoint/askpoint/store"
+)
+
+// Deduplication. A redelivered message (same caller, same messageId, same
+// content) must land where the first delivery landed and change nothing.
+//
+// A first message creates a task whose ID is derived from the caller, the
+// agent and the messageId, so two deliveries racing each other collide on
+// the task's primary key and exactly one creates it. A follow-up is looked
+// up in its task's history, where every message the task took is kept for
+// as long as the task.
+
+var taskIDSpace = uuid.MustParse("5d0b8b6e-2f61-4c55-9f0e-8a3c7b3a1e42")
+
+// requestTaskID is the ID of the task that a first message creates. salt
+// separates a reused messageId with other content from the first use.
+func requestTaskID(tenant, owner, agent, messageID string, salt []byte) string {
+	var b bytes.Buffer
+	for _, s := range []string{tenant, owner, agent, messageID} {
+		b.WriteString(s)
+		b.WriteByte(0)
+	}
+	b.Write(salt)
+	return uuid.NewSHA1(taskIDSpace, b.Bytes()).String()
+}
+
+// contentHash identifies a message's content: its parts, task and context.
+func contentHash(m *a2a.Message) []byte {
+	parts, _ := json.Marshal(m.Parts)
+	sum := sha256.New()
+	sum.Write(parts)
+	sum.Write([]byte{0})
+	sum.Write([]byte(m.TaskID))
+	sum.Write([]byte{0})
+	sum.Write([]byte(m.ContextID))
+	return sum.Sum(nil)
+}
+
+// sameContent says whether incoming repeats stored: the same parts and
+// task, and the same context unless incoming leaves it out (the server
+// fills it in on the stored copy).
+func sameContent(stored, incoming *a2a.Message) bool {
+	if incoming.TaskID != "" && incoming.TaskID != stored.TaskID {
+		return false
+	}
+	if incoming.ContextID != "" && incoming.ContextID != stored.ContextID {
+		return false
+	}
+	a, err1 := json.Marshal(stored.Parts)
+	b, err2 := json.Marshal(incoming.Parts)
+	return err1 == nil && err2 == nil && bytes.Equal(a, b)
+}
+
+// firstMessage returns the message that created a task.
+func (s *Server) firstMessage(ctx context.Context, id string) (*a2a.Message, error) {
+	entries, err := s.store.ReadLog(ctx, id, 0, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(entries) == 0 || entries[0].Kind != store.KindMessage {
+		return nil, nil
+	}
+	var m a2a.Message
+	if err := json.Unmarshal(entries[0].Body, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// redelivered says whether msg was already taken by task t. A messageId
+// reused with other content is a different message: it is logged and
+// handled as new.
+func (s *Server) redelivered(ctx context.Context, t *store.Task, msg *a2a.Message) (bool, error) {
+	entries, err := s.store.History(ctx, t.ID, 0)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		if e.Kind != store.KindMessage || e.MessageID != msg.ID {
+			continue
+		}
+		var stored a2a.Message
+		if err := json.Unmarshal(e.Body, &stored); err != nil {
+			return false, err
+		}
+		if sameContent(&stored, msg) {
+			return true, nil
+		}
+		s.log.Info("messageId reused with other content; handled as a new message",
+			slog.String("task", t.ID), slog.String("messageId", msg.ID))
+		return false, nil
+	}
+	return false, nil
+}
