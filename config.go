@@ -62,6 +62,18 @@ type Config struct {
 	MaxRequestBytes int64
 	// MaxPageSize caps ListTasks pages. Defaults to 100.
 	MaxPageSize int
+	// MaxParts caps the parts of one message. Defaults to 64.
+	MaxParts int
+	// MaxStreamsPerPrincipal caps the streams and subscriptions one caller
+	// holds open at once. Defaults to 32.
+	MaxStreamsPerPrincipal int
+
+	// Tokens maps bearer tokens to the principals they stand for. When
+	// set, every A2A request must carry "Authorization: Bearer TOKEN" and
+	// the agent cards declare the scheme; each task belongs to the
+	// principal that created it. When empty, callers are anonymous.
+	// Tokens must be at least 16 characters.
+	Tokens map[string]string
 
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
@@ -97,6 +109,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxPageSize <= 0 {
 		c.MaxPageSize = 100
+	}
+	if c.MaxParts <= 0 {
+		c.MaxParts = 64
+	}
+	if c.MaxStreamsPerPrincipal <= 0 {
+		c.MaxStreamsPerPrincipal = 32
 	}
 	if c.Now == nil {
 		c.Now = time.Now

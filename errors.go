@@ -53,6 +53,10 @@ var protocolErrors = []protocolError{
 }
 
 func lookupProtocolError(err error) protocolError {
+	var le *limitError
+	if errors.As(err, &le) {
+		return protocolError{a2a.ErrInvalidRequest, -32600, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED"}
+	}
 	for _, pe := range protocolErrors {
 		if errors.Is(err, pe.err) {
 			return pe

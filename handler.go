@@ -245,7 +245,7 @@ func (s *Server) waitSettled(ctx context.Context, t *store.Task) (*store.Task, e
 	return t, nil
 }
 
-func validateMessage(req *a2a.SendMessageRequest) error {
+func validateMessage(req *a2a.SendMessageRequest, maxParts int) error {
 	if req == nil || req.Message == nil {
 		return errInvalidParams("message is required")
 	}
@@ -259,6 +259,9 @@ func validateMessage(req *a2a.SendMessageRequest) error {
 	if len(m.Parts) == 0 {
 		return errInvalidParams("message.parts must hold at least one part")
 	}
+	if len(m.Parts) > maxParts {
+		return errInvalidParams("message.parts holds %d parts; the server takes at most %d", len(m.Parts), maxParts)
+	}
 	for i, p := range m.Parts {
 		if p == nil || p.Content == nil {
 			return errInvalidParams("message.parts[%d] has no content: set exactly one of text, raw, data or url", i)
@@ -270,7 +273,7 @@ func validateMessage(req *a2a.SendMessageRequest) error {
 // accept commits the message: a new task, or an answer or follow-up to a
 // paused one. It returns the task as committed.
 func (h *handler) accept(ctx context.Context, req *a2a.SendMessageRequest) (*store.Task, error) {
-	if err := validateMessage(req); err != nil {
+	if err := validateMessage(req, h.s.cfg.MaxParts); err != nil {
 		return nil, err
 	}
 	if req.Config != nil {

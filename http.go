@@ -81,6 +81,12 @@ func (s *Server) card(e *agentEntry, baseURL string) *a2a.AgentCard {
 	if c.Skills == nil {
 		c.Skills = []a2a.AgentSkill{}
 	}
+	if len(s.tokens) > 0 {
+		c.SecuritySchemes = a2a.NamedSecuritySchemes{BearerScheme: a2a.HTTPAuthSecurityScheme{
+			Scheme: "Bearer", Description: "An API key issued by the server's operator, sent as Authorization: Bearer <token>.",
+		}}
+		c.SecurityRequirements = a2a.SecurityRequirementsOptions{{BearerScheme: {}}}
+	}
 	c.Capabilities.Streaming = true
 	c.Capabilities.PushNotifications = false
 	c.Capabilities.Extensions = append(append([]a2a.AgentExtension(nil), c.Capabilities.Extensions...), a2a.AgentExtension{
@@ -162,7 +168,7 @@ func checkVersion(r *http.Request) error {
 // checkParts names the first part of a raw message with no content or more
 // than one kind of content. The SDK's decoder reports those as a parse
 // error; the protocol wants invalid params naming the field.
-func checkParts(field string, msg json.RawMessage) error {
+func checkParts(field string, msg json.RawMessage, maxParts int) error {
 	if len(msg) == 0 || string(msg) == "null" {
 		return errInvalidParams("%s is required", field)
 	}
@@ -178,6 +184,9 @@ func checkParts(field string, msg json.RawMessage) error {
 	}
 	if len(m.Parts) == 0 {
 		return errInvalidParams("%s.parts must hold at least one part", field)
+	}
+	if len(m.Parts) > maxParts {
+		return errInvalidParams("%s.parts holds %d parts; the server takes at most %d", field, len(m.Parts), maxParts)
 	}
 	for i, raw := range m.Parts {
 		var p map[string]json.RawMessage
@@ -215,6 +224,19 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 			writeJSONRPCError(w, nil, a2a.NewError(a2a.ErrInvalidRequest, "JSON-RPC requests must be sent with POST"))
 			return
 		}
+		ar, err := s.authenticate(r)
+		if err != nil {
+			// JSON-RPC errors travel with status 200: clients read the
+			// error object, not the status.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="askpoint"`)
+			if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+				writeJSONRPCStreamError(w, nil, err)
+			} else {
+				writeJSONRPCError(w, nil, err)
+			}
+			return
+		}
+		r = ar
 		body, err := readBody(r, s.cfg.MaxRequestBytes)
 		if err != nil {
 			writeJSONRPCError(w, nil, err)
@@ -245,7 +267,7 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 				fail(w, env.ID, errInvalidParams("params must be an object holding message"))
 				return
 			}
-			if err := checkParts("params.message", p.Message); err != nil {
+			if err := checkParts("params.message", p.Message, s.cfg.MaxParts); err != nil {
 				fail(w, env.ID, err)
 				return
 			}
@@ -255,10 +277,18 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 				fail(w, env.ID, errInvalidParams("params must be an object holding id"))
 				return
 			}
-			if _, err := h.subscribable(WithPrincipal(r.Context(), principalFrom(r.Context())), &p); err != nil {
+			if _, err := h.subscribable(r.Context(), &p); err != nil {
 				fail(w, env.ID, err)
 				return
 			}
+		}
+		if env.Method == "SendStreamingMessage" || env.Method == "SubscribeToTask" {
+			release, err := s.streams.acquire(principalFrom(r.Context()))
+			if err != nil {
+				fail(w, env.ID, err)
+				return
+			}
+			defer release()
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -268,6 +298,13 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 
 func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ar, err := s.authenticate(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="askpoint"`)
+			writeRESTError(w, err)
+			return
+		}
+		r = ar
 		body, err := readBody(r, s.cfg.MaxRequestBytes)
 		if err != nil {
 			writeRESTError(w, err)
@@ -286,7 +323,7 @@ func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
 				writeRESTError(w, a2a.NewError(a2a.ErrParseError, "request body is not valid JSON: "+err.Error()))
 				return
 			}
-			if err := checkParts("message", p.Message); err != nil {
+			if err := checkParts("message", p.Message, s.cfg.MaxParts); err != nil {
 				writeRESTError(w, err)
 				return
 			}
@@ -296,6 +333,14 @@ func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
 				writeRESTError(w, err)
 				return
 			}
+		}
+		if r.URL.Path == "/message:stream" || strings.HasSuffix(r.URL.Path, ":subscribe") {
+			release, err := s.streams.acquire(principalFrom(r.Context()))
+			if err != nil {
+				writeRESTError(w, err)
+				return
+			}
+			defer release()
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

@@ -42,8 +42,10 @@ type Server struct {
 	agents map[string]*agentEntry
 	order  []string
 
-	broker broker
-	queue  chan job
+	broker  broker
+	queue   chan job
+	tokens  tokenTable
+	streams streamSlots
 
 	mu       sync.Mutex
 	started  bool
@@ -73,7 +75,13 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	tokens, err := newTokenTable(cfg.Tokens)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
+		tokens:  tokens,
+		streams: streamSlots{limit: cfg.MaxStreamsPerPrincipal, open: map[string]int{}},
 		cfg:     cfg,
 		log:     cfg.Logger,
 		store:   cfg.Store,
@@ -149,6 +157,11 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.wg.Add(1)
 	go s.poller(ctx)
+	if n, ok := s.store.(store.Notifier); ok {
+		// Wake this node's waiters when another node changes a task.
+		s.wg.Add(1)
+		go s.listen(ctx, n)
+	}
 	s.log.Info("askpoint started", slog.String("node", s.cfg.NodeID), slog.Int("workers", s.cfg.Workers))
 	return nil
 }
@@ -216,6 +229,16 @@ func (s *Server) CredentialArrived(ctx context.Context, taskID string, data any)
 }
 
 const maxCASRetries = 8
+
+// listen relays the store's cross-node change notifications to the broker
+// until ctx ends. A lost notification only delays a waiter until its next
+// poll of the store.
+func (s *Server) listen(ctx context.Context, n store.Notifier) {
+	defer s.wg.Done()
+	if err := n.Listen(ctx, s.broker.notify); err != nil && ctx.Err() == nil {
+		s.log.Error("listen for task changes on other nodes; waiters fall back to polling", slog.Any("err", err))
+	}
+}
 
 // committed is called after every write that changes a task.
 func (s *Server) committed(t *store.Task) {

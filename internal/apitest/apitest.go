@@ -106,6 +106,12 @@ func (e *Env) AgentURL(name string) string { return e.URL + "/" + name }
 // built from the agent card the server serves.
 func (e *Env) Client(t testing.TB, agent string, transport a2a.TransportProtocol) *a2aclient.Client {
 	t.Helper()
+	return e.ClientAs(t, agent, transport, "")
+}
+
+// ClientAs is Client for a caller with a bearer token ("" for none).
+func (e *Env) ClientAs(t testing.TB, agent string, transport a2a.TransportProtocol, token string) *a2aclient.Client {
+	t.Helper()
 	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(t.Context(), e.AgentURL(agent))
 	if err != nil {
 		t.Fatalf("resolve card of %s: %v", agent, err)
@@ -120,7 +126,11 @@ func (e *Env) Client(t testing.TB, agent string, transport a2a.TransportProtocol
 		t.Fatalf("agent %s offers no %s interface", agent, transport)
 	}
 	card.SupportedInterfaces = keep
-	c, err := a2aclient.NewFromCard(t.Context(), card)
+	var opts []a2aclient.FactoryOption
+	if token != "" {
+		opts = append(opts, a2aclient.WithCallInterceptors(bearer(token)))
+	}
+	c, err := a2aclient.NewFromCard(t.Context(), card, opts...)
 	if err != nil {
 		t.Fatalf("NewFromCard() = %v", err)
 	}
@@ -137,3 +147,13 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
 }
+
+// bearer sends a bearer token with every call.
+type bearer string
+
+func (b bearer) Before(ctx context.Context, req *a2aclient.Request) (context.Context, any, error) {
+	req.ServiceParams["Authorization"] = []string{"Bearer " + string(b)}
+	return ctx, nil, nil
+}
+
+func (bearer) After(context.Context, *a2aclient.Response) error { return nil }
