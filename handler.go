@@ -157,16 +157,11 @@ func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*
 			return nil, a2a.NewError(a2a.ErrTaskNotCancelable,
 				fmt.Sprintf("task %q is already %s and cannot be canceled", t.ID, stateWord(t.State)))
 		}
-		next := *t
-		now := h.s.now()
-		next.Runnable, next.LeaseOwner, next.LeaseUntil = false, "", time.Time{}
-		next.Input, next.Question, next.Checkpoint = nil, nil, nil
-		st, e, err := statusEntry(&next, a2a.TaskStateCanceled, agentMessage(&next, "The task was canceled at the caller's request."), now)
+		next, e, err := endRow(t, a2a.TaskStateCanceled, "The task was canceled at the caller's request.", h.s.now())
 		if err != nil {
 			return nil, errInternal(err)
 		}
-		next.State, next.Status = a2a.TaskStateCanceled, st
-		saved, err := h.s.store.UpdateTask(ctx, &next, []store.LogEntry{e})
+		saved, err := h.s.store.UpdateTask(ctx, next, []store.LogEntry{e})
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
@@ -696,20 +691,30 @@ func (e *expiredError) Error() string {
 // like every other transition, so it cannot race an answer into two
 // outcomes.
 func (s *Server) expire(ctx context.Context, t *store.Task, e *expiredError) error {
-	next := *t
-	now := s.now()
-	next.Runnable, next.LeaseOwner, next.LeaseUntil = false, "", time.Time{}
-	next.Input, next.Question, next.Checkpoint = nil, nil, nil
-	st, entry, err := statusEntry(&next, a2a.TaskStateFailed,
-		agentMessage(&next, fmt.Sprintf("No answer in time: question %s expired at %s.", e.question, e.at.UTC().Format(time.RFC3339))), now)
+	next, entry, err := endRow(t, a2a.TaskStateFailed,
+		fmt.Sprintf("No answer in time: question %s expired at %s.", e.question, e.at.UTC().Format(time.RFC3339)), s.now())
 	if err != nil {
 		return err
 	}
-	next.State, next.Status = a2a.TaskStateFailed, st
-	saved, err := s.store.UpdateTask(ctx, &next, []store.LogEntry{entry})
+	saved, err := s.store.UpdateTask(ctx, next, []store.LogEntry{entry})
 	if err != nil {
 		return err
 	}
 	s.committed(saved)
 	return nil
+}
+
+// endRow builds the row of t ended in a terminal state with a status
+// message for the caller: no work owed, no lease, no open question, no
+// checkpoint.
+func endRow(t *store.Task, state a2a.TaskState, text string, now time.Time) (*store.Task, store.LogEntry, error) {
+	next := *t
+	next.Runnable, next.LeaseOwner, next.LeaseUntil = false, "", time.Time{}
+	next.Input, next.Question, next.Checkpoint = nil, nil, nil
+	st, e, err := statusEntry(&next, state, agentMessage(&next, text), now)
+	if err != nil {
+		return nil, store.LogEntry{}, err
+	}
+	next.State, next.Status = state, st
+	return &next, e, nil
 }
