@@ -1,0 +1,86 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const (
+	// listenIdle is how long the listener waits for a notification before
+	// it checks that its connection is still alive.
+	listenIdle = 30 * time.Second
+	// listenBackoffMax caps the wait between reconnects.
+	listenBackoffMax = 5 * time.Second
+)
+
+// Listen implements store.Notifier: it calls fn with the task ID of every
+// notification on Channel (sent by the writes of every node on this
+// database, this one included) until ctx is done, and then returns nil.
+//
+// It holds one connection of its own, outside the pool. When the
+// connection fails it reconnects with a backoff of 100 ms doubling up to
+// 5 s; notifications sent meanwhile are lost, which only delays waiters
+// until their next poll. An idle connection is checked every 30 s, so a
+// connection that died silently is replaced.
+func (s *Store) Listen(ctx context.Context, fn func(taskID string)) error {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		ok, err := s.listenOnce(ctx, fn)
+		if ctx.Err() != nil {
+			break
+		}
+		if ok {
+			backoff = 100 * time.Millisecond // it worked for a while: retry soon
+		}
+		s.log.Warn("postgres: listen for task changes: reconnecting", slog.Duration("in", backoff), slog.Any("err", err))
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+		backoff = min(2*backoff, listenBackoffMax)
+	}
+	return nil
+}
+
+// listenOnce connects, listens and delivers notifications until the
+// connection fails or ctx is done. ok says it got as far as listening.
+func (s *Store) listenOnce(ctx context.Context, fn func(string)) (ok bool, err error) {
+	conn, err := pgx.ConnectConfig(ctx, s.listen.Copy())
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{Channel}.Sanitize()); err != nil {
+		return false, err
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, listenIdle)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			fn(n.Payload)
+		case ctx.Err() != nil:
+			return true, nil
+		case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
+			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := conn.Ping(pctx)
+			cancel()
+			if err != nil {
+				return true, err
+			}
+		default:
+			return true, err
+		}
+	}
+}

@@ -1,0 +1,101 @@
+package postgres
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+const (
+	// notifyQueue bounds the IDs waiting to be announced; past it a
+	// change goes unannounced (waiters find it at their next poll).
+	notifyQueue = 8192
+	// notifyBatch caps the IDs announced by one statement.
+	notifyBatch = 1024
+)
+
+// notifier announces committed task changes on Channel from one goroutine,
+// outside the writes' transactions, batching the IDs of the writes that
+// committed while the previous batch was being sent.
+type notifier struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+	ids  chan string
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+func startNotifier(pool *pgxpool.Pool, log *slog.Logger) *notifier {
+	n := &notifier{
+		pool: pool, log: log,
+		ids:  make(chan string, notifyQueue),
+		quit: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go n.run()
+	return n
+}
+
+// add queues id to be announced; it never blocks.
+func (n *notifier) add(id string) {
+	select {
+	case n.ids <- id:
+	default:
+		n.log.Warn("postgres: change notification queue full; other nodes' waiters will find the change at their next poll", "task", id)
+	}
+}
+
+// stop sends what is queued and ends the goroutine.
+func (n *notifier) stop() {
+	n.once.Do(func() { close(n.quit) })
+	<-n.done
+}
+
+func (n *notifier) run() {
+	defer close(n.done)
+	batch := make([]string, 0, notifyBatch)
+	for {
+		select {
+		case id := <-n.ids:
+			batch = append(batch[:0], id)
+		case <-n.quit:
+			for { // flush what is left, then end
+				batch = n.take(batch[:0])
+				if len(batch) == 0 {
+					return
+				}
+				n.send(batch)
+			}
+		}
+		n.send(n.take(batch))
+	}
+}
+
+// take appends the queued IDs to batch, up to notifyBatch, without waiting.
+func (n *notifier) take(batch []string) []string {
+	for len(batch) < notifyBatch {
+		select {
+		case id := <-n.ids:
+			batch = append(batch, id)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+func (n *notifier) send(batch []string) {
+	slices.Sort(batch)
+	batch = slices.Compact(batch)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`, Channel, batch); err != nil {
+		n.log.Warn("postgres: announce task changes; other nodes' waiters will find them at their next poll",
+			slog.Int("tasks", len(batch)), slog.Any("err", err))
+	}
+}

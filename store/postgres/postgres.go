@@ -1,0 +1,654 @@
+// Package postgres is askpoint's multi-node store driver: every askpoint
+// process of a deployment opens the same PostgreSQL database (through
+// github.com/jackc/pgx/v5 and a pgxpool) and the nodes are otherwise
+// stateless.
+//
+// Every transition is one statement and so one round trip: a
+// compare-and-set UPDATE ... WHERE id = $1 AND version = $2 whose log
+// entries are inserted by a data-modifying CTE of the same statement.
+// Claims take runnable tasks with FOR UPDATE SKIP LOCKED, so concurrent
+// claimers on any number of nodes never get the same task and never wait
+// for one another.
+//
+// Every write that changes a task (CreateTask, UpdateTask, a claim) is
+// announced, once it has committed, with pg_notify('askpoint_tasks',
+// task_id): a background goroutine sends the IDs of the writes that
+// committed meanwhile in one statement. (A NOTIFY inside the write's own
+// transaction would hold PostgreSQL's database-wide notification lock
+// through the commit's WAL flush and serialise every notifying commit of
+// the database; measured here it cut concurrent writes several-fold. See
+// docs/decisions/0007-postgres.md.) The Store implements [store.Notifier]:
+// Listen turns the notifications into wake-ups of the callers waiting on
+// this node for a task that another node changed. A notification is a
+// hint: one lost (the writer died between commit and notify, the listener
+// was reconnecting) only delays a waiter until its next poll of the store.
+//
+// The schema is created and upgraded by migrations embedded in the binary
+// (migrations/NNNN_name.sql), applied by Open in one transaction that holds
+// a transaction-scoped advisory lock, so that several nodes starting at once
+// apply each migration once. Tables go to the schema named by the
+// search_path of the URL (or Options.Schema), which Open creates if it is
+// missing: several deployments, or tests, can share one database.
+//
+// Times are stored as timestamptz truncated to the millisecond and come
+// back in UTC: the same precision as the SQLite driver, so that a listing
+// cursor carried as unix milliseconds matches rows exactly. CreatedAt,
+// UpdatedAt and a log entry's default time come from the database's clock,
+// one clock for every node; lease times are the caller's.
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/askpoint/askpoint/store"
+)
+
+// Channel is the LISTEN/NOTIFY channel on which every write that changes a
+// task announces the task's ID.
+const Channel = "askpoint_tasks"
+
+// Options tune OpenWith. The zero value is what Open uses.
+type Options struct {
+	// Schema puts the tables in this schema (created if missing) and sets
+	// it as the search_path of every connection. Empty: the URL's
+	// search_path when that names one schema (created if missing too), else
+	// the server's default (usually public).
+	Schema string
+	// MaxConns caps the pool. Zero: the URL's pool_max_conns, else
+	// 4 × GOMAXPROCS + 4 (at least 8).
+	MaxConns int32
+	// Logger receives the listener's reconnects. Defaults to a discarding
+	// logger.
+	Logger *slog.Logger
+}
+
+// Store is a store.Store in a PostgreSQL database. It is safe for
+// concurrent use by many goroutines and by many processes on one database.
+type Store struct {
+	pool   *pgxpool.Pool
+	listen *pgx.ConnConfig // for the LISTEN connection, outside the pool
+	schema string
+	log    *slog.Logger
+	notes  *notifier
+}
+
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
+)
+
+// IsURL reports whether s is a PostgreSQL connection URL
+// (postgres:// or postgresql://), the form Open takes.
+func IsURL(s string) bool {
+	l := strings.ToLower(s)
+	return strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://")
+}
+
+// Redact returns the URL u with its password (in the user info or in a
+// password query parameter) replaced by "xxxxx", for logs and messages.
+func Redact(u string) string {
+	if !IsURL(u) && strings.Contains(strings.ToLower(u), "password") {
+		return "(a connection string that holds a password; not shown)"
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		scheme, _, _ := strings.Cut(u, "://")
+		return scheme + "://(a URL that does not parse; not shown)"
+	}
+	q := p.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		p.RawQuery = q.Encode()
+	}
+	return p.Redacted()
+}
+
+// Open connects to the PostgreSQL database at the URL (postgres://... or
+// postgresql://..., every pgx parameter allowed, search_path included) and
+// applies the embedded migrations the database has not seen yet.
+func Open(ctx context.Context, connURL string) (*Store, error) {
+	return OpenWith(ctx, connURL, Options{})
+}
+
+var plainIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, connURL string, o Options) (*Store, error) {
+	shown := Redact(connURL)
+	if !IsURL(connURL) {
+		return nil, fmt.Errorf("postgres: open %q: need a postgres:// or postgresql:// URL", shown)
+	}
+	cfg, err := pgxpool.ParseConfig(connURL)
+	if err != nil {
+		// pgx's message quotes the URL, hiding passwords only "best
+		// effort": say it in our words, with the cause it wraps.
+		msg := "the URL does not parse"
+		if cause := errors.Unwrap(err); cause != nil {
+			msg += ": " + cause.Error()
+		}
+		return nil, fmt.Errorf("postgres: open %s: %s", shown, msg)
+	}
+	schema := o.Schema
+	if schema == "" {
+		if sp := strings.TrimSpace(cfg.ConnConfig.RuntimeParams["search_path"]); plainIdent.MatchString(sp) {
+			schema = sp
+		}
+	}
+	if schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	}
+	switch {
+	case o.MaxConns > 0:
+		cfg.MaxConns = o.MaxConns
+	case !strings.Contains(connURL, "pool_max_conns"):
+		cfg.MaxConns = int32(max(8, 4*runtime.GOMAXPROCS(0)+4))
+	}
+	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "askpoint"
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open %s: %w", shown, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: open %s: %w", shown, err)
+	}
+	if err := migrate(ctx, pool, schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: open %s: %w", shown, err)
+	}
+	return &Store{
+		pool: pool, listen: cfg.ConnConfig.Copy(), schema: schema, log: log,
+		notes: startNotifier(pool, log),
+	}, nil
+}
+
+// Close sends the change notifications still queued, then closes the pool.
+// A Listen call runs on its own connection and ends with its context.
+func (s *Store) Close() error {
+	s.notes.stop()
+	s.pool.Close()
+	return nil
+}
+
+// nowMS is the database's clock to the millisecond, the same value for the
+// whole statement.
+const nowMS = `date_trunc('milliseconds', statement_timestamp())`
+
+// taskCols are the tasks columns in the order scanTask reads them.
+const taskCols = `id, context_id, tenant, owner, agent, state, version, last_seq,
+	status, artifacts, metadata, checkpoint, question, input,
+	runnable, lease_owner, lease_until, created_at, updated_at`
+
+// logCols are the task_log columns in the order scanEntry reads them.
+const logCols = `seq, kind, message_id, in_history, body, at`
+
+func scanTask(row pgx.Row) (*store.Task, error) {
+	var (
+		t                    store.Task
+		state                string
+		status, artifacts    []byte
+		metadata, checkpoint []byte
+		question, input      []byte
+		leaseUntil           pgtype.Timestamptz
+		createdAt, updatedAt time.Time
+	)
+	err := row.Scan(&t.ID, &t.ContextID, &t.Tenant, &t.Owner, &t.Agent, &state, &t.Version, &t.LastSeq,
+		&status, &artifacts, &metadata, &checkpoint, &question, &input,
+		&t.Runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt)
+	if err != nil {
+		return nil, err
+	}
+	t.State = a2a.TaskState(state)
+	t.Status = raw(status)
+	t.Artifacts = raw(artifacts)
+	t.Metadata = raw(metadata)
+	t.Checkpoint = raw(checkpoint)
+	t.Question = raw(question)
+	t.Input = raw(input)
+	if leaseUntil.Valid && leaseUntil.InfinityModifier == pgtype.Finite {
+		t.LeaseUntil = leaseUntil.Time.UTC()
+	}
+	t.CreatedAt = createdAt.UTC()
+	t.UpdatedAt = updatedAt.UTC()
+	return &t, nil
+}
+
+func scanEntry(row pgx.Row) (store.LogEntry, error) {
+	var (
+		e    store.LogEntry
+		kind string
+		body []byte
+	)
+	if err := row.Scan(&e.Seq, &kind, &e.MessageID, &e.InHistory, &body, &e.At); err != nil {
+		return store.LogEntry{}, err
+	}
+	e.Kind = store.Kind(kind)
+	e.Body = raw(body)
+	e.At = e.At.UTC()
+	return e, nil
+}
+
+// logArgs are the columns of entries as arrays, for unnest.
+type logArgs struct {
+	kinds  []string
+	msgIDs []string
+	hist   []bool
+	bodies []pgtype.Text
+	ats    []pgtype.Timestamptz
+}
+
+func entryArgs(entries []store.LogEntry) logArgs {
+	a := logArgs{
+		kinds:  make([]string, len(entries)),
+		msgIDs: make([]string, len(entries)),
+		hist:   make([]bool, len(entries)),
+		bodies: make([]pgtype.Text, len(entries)),
+		ats:    make([]pgtype.Timestamptz, len(entries)),
+	}
+	for i, e := range entries {
+		a.kinds[i] = string(e.Kind)
+		a.msgIDs[i] = e.MessageID
+		a.hist[i] = e.InHistory
+		if len(e.Body) > 0 {
+			a.bodies[i] = pgtype.Text{String: string(e.Body), Valid: true}
+		}
+		a.ats[i] = ts(e.At)
+	}
+	return a
+}
+
+// insertLog is the CTE body that appends the entries of parameters $L1..$L5
+// (kinds, message IDs, history flags, bodies, times) to the log of the one
+// task row of the CTE named src, numbering them from first on (an SQL
+// expression over src).
+func insertLog(src, first string, p int) string {
+	return fmt.Sprintf(`
+		INSERT INTO task_log (task_id, seq, kind, message_id, in_history, body, at)
+		SELECT %[1]s.id, %[2]s + e.ord - 1, e.kind, e.message_id, e.in_history, e.body::json, coalesce(e.at, %[3]s)
+		FROM %[1]s, unnest($%[4]d::text[], $%[5]d::text[], $%[6]d::boolean[], $%[7]d::text[], $%[8]d::timestamptz[])
+			WITH ORDINALITY AS e(kind, message_id, in_history, body, at, ord)`,
+		src, first, nowMS, p, p+1, p+2, p+3, p+4)
+}
+
+// CreateTask inserts t with Version 1, LastSeq len(entries) and CreatedAt
+// and UpdatedAt set to the database's now, and appends entries to its log
+// with Seq 1, 2, ..., in one statement. An entry's zero At becomes now. It
+// returns the stored task, or store.ErrExists when the ID is taken.
+func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.LogEntry) (*store.Task, error) {
+	if t == nil {
+		return nil, errors.New("postgres: CreateTask: nil task")
+	}
+	la := entryArgs(entries)
+	got, err := scanTask(s.pool.QueryRow(ctx, `
+		WITH t AS (
+			INSERT INTO tasks (`+taskCols+`)
+			VALUES ($1, $2, $3, $4, $5, $6, 1, cardinality($15::text[]),
+				$7::text::json, $8::text::json, $9::text::json, $10::text::json, $11::text::json, $12::text::json,
+				$13, $14, $20::timestamptz, `+nowMS+`, `+nowMS+`)
+			RETURNING `+taskCols+`
+		), l AS (`+insertLog("t", "1", 15)+`
+		)
+		SELECT `+taskCols+` FROM t`,
+		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State),
+		text(t.Status), text(t.Artifacts), text(t.Metadata), text(t.Checkpoint), text(t.Question), text(t.Input),
+		t.Runnable, t.LeaseOwner,
+		la.kinds, la.msgIDs, la.hist, la.bodies, la.ats,
+		leaseTS(t.LeaseUntil)))
+	if err != nil {
+		return nil, translate("CreateTask", t.ID, err)
+	}
+	s.notes.add(got.ID)
+	return got, nil
+}
+
+// GetTask returns the task, or store.ErrNotFound.
+func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
+	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+taskCols+` FROM tasks WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, translate("GetTask", id, err)
+	}
+	return t, nil
+}
+
+// UpdateTask replaces the mutable columns of the task (all but ID, Tenant,
+// Owner, Agent and CreatedAt) with those of t, sets UpdatedAt to the
+// database's now, increments the version and appends entries to its log,
+// in one statement, if the stored version is still t.Version. It returns
+// the stored task; store.ErrConflict when the version moved,
+// store.ErrNotFound when there is no such task.
+//
+// Under PostgreSQL's read committed isolation a concurrent writer of the
+// same row waits for the first to commit and then re-checks the WHERE
+// clause against the committed row: the version has moved, so it matches
+// nothing and loses. Exactly one of any number of writers of one version
+// wins.
+func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.LogEntry) (*store.Task, error) {
+	if t == nil {
+		return nil, errors.New("postgres: UpdateTask: nil task")
+	}
+	la := entryArgs(entries)
+	got, err := scanTask(s.pool.QueryRow(ctx, `
+		WITH u AS (
+			UPDATE tasks SET
+				context_id = $3, state = $4,
+				status = $5::text::json, artifacts = $6::text::json, metadata = $7::text::json,
+				checkpoint = $8::text::json, question = $9::text::json, input = $10::text::json,
+				runnable = $11, lease_owner = $12, lease_until = $18,
+				updated_at = `+nowMS+`, version = version + 1, last_seq = last_seq + cardinality($13::text[])
+			WHERE id = $1 AND version = $2
+			RETURNING `+taskCols+`
+		), l AS (`+insertLog("u", "u.last_seq - cardinality($13::text[]) + 1", 13)+`
+		)
+		SELECT `+taskCols+` FROM u`,
+		t.ID, t.Version, t.ContextID, string(t.State),
+		text(t.Status), text(t.Artifacts), text(t.Metadata), text(t.Checkpoint), text(t.Question), text(t.Input),
+		t.Runnable, t.LeaseOwner,
+		la.kinds, la.msgIDs, la.hist, la.bodies, la.ats,
+		leaseTS(t.LeaseUntil)))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, s.missingOrMoved(ctx, "UpdateTask", t.ID)
+	}
+	if err != nil {
+		return nil, translate("UpdateTask", t.ID, err)
+	}
+	s.notes.add(got.ID)
+	return got, nil
+}
+
+// missingOrMoved tells why a compare-and-set on id matched no row:
+// store.ErrNotFound when there is no such task, else store.ErrConflict.
+// Tasks are never deleted, so a task seen now also existed then.
+func (s *Store) missingOrMoved(ctx context.Context, op, id string) error {
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`, id).Scan(&exists); err != nil {
+		return translate(op, id, err)
+	}
+	if !exists {
+		return store.ErrNotFound
+	}
+	return store.ErrConflict
+}
+
+// ReadLog returns the task's log entries with Seq > afterSeq, oldest first,
+// at most limit of them (limit <= 0: all). A task with no entries, or no
+// such task, gives none.
+func (s *Store) ReadLog(ctx context.Context, taskID string, afterSeq int64, limit int) ([]store.LogEntry, error) {
+	var lim *int64
+	if limit > 0 {
+		l := int64(limit)
+		lim = &l
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+logCols+` FROM task_log
+		WHERE task_id = $1 AND seq > $2
+		ORDER BY seq
+		LIMIT $3`, taskID, afterSeq, lim)
+	if err != nil {
+		return nil, translate("ReadLog", taskID, err)
+	}
+	return collectEntries("ReadLog", taskID, rows)
+}
+
+// History returns the task's entries with InHistory set, oldest first; with
+// last > 0 only the newest last of them.
+func (s *Store) History(ctx context.Context, taskID string, last int) ([]store.LogEntry, error) {
+	var lim *int64
+	if last > 0 {
+		l := int64(last)
+		lim = &l
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+logCols+` FROM (
+			SELECT `+logCols+` FROM task_log
+			WHERE task_id = $1 AND in_history
+			ORDER BY seq DESC
+			LIMIT $2
+		) h ORDER BY seq`, taskID, lim)
+	if err != nil {
+		return nil, translate("History", taskID, err)
+	}
+	return collectEntries("History", taskID, rows)
+}
+
+func collectEntries(op, id string, rows pgx.Rows) ([]store.LogEntry, error) {
+	defer rows.Close()
+	var out []store.LogEntry
+	for rows.Next() {
+		e, err := scanEntry(rows)
+		if err != nil {
+			return nil, translate(op, id, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, translate(op, id, err)
+	}
+	return out, nil
+}
+
+// ListTasks returns one page of the tasks of p.Tenant and p.Owner (both
+// matched exactly, the empty string included) that pass the other filters,
+// newest first by UpdatedAt then ID. UpdatedAfter keeps the tasks updated
+// strictly after it. The count and the page are read by one statement, so
+// from one snapshot.
+func (s *Store) ListTasks(ctx context.Context, p store.ListParams) (*store.ListResult, error) {
+	if p.PageSize <= 0 {
+		return nil, fmt.Errorf("postgres: ListTasks: page size %d, want > 0", p.PageSize)
+	}
+	where := []string{"tenant = $1", "owner = $2"}
+	args := []any{p.Tenant, p.Owner}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if p.Agent != "" {
+		add("agent = $%d", p.Agent)
+	}
+	if p.ContextID != "" {
+		add("context_id = $%d", p.ContextID)
+	}
+	if p.State != "" {
+		add("state = $%d", string(p.State))
+	}
+	if !p.UpdatedAfter.IsZero() {
+		add("updated_at > $%d", ms(p.UpdatedAfter))
+	}
+	filter := strings.Join(where, " AND ")
+	filterArgs := len(args)
+	if c := p.After; c != nil {
+		args = append(args, ms(c.UpdatedAt), c.ID)
+		where = append(where, fmt.Sprintf("(updated_at, id) < ($%d, $%d)", len(args)-1, len(args)))
+	}
+	args = append(args, p.PageSize+1)
+	rows, err := s.pool.Query(ctx, `
+		SELECT `+taskCols+`, (SELECT count(*) FROM tasks WHERE `+filter+`)
+		FROM tasks
+		WHERE `+strings.Join(where, " AND ")+`
+		ORDER BY updated_at DESC, id DESC
+		LIMIT $`+fmt.Sprint(len(args)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: ListTasks: %w", err)
+	}
+	defer rows.Close()
+	res := &store.ListResult{}
+	var total int64
+	for rows.Next() {
+		t, err := scanTask(countingRow{rows, &total})
+		if err != nil {
+			return nil, fmt.Errorf("postgres: ListTasks: %w", err)
+		}
+		res.Tasks = append(res.Tasks, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: ListTasks: %w", err)
+	}
+	if len(res.Tasks) == 0 {
+		// No row carried the count: ask for it alone.
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE `+filter, args[:filterArgs]...).Scan(&total); err != nil {
+			return nil, fmt.Errorf("postgres: ListTasks: %w", err)
+		}
+	}
+	res.TotalSize = int(total)
+	if len(res.Tasks) > p.PageSize {
+		res.Tasks = res.Tasks[:p.PageSize]
+		last := res.Tasks[len(res.Tasks)-1]
+		res.Next = &store.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}
+	}
+	return res, nil
+}
+
+// countingRow scans a task row followed by one more column, the count.
+type countingRow struct {
+	rows  pgx.Rows
+	count *int64
+}
+
+func (r countingRow) Scan(dest ...any) error {
+	return r.rows.Scan(append(dest, r.count)...)
+}
+
+// ClaimRunnable leases up to p.Limit runnable tasks whose lease is unset or
+// lapsed (LeaseUntil <= p.Now) to p.Owner until p.Now+p.LeaseFor,
+// incrementing each one's version, in one statement, and returns them in no
+// particular order. The rows are locked with FOR UPDATE SKIP LOCKED: a
+// concurrent claimer on any node skips them instead of waiting, and never
+// gets them. Unleased tasks go first, then the longest-lapsed leases.
+// UpdatedAt does not change. p.Limit <= 0 claims nothing.
+func (s *Store) ClaimRunnable(ctx context.Context, p store.ClaimParams) ([]*store.Task, error) {
+	if p.Owner == "" {
+		return nil, errors.New("postgres: ClaimRunnable: empty owner")
+	}
+	if p.LeaseFor <= 0 {
+		return nil, fmt.Errorf("postgres: ClaimRunnable: lease duration %v, want > 0", p.LeaseFor)
+	}
+	if p.Limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `
+		WITH c AS (
+			SELECT id AS claim_id FROM tasks
+			WHERE runnable AND lease_until <= $1
+			ORDER BY lease_until
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED
+		), u AS (
+			UPDATE tasks SET lease_owner = $3, lease_until = $4, version = version + 1
+			FROM c WHERE id = c.claim_id
+			RETURNING `+taskCols+`
+		)
+		SELECT `+taskCols+` FROM u`,
+		ms(p.Now), p.Limit, p.Owner, ms(p.Now.Add(p.LeaseFor)))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: ClaimRunnable: %w", err)
+	}
+	defer rows.Close()
+	var out []*store.Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: ClaimRunnable: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: ClaimRunnable: %w", err)
+	}
+	for _, t := range out {
+		s.notes.add(t.ID)
+	}
+	return out, nil
+}
+
+// ExtendLease moves the lease of task id to until if owner still holds it
+// at version, leaving the version and UpdatedAt alone; a zero until
+// releases it. store.ErrConflict when the lease or the version moved,
+// store.ErrNotFound when there is no such task. It notifies no one: nothing
+// a waiter looks at changes.
+func (s *Store) ExtendLease(ctx context.Context, id, owner string, version int64, until time.Time) error {
+	tag, err := s.pool.Exec(ctx, `
+		UPDATE tasks SET lease_until = $4
+		WHERE id = $1 AND lease_owner = $2 AND version = $3`,
+		id, owner, version, leaseTS(until))
+	if err != nil {
+		return translate("ExtendLease", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return s.missingOrMoved(ctx, "ExtendLease", id)
+	}
+	return nil
+}
+
+// translate maps PostgreSQL errors onto the store sentinels where one fits
+// and otherwise wraps err with the operation and the task ID.
+func translate(op, id string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" && op == "CreateTask" {
+		return store.ErrExists
+	}
+	return fmt.Errorf("postgres: %s %q: %w", op, id, err)
+}
+
+// text is a JSON column's parameter: NULL when empty.
+func text(j json.RawMessage) pgtype.Text {
+	if len(j) == 0 {
+		return pgtype.Text{}
+	}
+	return pgtype.Text{String: string(j), Valid: true}
+}
+
+// raw is a JSON column read back: nil for NULL (or empty).
+func raw(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// ms truncates t to the millisecond, the precision the store keeps.
+func ms(t time.Time) time.Time {
+	return time.UnixMilli(t.UnixMilli()).UTC()
+}
+
+// ts is a nullable time parameter: NULL for the zero time, else t to the
+// millisecond. (A log entry's NULL time becomes now.)
+func ts(t time.Time) pgtype.Timestamptz {
+	if t.IsZero() {
+		return pgtype.Timestamptz{}
+	}
+	return pgtype.Timestamptz{Time: ms(t), Valid: true}
+}
+
+// leaseTS is a lease_until parameter: '-infinity' (unleased) for the zero
+// time, else t to the millisecond.
+func leaseTS(t time.Time) pgtype.Timestamptz {
+	if t.IsZero() {
+		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+	}
+	return pgtype.Timestamptz{Time: ms(t), Valid: true}
+}

@@ -1,0 +1,678 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/internal/dbtest"
+	"github.com/askpoint/askpoint/store"
+	"github.com/askpoint/askpoint/store/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	dbtest.PostgresURL(t) // skip (or, in CI, fail) once, not in every subtest
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := Open(t.Context(), dbtest.Schema(t))
+		if err != nil {
+			t.Fatalf("Open() = %v, want nil", err)
+		}
+		return s
+	})
+}
+
+// open opens url and closes the store when the test ends.
+func open(t *testing.T, url string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatalf("Open(%s) = %v, want nil", Redact(url), err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func sampleTask(id string) *store.Task {
+	return &store.Task{
+		ID: id, ContextID: "ctx", Tenant: "tenant", Owner: "alice", Agent: "echo",
+		State:    a2a.TaskStateWorking,
+		Status:   json.RawMessage(`{"state":"TASK_STATE_WORKING"}`),
+		Metadata: json.RawMessage(`{"k":"v"}`),
+		Runnable: true,
+	}
+}
+
+func appliedMigrations(t *testing.T, s *Store) []int {
+	t.Helper()
+	rows, err := s.pool.Query(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatalf("SELECT schema_migrations = %v, want nil", err)
+	}
+	defer rows.Close()
+	var vs []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return vs
+}
+
+func migrationVersions(t *testing.T) []int {
+	t.Helper()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatalf("migrations() = %v, want nil", err)
+	}
+	var vs []int
+	for _, m := range ms {
+		vs = append(vs, m.version)
+	}
+	if len(vs) == 0 || vs[0] != 1 {
+		t.Fatalf("migrations() versions = %v, want 1 first", vs)
+	}
+	return vs
+}
+
+// Four nodes start at once on a database that has no schema yet: one
+// creates the schema and applies the migrations, the others wait on the
+// advisory lock and find them applied.
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	base, schema := dbtest.SchemaName(t)
+	url := dbtest.WithSearchPath(t, base, schema)
+	const n = 4
+	stores := make([]*Store, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			stores[i], errs[i] = Open(t.Context(), url)
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Open() #%d = %v, want nil", i, err)
+		}
+		defer stores[i].Close()
+	}
+	want := migrationVersions(t)
+	if got := appliedMigrations(t, stores[0]); !slices.Equal(got, want) {
+		t.Errorf("schema_migrations = %v, want %v (each applied once)", got, want)
+	}
+	// The tables are in the schema of the URL, and every node sees them.
+	if _, err := stores[1].CreateTask(t.Context(), sampleTask("t1"), nil); err != nil {
+		t.Fatalf("CreateTask() = %v, want nil", err)
+	}
+	for i, s := range stores {
+		if _, err := s.GetTask(t.Context(), "t1"); err != nil {
+			t.Errorf("GetTask() on store #%d = %v, want nil", i, err)
+		}
+	}
+	var inSchema bool
+	if err := stores[0].pool.QueryRow(t.Context(),
+		`SELECT EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = 'tasks')`, schema).Scan(&inSchema); err != nil {
+		t.Fatal(err)
+	}
+	if !inSchema {
+		t.Errorf("table tasks is not in schema %s", schema)
+	}
+}
+
+func TestOptionsSchema(t *testing.T) {
+	base, schema := dbtest.SchemaName(t)
+	s, err := OpenWith(t.Context(), base, Options{Schema: schema})
+	if err != nil {
+		t.Fatalf("OpenWith(Schema %s) = %v, want nil", schema, err)
+	}
+	defer s.Close()
+	if _, err := s.CreateTask(t.Context(), sampleTask("t1"), nil); err != nil {
+		t.Fatalf("CreateTask() = %v, want nil", err)
+	}
+	other := open(t, dbtest.WithSearchPath(t, base, schema))
+	if _, err := other.GetTask(t.Context(), "t1"); err != nil {
+		t.Errorf("GetTask() through ?search_path=%s = %v, want the task", schema, err)
+	}
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	url := dbtest.Schema(t)
+	s, err := Open(t.Context(), url)
+	if err != nil {
+		t.Fatalf("Open() = %v, want nil", err)
+	}
+	at := time.Date(2030, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
+	created, err := s.CreateTask(t.Context(), sampleTask("t1"), []store.LogEntry{
+		{Kind: store.KindMessage, MessageID: "m1", InHistory: true, Body: json.RawMessage(`{"n": 1}`), At: at},
+	})
+	if err != nil {
+		t.Fatalf("CreateTask() = %v, want nil", err)
+	}
+	next := *created
+	next.Checkpoint = json.RawMessage(`{"b":1, "a":[2,1]}`) // kept byte for byte (json, not jsonb)
+	updated, err := s.UpdateTask(t.Context(), &next, []store.LogEntry{
+		{Kind: store.KindStatus, Body: json.RawMessage(`{"n":2}`), At: at.Add(time.Second)},
+	})
+	if err != nil {
+		t.Fatalf("UpdateTask() = %v, want nil", err)
+	}
+	s.Close()
+
+	s = open(t, url)
+	if got := appliedMigrations(t, s); !slices.Equal(got, migrationVersions(t)) {
+		t.Errorf("schema_migrations after reopen = %v, want %v", got, migrationVersions(t))
+	}
+	got, err := s.GetTask(t.Context(), "t1")
+	if err != nil {
+		t.Fatalf("GetTask() after reopen = %v, want nil", err)
+	}
+	if got.Version != 2 || got.LastSeq != 2 || string(got.Checkpoint) != `{"b":1, "a":[2,1]}` ||
+		!got.UpdatedAt.Equal(updated.UpdatedAt) || !got.CreatedAt.Equal(created.CreatedAt) {
+		t.Errorf("GetTask() after reopen = %+v, want %+v", got, updated)
+	}
+	if got.CreatedAt.Location() != time.UTC || got.CreatedAt.Nanosecond()%int(time.Millisecond) != 0 {
+		t.Errorf("CreatedAt = %v, want UTC to the millisecond", got.CreatedAt)
+	}
+	log, err := s.ReadLog(t.Context(), "t1", 0, 0)
+	if err != nil {
+		t.Fatalf("ReadLog() after reopen = %v, want nil", err)
+	}
+	if len(log) != 2 || log[0].MessageID != "m1" || !log[0].At.Equal(at) || string(log[0].Body) != `{"n": 1}` ||
+		log[1].Seq != 2 || string(log[1].Body) != `{"n":2}` {
+		t.Errorf("ReadLog() after reopen = %+v, want entries m1 and seq 2", log)
+	}
+}
+
+func TestNewerSchemaIsRefused(t *testing.T) {
+	url := dbtest.Schema(t)
+	s := open(t, url)
+	if _, err := s.pool.Exec(t.Context(),
+		`INSERT INTO schema_migrations (version, name) VALUES (9999, '9999_future.sql')`); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(t.Context(), url)
+	if err == nil {
+		s2.Close()
+		t.Fatalf("Open(schema from the future) = nil, want an error")
+	}
+	if !strings.Contains(err.Error(), "9999") {
+		t.Errorf("Open(schema from the future) = %v, want it to name version 9999", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	for _, u := range []string{"", "askpoint.db", "mysql://x", "host=127.0.0.1 password=secret",
+		"postgres://u:secret@db:notaport/x", "postgres://u@db/x?password=secret&sslmode=bogus"} {
+		if s, err := Open(t.Context(), u); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) = nil, want an error", u)
+		} else if strings.Contains(err.Error(), "secret") {
+			t.Errorf("Open(%q) = %v: the error shows the password", u, err)
+		}
+	}
+	// Nothing listens on port 1; the password must not show.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	bad := "postgres://postgres:secret@127.0.0.1:1/test?sslmode=disable&connect_timeout=2"
+	if s, err := Open(ctx, bad); err == nil {
+		s.Close()
+		t.Errorf("Open(port 1) = nil, want an error")
+	} else if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "127.0.0.1") {
+		t.Errorf("Open(port 1) = %v, want an error naming the host, without the password", err)
+	}
+}
+
+func TestRedactAndIsURL(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"},
+		{"postgres://u:secret@db:5432/x", "postgres://u:xxxxx@db:5432/x"},
+		{"postgresql://u@db/x?password=secret&sslmode=require", "postgresql://u@db/x?password=xxxxx&sslmode=require"},
+	} {
+		if got := Redact(c.in); got != c.want {
+			t.Errorf("Redact(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := Redact("postgres://u:sec%zzret@db/x"); strings.Contains(got, "sec") {
+		t.Errorf("Redact(unparseable) = %q, shows the password", got)
+	}
+	for s, want := range map[string]bool{
+		"postgres://x": true, "postgresql://x": true, "POSTGRES://x": true,
+		"askpoint.db": false, "/var/lib/askpoint.db": false, "postgres.db": false, "": false,
+	} {
+		if got := IsURL(s); got != want {
+			t.Errorf("IsURL(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
+// Two stores on one schema stand for two nodes (two pools, two processes):
+// their claims never overlap, whatever the interleaving.
+func TestTwoNodesNeverShareAClaim(t *testing.T) {
+	url := dbtest.Schema(t)
+	a, b := open(t, url), open(t, url)
+	const tasks = 300
+	for i := range tasks {
+		if _, err := a.CreateTask(t.Context(), sampleTask(fmt.Sprintf("t%03d", i)), nil); err != nil {
+			t.Fatalf("CreateTask() = %v, want nil", err)
+		}
+	}
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	var (
+		mu     sync.Mutex
+		count  = map[string]int{}
+		claims int
+		wg     sync.WaitGroup
+		start  = make(chan struct{})
+	)
+	began := time.Now()
+	for i, s := range []*Store{a, b, a, b, a, b, a, b} {
+		wg.Go(func() {
+			<-start
+			for {
+				got, err := s.ClaimRunnable(t.Context(), store.ClaimParams{
+					Owner: fmt.Sprintf("node-%d", i), Now: now, LeaseFor: time.Minute, Limit: 3,
+				})
+				if err != nil {
+					t.Errorf("ClaimRunnable() = %v, want nil", err)
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				claims++
+				for _, c := range got {
+					count[c.ID]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	elapsed := time.Since(began)
+	if len(count) != tasks {
+		t.Errorf("claimed %d distinct tasks, want %d", len(count), tasks)
+	}
+	dups := 0
+	for id, n := range count {
+		if n != 1 {
+			dups++
+			t.Errorf("task %q claimed %d times, want 1", id, n)
+		}
+	}
+	t.Logf("8 claimers on 2 pools: %d tasks in %d claims in %v (%.0f tasks/s), %d duplicates",
+		tasks, claims, elapsed.Round(time.Millisecond), float64(tasks)/elapsed.Seconds(), dups)
+}
+
+// A node whose lease lapsed and was taken over by another node writes late:
+// its compare-and-set loses and changes nothing.
+func TestLateWriteFromLostLeaseChangesNothing(t *testing.T) {
+	url := dbtest.Schema(t)
+	nodeA, nodeB := open(t, url), open(t, url)
+	ctx := t.Context()
+	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	const lease = 2 * time.Second
+
+	if _, err := nodeA.CreateTask(ctx, sampleTask("t1"), []store.LogEntry{{Kind: store.KindMessage, MessageID: "req", InHistory: true}}); err != nil {
+		t.Fatal(err)
+	}
+	a, err := nodeA.ClaimRunnable(ctx, store.ClaimParams{Owner: "node-a", Now: base, LeaseFor: lease, Limit: 1})
+	if err != nil || len(a) != 1 {
+		t.Fatalf("ClaimRunnable(node-a) = %v, %v, want [t1]", a, err)
+	}
+	// node-a stalls; its lease lapses; node-b takes the task over.
+	b, err := nodeB.ClaimRunnable(ctx, store.ClaimParams{Owner: "node-b", Now: base.Add(lease), LeaseFor: lease, Limit: 1})
+	if err != nil || len(b) != 1 || b[0].Version != a[0].Version+1 {
+		t.Fatalf("ClaimRunnable(node-b, lease lapsed) = %v, %v, want [t1] at version %d", b, err, a[0].Version+1)
+	}
+	before, err := nodeB.GetTask(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	late := *a[0]
+	late.State = a2a.TaskStateCompleted
+	late.Runnable, late.LeaseOwner, late.LeaseUntil = false, "", time.Time{}
+	late.Artifacts = json.RawMessage(`[{"artifactId":"dup"}]`)
+	_, err = nodeA.UpdateTask(ctx, &late, []store.LogEntry{{Kind: store.KindStatus, Body: json.RawMessage(`{"late":true}`)}})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("UpdateTask(node-a's version after takeover) = %v, want %v", err, store.ErrConflict)
+	}
+	if err := nodeA.ExtendLease(ctx, "t1", "node-a", a[0].Version, base.Add(time.Hour)); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("ExtendLease(node-a after takeover) = %v, want %v", err, store.ErrConflict)
+	}
+	after, err := nodeB.GetTask(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Version != before.Version || after.State != before.State || after.LeaseOwner != "node-b" ||
+		after.Artifacts != nil || after.LastSeq != 1 || !after.LeaseUntil.Equal(before.LeaseUntil) {
+		t.Errorf("task after node-a's late write = %+v, want it unchanged: %+v", after, before)
+	}
+	if log, err := nodeB.ReadLog(ctx, "t1", 0, 0); err != nil || len(log) != 1 {
+		t.Errorf("ReadLog() after node-a's late write = %d entries, %v, want only the request", len(log), err)
+	}
+	// node-b's own write wins.
+	win := *b[0]
+	win.State = a2a.TaskStateCompleted
+	if _, err := nodeB.UpdateTask(ctx, &win, nil); err != nil {
+		t.Errorf("UpdateTask(node-b's version) = %v, want nil", err)
+	}
+}
+
+// Writers on two nodes increment a counter kept in the checkpoint, each
+// with read, compare-and-set, retry on conflict: no increment is lost.
+func TestCompareAndSetLosesNoUpdateAcrossNodes(t *testing.T) {
+	url := dbtest.Schema(t)
+	nodes := []*Store{open(t, url), open(t, url)}
+	ctx := t.Context()
+	if _, err := nodes[0].CreateTask(ctx, sampleTask("counter"), nil); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 8, 25
+	var (
+		wg        sync.WaitGroup
+		mu        sync.Mutex
+		conflicts int
+	)
+	for i := range writers {
+		s := nodes[i%2]
+		wg.Go(func() {
+			for range each {
+				for {
+					cur, err := s.GetTask(ctx, "counter")
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					var c struct{ N int }
+					_ = json.Unmarshal(cur.Checkpoint, &c)
+					c.N++
+					next := *cur
+					next.Checkpoint, _ = json.Marshal(c)
+					_, err = s.UpdateTask(ctx, &next, []store.LogEntry{{Kind: store.KindStatus}})
+					if errors.Is(err, store.ErrConflict) {
+						mu.Lock()
+						conflicts++
+						mu.Unlock()
+						continue
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					break
+				}
+			}
+		})
+	}
+	wg.Wait()
+	got, err := nodes[1].GetTask(ctx, "counter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct{ N int }
+	_ = json.Unmarshal(got.Checkpoint, &c)
+	if c.N != writers*each || got.Version != writers*each+1 || got.LastSeq != writers*each {
+		t.Errorf("counter = %d, version %d, last seq %d; want %d, %d, %d (no lost update)",
+			c.N, got.Version, got.LastSeq, writers*each, writers*each+1, writers*each)
+	}
+	t.Logf("%d writers on 2 nodes: %d increments, %d conflicts retried, 0 lost", writers, writers*each, conflicts)
+}
+
+func TestClaimCanUsePartialIndex(t *testing.T) {
+	s := open(t, dbtest.Schema(t))
+	ctx := t.Context()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	// An empty table's statistics favour other plans; forbid them to see
+	// that the claim can be an ordered range scan of the partial index.
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, `EXPLAIN SELECT id FROM tasks
+		WHERE runnable AND lease_until <= now()
+		ORDER BY lease_until LIMIT 10 FOR UPDATE SKIP LOCKED`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(plan, "\n"); !strings.Contains(got, "tasks_claim") || strings.Contains(got, "Sort") {
+		t.Errorf("claim query plan:\n%s\nwant an ordered scan of tasks_claim without a sort", got)
+	}
+}
+
+// listener runs Listen on s until the test ends and returns the IDs it
+// reports.
+func listener(t *testing.T, s *Store) <-chan string {
+	t.Helper()
+	ch := make(chan string, 1024)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Listen(ctx, func(id string) { ch <- id }) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Listen() after its context ended = %v, want nil", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("Listen() did not return within 5s of its context ending")
+		}
+	})
+	return ch
+}
+
+// waitListening waits until a notification from w reaches ch: the
+// listener is connected.
+func waitListening(t *testing.T, w *Store, ch <-chan string) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		id := fmt.Sprintf("probe-%d", probes.Add(1))
+		probe := sampleTask(id)
+		probe.Runnable = false
+		if _, err := w.CreateTask(t.Context(), probe, nil); err != nil {
+			t.Fatal(err)
+		}
+		tick := time.After(100 * time.Millisecond)
+		for {
+			select {
+			case got := <-ch:
+				if got == id {
+					drain(ch)
+					return
+				}
+				continue
+			case <-tick:
+			case <-deadline:
+				t.Fatalf("no notification within 10s: the listener does not listen")
+			}
+			break
+		}
+	}
+}
+
+var probes atomic.Int64
+
+func drain(ch <-chan string) {
+	for {
+		select {
+		case <-ch:
+		case <-time.After(50 * time.Millisecond):
+			return
+		}
+	}
+}
+
+func expectID(t *testing.T, ch <-chan string, id, after string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case got := <-ch:
+			if got == id {
+				return time.Since(start)
+			}
+		case <-deadline:
+			t.Fatalf("no notification for %s within 5s after %s", id, after)
+		}
+	}
+}
+
+func expectNone(t *testing.T, ch <-chan string, what string) {
+	t.Helper()
+	select {
+	case got := <-ch:
+		t.Errorf("notification for %s after %s, want none", got, what)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+// Every committed write that changes a task notifies every node, the
+// writer's own included; a write that loses or fails notifies no one.
+func TestListenSeesOtherNodesWrites(t *testing.T) {
+	url := dbtest.Schema(t)
+	nodeA, nodeB := open(t, url), open(t, url)
+	ch := listener(t, nodeA)
+	waitListening(t, nodeB, ch)
+	ctx := t.Context()
+
+	created, err := nodeB.CreateTask(ctx, sampleTask("t1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectID(t, ch, "t1", "CreateTask on node B")
+
+	claimed, err := nodeB.ClaimRunnable(ctx, store.ClaimParams{Owner: "node-b", Now: time.Now(), LeaseFor: time.Minute, Limit: 10})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("ClaimRunnable() = %v, %v, want [t1]", claimed, err)
+	}
+	expectID(t, ch, "t1", "ClaimRunnable on node B")
+
+	// Losers notify no one: a stale compare-and-set, a taken ID.
+	if _, err := nodeB.UpdateTask(ctx, created, nil); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("UpdateTask(stale) = %v, want %v", err, store.ErrConflict)
+	}
+	if _, err := nodeB.CreateTask(ctx, sampleTask("t1"), nil); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("CreateTask(taken) = %v, want %v", err, store.ErrExists)
+	}
+	// Nor does a lease extension: nothing a waiter looks at changed.
+	if err := nodeB.ExtendLease(ctx, "t1", "node-b", claimed[0].Version, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	expectNone(t, ch, "a stale UpdateTask, a taken CreateTask and ExtendLease")
+
+	if _, err := nodeB.UpdateTask(ctx, claimed[0], nil); err != nil {
+		t.Fatal(err)
+	}
+	expectID(t, ch, "t1", "UpdateTask on node B")
+	// The writer's own node hears it too.
+	if _, err := nodeA.CreateTask(ctx, sampleTask("t2"), nil); err != nil {
+		t.Fatal(err)
+	}
+	expectID(t, ch, "t2", "CreateTask on node A")
+
+	// A store closed right after a write still announces it.
+	nodeC, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodeC.CreateTask(ctx, sampleTask("t3"), nil); err != nil {
+		t.Fatal(err)
+	}
+	nodeC.Close()
+	expectID(t, ch, "t3", "CreateTask on node C and Close")
+}
+
+// The listener's connection is cut (as by a database restart or a network
+// failure): it reconnects and hears writes again.
+func TestListenReconnects(t *testing.T) {
+	url := dbtest.Schema(t)
+	app := fmt.Sprintf("askpoint-listen-%d", time.Now().UnixNano())
+	nodeA := open(t, url+"&application_name="+app)
+	nodeB := open(t, url)
+	ch := listener(t, nodeA)
+	waitListening(t, nodeB, ch)
+
+	tag, err := nodeB.pool.Exec(t.Context(), `
+		SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE application_name = $1 AND query ILIKE 'LISTEN%'`, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag.RowsAffected() != 1 {
+		t.Fatalf("terminated %d listening connections, want 1", tag.RowsAffected())
+	}
+	waitListening(t, nodeB, ch) // notifications sent while it reconnects are lost; later ones arrive
+}
+
+// TestNotifyWakeLatency measures how long a committed write on one node
+// takes to reach the listener of another: the cross-node wake-up.
+func TestNotifyWakeLatency(t *testing.T) {
+	url := dbtest.Schema(t)
+	nodeA, nodeB := open(t, url), open(t, url)
+	ch := listener(t, nodeA)
+	waitListening(t, nodeB, ch)
+	ctx := t.Context()
+	cur, err := nodeB.CreateTask(ctx, sampleTask("t1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectID(t, ch, "t1", "CreateTask")
+	const n = 200
+	wake := make([]time.Duration, 0, n)  // write sent -> listener on the other node called
+	write := make([]time.Duration, 0, n) // write sent -> commit acknowledged to the writer
+	for range n {
+		before := time.Now()
+		cur, err = nodeB.UpdateTask(ctx, cur, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write = append(write, time.Since(before))
+		expectID(t, ch, "t1", "UpdateTask")
+		wake = append(wake, time.Since(before))
+	}
+	slices.Sort(wake)
+	slices.Sort(write)
+	p50, p99 := wake[n/2], wake[n*99/100]
+	t.Logf("cross-node wake-up, UpdateTask sent on node B -> node A's listener called, %d writes: p50 %v, p99 %v, max %v (the write alone: p50 %v, p99 %v)",
+		n, p50.Round(time.Microsecond), p99.Round(time.Microsecond), wake[n-1].Round(time.Microsecond),
+		write[n/2].Round(time.Microsecond), write[n*99/100].Round(time.Microsecond))
+	if p50 > 100*time.Millisecond {
+		t.Errorf("median wake-up %v, want well under the poll interval", p50)
+	}
+}
