@@ -1,0 +1,487 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+
+	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/question"
+)
+
+// stdin is where askpoint answer and askpoint ask --interactive read a
+// person's answers.
+var stdin io.Reader = os.Stdin
+
+// Exit codes of ask and answer.
+const (
+	exitCompleted = 0
+	exitFailed    = 1
+	exitUsage     = 2
+	exitWaiting   = 3 // the task waits on a person (an open inbox item)
+)
+
+// loopFlags are the flags ask and answer share.
+type loopFlags struct {
+	inbox     *string
+	stream    *bool
+	transport *string
+	token     *string
+	timeout   *time.Duration
+	maxRounds *int
+	policy    *string
+	facts     *string
+	caller    *string
+}
+
+func addLoopFlags(fs *flag.FlagSet) *loopFlags {
+	return &loopFlags{
+		inbox:     fs.String("inbox", "", "the inbox `file` (default $"+inbox.EnvPath+", else askpoint/inbox.db in your config directory)"),
+		stream:    fs.Bool("stream", false, "use streaming calls (SendStreamingMessage, SubscribeToTask) instead of blocking calls and polls"),
+		transport: fs.String("transport", "", "JSONRPC or HTTP+JSON (default: the card's first)"),
+		token:     fs.String("token", "", "bearer `token` for agents that require one (default $ASKPOINT_TOKEN)"),
+		timeout:   fs.Duration("timeout", 5*time.Minute, "give up after this long (the task stays as it is)"),
+		maxRounds: fs.Int("max-rounds", client.DefaultMaxRounds, "cancel the task when the agent asks more than this many questions"),
+		policy:    fs.String("policy", "", "policy rules `file` (JSON) that answer questions, e.g. {\"rules\":[{\"when\":{\"field\":\"costCentre\"},\"answer\":\"CC-4410\"}]}"),
+		facts:     fs.String("facts", "", "what you already know, a JSON object matched against the question's fields, e.g. '{\"costCentre\":\"CC-4410\"}'"),
+		caller:    fs.String("caller", "", "who you are, for policy rules with a \"caller\" condition"),
+	}
+}
+
+func (f *loopFlags) openInbox(ctx context.Context) (*inbox.Inbox, error) {
+	path := *f.inbox
+	if path == "" {
+		p, err := inbox.DefaultPath()
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	}
+	return inbox.Open(ctx, path)
+}
+
+// machineResolvers are the context and policy resolvers the flags ask for.
+func (f *loopFlags) machineResolvers() ([]client.Resolver, error) {
+	var rs []client.Resolver
+	if *f.facts != "" {
+		var facts map[string]any
+		if err := json.Unmarshal([]byte(*f.facts), &facts); err != nil {
+			return nil, fmt.Errorf("--facts is not a JSON object: %v", err)
+		}
+		rs = append(rs, client.Facts(facts))
+	}
+	if *f.policy != "" {
+		p, err := client.LoadPolicy(*f.policy)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, p)
+	}
+	return rs, nil
+}
+
+func (f *loopFlags) httpClient() *http.Client {
+	token := *f.token
+	if token == "" {
+		token = os.Getenv("ASKPOINT_TOKEN")
+	}
+	if token == "" {
+		return &http.Client{}
+	}
+	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+func (f *loopFlags) dialer() func(ctx context.Context, url string) (*a2aclient.Client, error) {
+	hc := f.httpClient()
+	var pref []a2a.TransportProtocol
+	switch strings.ToUpper(*f.transport) {
+	case "":
+	case "JSONRPC":
+		pref = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC}
+	case "HTTP+JSON", "REST":
+		pref = []a2a.TransportProtocol{a2a.TransportProtocolHTTPJSON}
+	default:
+		pref = []a2a.TransportProtocol{a2a.TransportProtocol(*f.transport)}
+	}
+	return func(ctx context.Context, url string) (*a2aclient.Client, error) {
+		return client.Dial(ctx, url, hc, pref...)
+	}
+}
+
+// options are the loop's options from the flags; the round cap only when
+// given (answer keeps the cap the item was recorded with).
+func (f *loopFlags) options(fs *flag.FlagSet) []client.Option {
+	opts := []client.Option{
+		client.WithStreaming(*f.stream),
+		client.WithCaller(*f.caller),
+		client.WithDialer(f.dialer()),
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "max-rounds" {
+			opts = append(opts, client.WithMaxRounds(*f.maxRounds))
+		}
+	})
+	return opts
+}
+
+func signalContext(timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return ctx, func() { cancel(); stop() }
+}
+
+// ask: send a message and run the caller's loop on it.
+func ask(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("askpoint ask", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	lf := addLoopFlags(fs)
+	data := fs.String("data", "", "a JSON object to send as a data part of the request")
+	interactive := fs.Bool("interactive", false, "answer questions here, from standard input, before they go to the inbox")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: askpoint ask [flags] URL TEXT")
+		fmt.Fprintln(stderr, "Send TEXT to the agent at URL and answer its questions: from --facts, then --policy, then")
+		fmt.Fprintln(stderr, "(with --interactive) from you here, then through the inbox: the command then exits with")
+		fmt.Fprintln(stderr, "status 3 and \"askpoint answer ID\" answers later. Status 0: completed; 1: failed, rejected,")
+		fmt.Fprintln(stderr, "canceled or an error.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		fs.Usage()
+		return exitUsage
+	}
+	if *lf.maxRounds < 1 {
+		fmt.Fprintln(stderr, "askpoint ask: --max-rounds must be at least 1")
+		return exitUsage
+	}
+	url, text := fs.Arg(0), fs.Arg(1)
+	if text == "" && *data == "" {
+		fmt.Fprintln(stderr, "askpoint ask: nothing to send: give TEXT, --data, or both")
+		return exitUsage
+	}
+	var parts a2a.ContentParts
+	if text != "" {
+		parts = append(parts, a2a.NewTextPart(text))
+	}
+	if *data != "" {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(*data), &v); err != nil {
+			fmt.Fprintf(stderr, "askpoint ask: --data is not a JSON object: %v\n", err)
+			return exitUsage
+		}
+		p := a2a.NewDataPart(v)
+		p.MediaType = question.MediaTypeJSON
+		parts = append(parts, p)
+	}
+	resolvers, err := lf.machineResolvers()
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint ask: %v\n", err)
+		return exitUsage
+	}
+
+	ctx, cancel := signalContext(*lf.timeout)
+	defer cancel()
+	ib, err := lf.openInbox(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint ask: %v\n", err)
+		return exitFailed
+	}
+	defer ib.Close()
+	if *interactive {
+		resolvers = append(resolvers, client.NewTerminal(stdin, stdout, personName()))
+	}
+	resolvers = append(resolvers, client.Person{Inbox: ib})
+
+	c, err := lf.dialer()(ctx, url)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint ask: %v\n", err)
+		return exitFailed
+	}
+	defer c.Destroy()
+	opts := append(lf.options(fs), client.WithMaxRounds(*lf.maxRounds), client.WithAgentURL(url), client.WithResolvers(resolvers...))
+	res, err := client.Run(ctx, c, a2a.NewMessage(a2a.MessageRoleUser, parts...), opts...)
+	return report("askpoint ask", stdout, stderr, res, err, ib.Path())
+}
+
+// answer: answer an inbox item and run the caller's loop on.
+func answer(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("askpoint answer", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	lf := addLoopFlags(fs)
+	data := fs.String("data", "", "answer with this JSON object instead of being prompted (checked before it is sent)")
+	text := fs.String("text", "", "answer with this text instead of being prompted")
+	decline := fs.Bool("decline", false, "decline to answer (the agent decides what follows; usually the task is rejected)")
+	cancelTask := fs.Bool("cancel", false, "cancel the task instead of answering")
+	reason := fs.String("reason", "", "with --decline or --cancel: why")
+	as := fs.String("as", "", "who is answering, recorded with the answer (default $USER)")
+	agent := fs.String("agent", "", "the agent's `URL`, for an item learned from a push that did not say")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: askpoint answer [flags] ID")
+		fmt.Fprintln(stderr, "Answer the open question ID of the inbox (askpoint inbox lists them): options as a numbered")
+		fmt.Fprintln(stderr, "choice, fields one by one, checked before the answer is sent. Later questions on the same task")
+		fmt.Fprintln(stderr, "are asked here too, or go back to the inbox when standard input ends. Exit status as for ask.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
+		return exitUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	id, err := strconv.ParseInt(strings.TrimPrefix(fs.Arg(0), "#"), 10, 64)
+	if err != nil || id <= 0 {
+		fmt.Fprintf(stderr, "askpoint answer: %q is not an inbox item ID (a number; askpoint inbox lists them)\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *lf.maxRounds < 1 {
+		fmt.Fprintln(stderr, "askpoint answer: --max-rounds must be at least 1")
+		return exitUsage
+	}
+	given := 0
+	for _, set := range []bool{*data != "", *text != "", *decline, *cancelTask} {
+		if set {
+			given++
+		}
+	}
+	if given > 1 {
+		fmt.Fprintln(stderr, "askpoint answer: give at most one of --data, --text, --decline and --cancel")
+		return exitUsage
+	}
+	machine, err := lf.machineResolvers()
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint answer: %v\n", err)
+		return exitUsage
+	}
+
+	ctx, cancel := signalContext(*lf.timeout)
+	defer cancel()
+	ib, err := lf.openInbox(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint answer: %v\n", err)
+		return exitFailed
+	}
+	defer ib.Close()
+	it, err := ib.Get(ctx, id)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint answer: %v\n", err)
+		return exitFailed
+	}
+	if it.State != inbox.StateOpen {
+		fmt.Fprintf(stderr, "askpoint answer: item %d is %s\n", it.ID, itemState(it))
+		return exitFailed
+	}
+	person := *as
+	if person == "" {
+		person = personName()
+	}
+	term := client.NewTerminal(stdin, stdout, person)
+	q := client.ItemQuery(it)
+
+	var ans *client.Answer
+	switch {
+	case *decline || *cancelTask:
+		act := question.ActionDecline
+		if *cancelTask {
+			act = question.ActionCancel
+		}
+		ans = &client.Answer{Action: act, Reason: *reason}
+	case *data != "":
+		var fields map[string]any
+		if err := json.Unmarshal([]byte(*data), &fields); err != nil {
+			fmt.Fprintf(stderr, "askpoint answer: --data is not a JSON object: %v\n", err)
+			return exitUsage
+		}
+		delete(fields, "questionId")
+		ans = &client.Answer{Fields: fields}
+	case *text != "":
+		ans = &client.Answer{Text: *text}
+	default:
+		ans, err = term.Resolve(ctx, q)
+		if err != nil {
+			fmt.Fprintf(stderr, "askpoint answer: %v\n", err)
+			return exitFailed
+		}
+		if ans == nil {
+			fmt.Fprintf(stderr, "askpoint answer: no answer given; item %d stays open\n", it.ID)
+			return exitWaiting
+		}
+	}
+	ans.By, ans.Person = client.ByPerson, person
+
+	resolvers := append(machine, term, client.Person{Inbox: ib})
+	opts := append(lf.options(fs), client.WithResolvers(resolvers...))
+	if *agent != "" {
+		opts = append(opts, client.WithAgentURL(*agent))
+	}
+	res, err := client.Resume(ctx, ib, id, *ans, opts...)
+	var invalid *client.InvalidAnswerError
+	if errors.As(err, &invalid) {
+		fmt.Fprintln(stderr, "askpoint answer: that answer would not be accepted; nothing was sent:")
+		for _, e := range invalid.Errors {
+			if e.Pointer == "" {
+				fmt.Fprintf(stderr, "  - %s\n", e.Message)
+			} else {
+				fmt.Fprintf(stderr, "  - %s: %s\n", strings.TrimPrefix(e.Pointer, "/"), e.Message)
+			}
+		}
+		return exitFailed
+	}
+	return report("askpoint answer", stdout, stderr, res, err, ib.Path())
+}
+
+// report prints how the loop ended and returns the exit code.
+func report(cmd string, stdout, stderr io.Writer, res *client.Result, err error, inboxPath string) int {
+	if res != nil {
+		for _, a := range res.Answers {
+			who := a.By
+			if a.Rule != "" {
+				who += " (rule " + a.Rule + ")"
+			}
+			if a.Person != "" {
+				who += " (" + a.Person + ")"
+			}
+			what := a.Text
+			switch {
+			case a.Action != "":
+				what = a.Action
+				if a.Reason != "" {
+					what += ": " + a.Reason
+				}
+			case a.Fields != nil:
+				raw, _ := json.Marshal(a.Fields)
+				what = string(raw)
+			}
+			qid := a.QuestionID
+			if qid == "" {
+				qid = "(text question)"
+			}
+			fmt.Fprintf(stdout, "answered: %s by %s: %s\n", qid, who, what)
+		}
+		if res.Task != nil && !errors.Is(err, client.ErrDeferred) {
+			p := &printer{w: stdout}
+			p.event(res.Task)
+		}
+		if res.Message != nil {
+			fmt.Fprintf(stdout, "message: %s\n", partsText(res.Message.Parts))
+		}
+	}
+	var deferred *client.DeferredError
+	switch {
+	case errors.As(err, &deferred):
+		it := deferred.Item
+		fmt.Fprintf(stdout, "task:    %s\nstate:   %s\n", it.TaskID, a2a.TaskStateInputRequired)
+		fmt.Fprintf(stdout, "waiting: inbox item %d: %s\n", it.ID, firstLine(it.Text))
+		fmt.Fprintf(stdout, "answer:  askpoint answer %d --inbox %s\n", it.ID, shellQuote(inboxPath))
+		return exitWaiting
+	case errors.Is(err, client.ErrUnanswered), errors.Is(err, client.ErrAuthRequired):
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return exitWaiting
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
+		return exitFailed
+	}
+	return exitCompleted
+}
+
+// flagsFirst puts flags before positional arguments, so that flags may
+// follow them ("askpoint answer 3 --inbox F"); it asks fs which flags are
+// booleans and so take no separate value.
+func flagsFirst(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || len(a) == 1 {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue // flag.Parse reports it
+		}
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			flags = append(flags, args[i+1])
+			i++
+		}
+	}
+	return append(flags, pos...)
+}
+
+func itemState(it *inbox.Item) string {
+	switch it.State {
+	case inbox.StateAnswered:
+		if it.AnsweredBy != "" {
+			return "answered already (by " + it.AnsweredBy + ")"
+		}
+		return "answered already"
+	case inbox.StateClosed:
+		if it.Note != "" {
+			return "closed: " + it.Note
+		}
+		return "closed"
+	}
+	return string(it.State)
+}
+
+func personName() string {
+	for _, k := range []string{"USER", "USERNAME", "LOGNAME"} {
+		if v := os.Getenv(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
