@@ -19,6 +19,8 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/examples/expense"
+	"github.com/askpoint/askpoint/store"
+	"github.com/askpoint/askpoint/store/postgres"
 	"github.com/askpoint/askpoint/store/sqlite"
 )
 
@@ -27,7 +29,7 @@ type Env struct {
 	URL    string // http://127.0.0.1:PORT
 	DBPath string
 	Server *askpoint.Server
-	Store  *sqlite.Store
+	Store  store.Store // SQLite, or PostgreSQL when Options.PostgresURL is set
 	HTTP   *http.Server
 }
 
@@ -35,6 +37,9 @@ type Env struct {
 type Options struct {
 	Config func(*askpoint.Config) // adjust the config before the server is built
 	DBPath string                 // reuse a database file (default: a new one)
+	// PostgresURL runs the server on PostgreSQL instead of SQLite. Several
+	// servers started with one URL are several nodes of one deployment.
+	PostgresURL string
 	Agents []askpoint.AgentSpec   // added after the expense and script agents
 	Quiet  bool                   // drop logs (default: logs go to t.Log)
 }
@@ -48,9 +53,19 @@ func Start(t testing.TB, opts Options) *Env {
 	if path == "" {
 		path = filepath.Join(t.TempDir(), "askpoint.db")
 	}
-	st, err := sqlite.Open(ctx, path)
-	if err != nil {
-		t.Fatalf("sqlite.Open(%s) = %v", path, err)
+	var st store.Store
+	if opts.PostgresURL != "" {
+		pg, err := postgres.Open(ctx, opts.PostgresURL)
+		if err != nil {
+			t.Fatalf("postgres.Open() = %v", err)
+		}
+		st, path = pg, ""
+	} else {
+		lite, err := sqlite.Open(ctx, path)
+		if err != nil {
+			t.Fatalf("sqlite.Open(%s) = %v", path, err)
+		}
+		st = lite
 	}
 	var logger *slog.Logger
 	if opts.Quiet {
