@@ -40,8 +40,8 @@ type Options struct {
 	// PostgresURL runs the server on PostgreSQL instead of SQLite. Several
 	// servers started with one URL are several nodes of one deployment.
 	PostgresURL string
-	Agents []askpoint.AgentSpec   // added after the expense and script agents
-	Quiet  bool                   // drop logs (default: logs go to t.Log)
+	Agents      []askpoint.AgentSpec // added after the expense and script agents
+	Quiet       bool                 // drop logs (default: logs go to t.Log)
 }
 
 // Start serves the expense agent ("expense") and the script agent
