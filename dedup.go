@@ -63,20 +63,38 @@ func sameContent(stored, incoming *a2a.Message) bool {
 	return err1 == nil && err2 == nil && bytes.Equal(a, b)
 }
 
-// firstMessage returns the message that created a task.
-func (s *Server) firstMessage(ctx context.Context, id string) (*a2a.Message, error) {
-	entries, err := s.store.ReadLog(ctx, id, 0, 1)
+// sameRequest says whether first message m redelivers the message that
+// created task id. It does when the content is the same and the caller
+// has not acted on the task since (sent it a message, or canceled it): a
+// caller that acted on the task by its ID knew of it, so the same first
+// message again is a new request (the A2A conformance suite sends one
+// message many times for many tasks).
+func (s *Server) sameRequest(ctx context.Context, id string, m *a2a.Message) (*store.Task, bool, error) {
+	t, err := s.store.GetTask(ctx, id)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if len(entries) == 0 || entries[0].Kind != store.KindMessage {
-		return nil, nil
+	entries, err := s.store.History(ctx, id, 0)
+	if err != nil {
+		return nil, false, err
 	}
-	var m a2a.Message
-	if err := json.Unmarshal(entries[0].Body, &m); err != nil {
-		return nil, err
+	var first *a2a.Message
+	followed := false
+	for _, e := range entries {
+		if e.Kind != store.KindMessage {
+			continue
+		}
+		if first != nil {
+			followed = true
+			break
+		}
+		first = &a2a.Message{}
+		if err := json.Unmarshal(e.Body, first); err != nil {
+			return nil, false, err
+		}
 	}
-	return &m, nil
+	actedOn := followed || t.State == a2a.TaskStateCanceled
+	return t, first != nil && !actedOn && sameContent(first, m), nil
 }
 
 // redelivered says whether msg was already taken by task t. A messageId

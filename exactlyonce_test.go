@@ -320,3 +320,25 @@ func TestRedeliveryByAnotherCallerIsNotADuplicate(t *testing.T) {
 		t.Fatalf("alice and bob sending the same messageId got the same task")
 	}
 }
+
+// TestSameFirstMessageAfterAFollowUpIsANewRequest: once the caller has
+// answered on a task it knew of it, so the same first message again (the
+// A2A conformance suite does this) starts a new task; a redelivery of that
+// one finds it again.
+func TestSameFirstMessageAfterAFollowUpIsANewRequest(t *testing.T) {
+	env := apitest.Start(t, apitest.Options{Quiet: true})
+	c := env.Client(t, "script", a2a.TransportProtocolJSONRPC)
+	ctx := testCtx(t)
+	first := userText("ask")
+	a := sendState(t, ctx, c, first, a2a.TaskStateInputRequired)
+	sendState(t, ctx, c, followUp(a.ID, userData(map[string]any{"name": "Ada"})), a2a.TaskStateCompleted)
+
+	b := sendState(t, ctx, c, first, a2a.TaskStateInputRequired)
+	if b.ID == a.ID {
+		t.Fatalf("the first message sent again after a follow-up returned the finished task %s, want a new task", a.ID)
+	}
+	again := sendTask(t, ctx, c, &a2a.SendMessageRequest{Message: first})
+	if again.ID != b.ID {
+		t.Errorf("redelivering it once more gave task %s, want %s", again.ID, b.ID)
+	}
+}

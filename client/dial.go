@@ -22,6 +22,10 @@ func Dial(ctx context.Context, agentURL string, hc *http.Client, preferred ...a2
 	if hc == nil {
 		hc = &http.Client{}
 	}
+	// Refusals of streaming calls arrive as typed errors (StreamErrors).
+	wrapped := *hc
+	wrapped.Transport = StreamErrors(hc.Transport)
+	hc = &wrapped
 	u, err := url.Parse(agentURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: %q is not an http(s) URL of an agent", agentURL)

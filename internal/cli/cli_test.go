@@ -103,6 +103,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"send", "http://127.0.0.1:1/x"}, 2, "nothing to send"},
 		{[]string{"send", "--data", "[1]", "http://127.0.0.1:1/x"}, 2, "--data is not a JSON object"},
 		{[]string{"serve", "--streams", "sideways"}, 2, "use close or open"},
+		{[]string{"serve", "--addr", "0.0.0.0:0"}, 2, "anonymous callers are served on loopback only"},
+		{[]string{"serve", "--token", "alice"}, 2, "want PRINCIPAL=TOKEN"},
+		{[]string{"serve", "--token", "alice=a-long-enough-token", "--token", "bob=a-long-enough-token"}, 2, "share a token"},
 	} {
 		_, stderr, code := run(t, tt.args...)
 		if code != tt.code || !strings.Contains(stderr, tt.mentions) {

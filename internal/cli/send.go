@@ -17,6 +17,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
+	apclient "github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -162,7 +163,8 @@ func dial(ctx context.Context, url, transport string) (*a2aclient.Client, error)
 		}
 		card.SupportedInterfaces = keep
 	}
-	client, err := a2aclient.NewFromCard(ctx, card)
+	hc := &http.Client{Transport: apclient.StreamErrors(nil)}
+	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc))
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", card.Name, err)
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,8 +16,13 @@ import (
 	"syscall"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for the expense ledger on PostgreSQL
+
 	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/examples/conformance"
 	"github.com/askpoint/askpoint/examples/expense"
+	"github.com/askpoint/askpoint/store"
+	"github.com/askpoint/askpoint/store/postgres"
 	"github.com/askpoint/askpoint/store/sqlite"
 )
 
@@ -24,17 +30,37 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("askpoint serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8420", "`host:port` to listen on")
-	db := fs.String("db", "askpoint.db", "SQLite database `file` (created if missing)")
+	db := fs.String("db", "askpoint.db", "SQLite database `file` (created if missing), or a postgres:// URL to run several nodes on one PostgreSQL (default $ASKPOINT_DB when set)")
 	streams := fs.String("streams", "close", "what streams do at input-required: close or open")
 	lease := fs.Duration("lease", 30*time.Second, "how long a run's lease lasts before another node may take the task over")
 	poll := fs.Duration("poll", time.Second, "how often to look for runs whose lease lapsed")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	conformanceMode := fs.Bool("conformance", false, "also serve the A2A conformance suite's agent (examples/conformance), whose card is then the one at the host root")
+	var tokenFlag tokenFlags
+	fs.Var(&tokenFlag, "token", "`PRINCIPAL=TOKEN`: require bearer tokens; repeat for each caller")
+	tokensFile := fs.String("tokens", "", "JSON `file` mapping principals to bearer tokens")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	tokens, err := loadTokens(tokenFlag, *tokensFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		return 2
+	}
+	if len(tokens) == 0 {
+		if err := loopbackOnly(*addr); err != nil {
+			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			return 2
+		}
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "askpoint serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
+	}
+	dbGiven := false
+	fs.Visit(func(f *flag.Flag) { dbGiven = dbGiven || f.Name == "db" })
+	if env := os.Getenv("ASKPOINT_DB"); !dbGiven && env != "" {
+		*db = env
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -56,27 +82,64 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	path, err := filepath.Abs(*db)
-	if err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: --db %q: %v\n", *db, err)
-		return 1
-	}
-	st, err := sqlite.Open(ctx, path)
-	if err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
-		return 1
+	var st store.Store
+	var ledger expense.Ledger = expense.IDLedger{}
+	var where string // what the start-up line says about the store; never a password
+	if postgres.IsURL(*db) {
+		pg, err := postgres.OpenWith(ctx, *db, postgres.Options{Logger: logger})
+		if err != nil {
+			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			return 1
+		}
+		st, where = pg, "PostgreSQL "+postgres.Redact(*db)
+		// The expense ledger lives in the same database (and schema), so
+		// that every node files into one ledger, each step's key once.
+		l, closeLedger, err := openPostgresLedger(ctx, *db)
+		if err != nil {
+			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			return 1
+		}
+		defer closeLedger()
+		ledger = l
+	} else {
+		path, err := filepath.Abs(*db)
+		if err != nil {
+			fmt.Fprintf(stderr, "askpoint serve: --db %q: %v\n", *db, err)
+			return 1
+		}
+		lite, err := sqlite.Open(ctx, path)
+		if err != nil {
+			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			return 1
+		}
+		st, where = lite, path
+		l, closeLedger, err := openLedger(ctx, path)
+		if err != nil {
+			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			return 1
+		}
+		defer closeLedger()
+		ledger = l
 	}
 	defer st.Close()
 
 	srv, err := askpoint.NewServer(askpoint.Config{
-		Store: st, Logger: logger, InputRequiredStreams: mode, LeaseDuration: *lease, PollInterval: *poll,
+		Store: st, Logger: logger, InputRequiredStreams: mode, LeaseDuration: *lease, PollInterval: *poll, Tokens: tokens,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 1
 	}
+	if *conformanceMode {
+		// Registered first: the first agent's card is the host root's,
+		// where the suite looks for it.
+		if err := srv.Register(askpoint.AgentSpec{Name: conformance.Name, Agent: conformance.Agent(), Card: conformance.Card()}); err != nil {
+			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			return 1
+		}
+	}
 	if err := srv.Register(askpoint.AgentSpec{
-		Name: "expense", Agent: expense.Agent(expense.DefaultDirectory, expense.IDLedger{}, nil), Card: expense.Card(),
+		Name: "expense", Agent: expense.Agent(expense.DefaultDirectory, ledger, nil), Card: expense.Card(),
 	}); err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 1
@@ -92,8 +155,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(stdout, "askpoint: data in %s\n", path)
+	fmt.Fprintf(stdout, "askpoint: data in %s\n", where)
 	fmt.Fprintf(stdout, "askpoint: listening on %s\n", base)
+	if len(tokens) == 0 {
+		fmt.Fprintln(stdout, "askpoint: no tokens configured: callers are anonymous, so askpoint listens on loopback only")
+	} else {
+		fmt.Fprintf(stdout, "askpoint: %d bearer tokens configured: every request must carry one\n", len(tokens))
+	}
 	for _, name := range srv.Agents() {
 		fmt.Fprintf(stdout, "askpoint: agent %q card: %s/%s/.well-known/agent-card.json\n", name, base, name)
 	}
@@ -121,4 +189,33 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// openPostgresLedger opens the expense ledger in the PostgreSQL database of
+// dbURL. Nodes that start at once would race on the ledger's CREATE TABLE
+// IF NOT EXISTS (PostgreSQL reports a duplicate type), so the creation runs
+// under a session advisory lock.
+func openPostgresLedger(ctx context.Context, dbURL string) (expense.Ledger, func() error, error) {
+	db, err := sql.Open("pgx", dbURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the expense ledger: %w", err)
+	}
+	lock, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("open the expense ledger: %w", err)
+	}
+	defer lock.Close()
+	const key = "hashtext('askpoint.expense-ledger')"
+	if _, err := lock.ExecContext(ctx, "SELECT pg_advisory_lock("+key+")"); err != nil {
+		db.Close()
+		return nil, nil, fmt.Errorf("open the expense ledger: %w", err)
+	}
+	defer lock.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock("+key+")")
+	l, err := expense.NewSQLLedger(ctx, db, "postgres")
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return l, db.Close, nil
 }
