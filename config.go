@@ -34,7 +34,8 @@ type Config struct {
 	NodeID string
 
 	// Workers bounds how many steps run at once on this node. Defaults to
-	// 4 × GOMAXPROCS.
+	// 32 × GOMAXPROCS (steps are cheap goroutines; more of them let
+	// concurrent answers share commits, see docs/BENCHMARKS.md).
 	Workers int
 	// LeaseDuration is how long a run's lease lasts before another node
 	// may take the task over; a live run renews it. Defaults to 30s.
@@ -87,7 +88,7 @@ func (c Config) withDefaults() Config {
 		c.NodeID = "node-" + shortID()
 	}
 	if c.Workers <= 0 {
-		c.Workers = 4 * runtime.GOMAXPROCS(0)
+		c.Workers = 32 * runtime.GOMAXPROCS(0)
 	}
 	if c.LeaseDuration <= 0 {
 		c.LeaseDuration = 30 * time.Second

@@ -169,7 +169,18 @@ type run struct {
 	task  *store.Task // the latest version this run wrote or claimed
 	lost  bool
 	agent string
+	// owesWorking: the task has not been written as working yet; the next
+	// write of this run does it (see workingAfter).
+	owesWorking bool
 }
+
+// workingAfter is how long a step that starts a task may run before the
+// task is written as working on its own. A step that writes sooner
+// (progress, an artifact, its outcome) carries the working status in that
+// write instead, in the same place in the log: streams and the history see
+// the same events in the same order, and a quick step (an agent that asks
+// or answers at once) costs one commit instead of two.
+const workingAfter = 100 * time.Millisecond
 
 func (s *Server) execute(ctx context.Context, j job) {
 	t, err := s.store.GetTask(ctx, j.id)
@@ -208,13 +219,19 @@ func (s *Server) execute(ctx context.Context, j job) {
 		return
 	}
 	if t.State != a2a.TaskStateWorking {
-		if err := r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
-			st, e, err := statusEntry(next, a2a.TaskStateWorking, nil, now)
-			next.State, next.Status = a2a.TaskStateWorking, st
-			return []store.LogEntry{e}, err
-		}); err != nil {
-			return
-		}
+		// The task moves to working with the step's first write (progress,
+		// an artifact, or its outcome), or on its own if the step is still
+		// running after workingAfter: a quick step costs one write, not two.
+		r.mu.Lock()
+		r.owesWorking = true
+		r.mu.Unlock()
+		timer := time.AfterFunc(workingAfter, func() { r.writeWorking(runCtx) })
+		defer func() {
+			timer.Stop()
+			r.mu.Lock()
+			r.owesWorking = false
+			r.mu.Unlock()
+		}()
 	}
 
 	call, res, err := s.buildCall(ctx, r, &in)
@@ -340,18 +357,44 @@ func (r *run) release() {
 var errLost = errors.New("askpoint: the task is no longer this run's (canceled or taken over)")
 
 // update writes a change to the run's task with compare-and-set on the
-// version the run holds.
+// version the run holds. When the run still owes the working status, the
+// write carries it first.
 func (r *run) update(ctx context.Context, change func(next *store.Task, now time.Time) ([]store.LogEntry, error)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.updateLocked(ctx, change)
+}
+
+// writeWorking writes the working status the run still owes, if it does.
+func (r *run) writeWorking(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.owesWorking || r.lost || ctx.Err() != nil {
+		return
+	}
+	_ = r.updateLocked(ctx, func(*store.Task, time.Time) ([]store.LogEntry, error) { return nil, nil })
+}
+
+func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, now time.Time) ([]store.LogEntry, error)) error {
 	if r.lost {
 		return errLost
 	}
 	next := *r.task
-	entries, err := change(&next, r.s.now())
+	now := r.s.now()
+	var entries []store.LogEntry
+	if r.owesWorking {
+		st, e, err := statusEntry(&next, a2a.TaskStateWorking, nil, now)
+		if err != nil {
+			return err
+		}
+		next.State, next.Status = a2a.TaskStateWorking, st
+		entries = append(entries, e)
+	}
+	more, err := change(&next, now)
 	if err != nil {
 		return err
 	}
+	entries = append(entries, more...)
 	saved, err := r.s.store.UpdateTask(ctx, &next, entries)
 	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 		r.lost = true
@@ -362,6 +405,7 @@ func (r *run) update(ctx context.Context, change func(next *store.Task, now time
 		return err
 	}
 	r.task = saved
+	r.owesWorking = false
 	r.s.committed(saved)
 	return nil
 }

@@ -14,6 +14,16 @@ Usage:
   askpoint send [--task ID] [--data JSON] [--stream] URL [TEXT]
       Send a message to any A2A 1.0 agent and print the task: its state and,
       for a question, the text, options, expiry and question ID.
+  askpoint bench [--callers 32] [--duration 10s] [--paused 100000,1000000] [--pg URL]
+      Benchmark askpoint against the a2a-go SDK's default server, side by side.
+  askpoint ask [--facts JSON] [--policy FILE] [--inbox FILE] [--stream] URL TEXT
+      Send TEXT and answer the agent's questions from facts, then policy, then a person
+      through the inbox; exits 3 when the task waits on a person.
+  askpoint inbox [--inbox FILE] [--all] [--listen ADDR]
+      List the questions that wait on a person, or receive push notifications into the inbox.
+  askpoint answer [--data JSON] [--inbox FILE] ID
+      Answer inbox question ID: options as a numbered choice, fields one by one, checked
+      before they are sent; the task then carries on.
 
 Run "askpoint COMMAND --help" for a command's flags.
 `
@@ -29,6 +39,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stdout, stderr)
 	case "send":
 		return send(args[1:], stdout, stderr)
+	case "bench":
+		return benchCmd(args[1:], stdout, stderr)
+	case "ask":
+		return ask(args[1:], stdout, stderr)
+	case "inbox":
+		return inboxCmd(args[1:], stdout, stderr)
+	case "answer":
+		return answer(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -58,7 +58,7 @@ type testCase struct {
 }
 
 // cases is the whole suite, grouped by method.
-var cases = slices.Concat(taskCases, logCases, listCases, claimCases)
+var cases = slices.Concat(taskCases, logCases, listCases, claimCases, concurrentCases)
 
 // base is the suite's fixed "now" for leases and claims.
 var base = time.Date(2031, time.March, 4, 5, 6, 7, 891_234_567, time.UTC)

@@ -1,0 +1,608 @@
+// Package bench is `askpoint bench`: the same ask -> answer -> complete
+// workload (the expense agent: a receipt, a cost-centre question with a data
+// part, a data answer, an artifact) driven over JSON-RPC on 127.0.0.1
+// against, one after another:
+//
+//	(a) the a2a-go SDK's default request handler (a2asrv.NewHandler, its
+//	    in-memory task store) running the same agent;
+//	(b) askpoint on SQLite, as shipped (WAL, synchronous=FULL);
+//	(c) askpoint on PostgreSQL, when a database URL is given.
+//
+// Each server runs in its own process (the bench command starts its own
+// binary with the hidden subcommand `bench server`), so the CPU time and
+// memory read from /proc are the server's alone; the load generator runs
+// in the bench process. The output is a markdown table for
+// docs/BENCHMARKS.md.
+package bench
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Options configure a run.
+type Options struct {
+	Callers      int
+	Duration     time.Duration
+	Warmup       time.Duration
+	Probe        time.Duration // 1-caller run at each paused level
+	Paused       []int         // paused-task levels, ascending
+	SDKMaxPaused int           // SDK levels above this are extrapolated; 0: none are
+	PGMaxPaused  int           // PostgreSQL levels above this are not measured (this one is, if all are above); 0: no cap
+	Kinds        []string
+	PG           string
+	Dir          string // SQLite files; "" = a temporary directory, removed after
+	ProfileDir   string // when set: CPU and alloc profiles of each server
+	SDKSeed      string // copy (default) or handler
+	Exe          string // the binary to run servers with
+	ExeArgs      []string
+	CommandLine  string
+	Progress     io.Writer // progress lines; nil: none
+}
+
+// Main runs `askpoint bench ARGS` and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "server" {
+		return serverMain(args[1:], stdout, stderr)
+	}
+	fs := flag.NewFlagSet("askpoint bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: askpoint bench [flags]
+
+Runs the expense agent's ask -> answer -> complete round trip over JSON-RPC
+on 127.0.0.1 against (a) the a2a-go SDK's default handler, (b) askpoint on
+SQLite and (c) askpoint on PostgreSQL (with --pg or TEST_DATABASE_URL), each
+server in its own process, and prints a markdown table.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	callers := fs.Int("callers", 32, "concurrent callers")
+	duration := fs.Duration("duration", 10*time.Second, "measured load per server")
+	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured load before each measurement")
+	probe := fs.Duration("probe", 2*time.Second, "one-caller run at each paused level (resume latency)")
+	paused := fs.String("paused", "100000,1000000", "paused-task levels to measure memory at (comma-separated; \"\" for none)")
+	sdkMax := fs.Int("sdk-max-paused", 100000, "measure the SDK up to this many paused tasks and extrapolate above (0: measure every level)")
+	pgMax := fs.Int("pg-max-paused", 20000, "add at most this many paused tasks to PostgreSQL (one CreateTask each, ~750/s here); levels above are not measured, and when all are, this level is measured instead (0: no cap)")
+	kinds := fs.String("servers", "sdk,sqlite,postgres", "servers to run: sdk, sqlite, postgres")
+	pg := fs.String("pg", os.Getenv("TEST_DATABASE_URL"), "PostgreSQL URL for server (c) (default $TEST_DATABASE_URL)")
+	dir := fs.String("dir", "", "directory for the SQLite files (default: a temporary directory, removed after)")
+	sdkSeed := fs.String("sdk-seed", "copy", "how paused tasks are added to the SDK server: copy (one paused through the handler, copied into its store) or handler (every one through the handler; minutes per 100,000)")
+	profile := fs.String("profile", "", "write CPU and alloc profiles of each server (an extra, unmeasured run) to this `directory`")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "askpoint bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	levels, err := parseLevels(*paused)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint bench: --paused: %v\n", err)
+		return 2
+	}
+	if *sdkSeed != "copy" && *sdkSeed != "handler" {
+		fmt.Fprintf(stderr, "askpoint bench: --sdk-seed %q: use copy or handler\n", *sdkSeed)
+		return 2
+	}
+	if *callers < 1 || *duration <= 0 {
+		fmt.Fprintln(stderr, "askpoint bench: --callers must be at least 1 and --duration positive")
+		return 2
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint bench: %v\n", err)
+		return 1
+	}
+	opts := Options{
+		Callers: *callers, Duration: *duration, Warmup: *warmup, Probe: *probe,
+		Paused: levels, SDKMaxPaused: *sdkMax, PGMaxPaused: *pgMax,
+		Kinds: strings.Split(*kinds, ","), PG: *pg, Dir: *dir, ProfileDir: *profile, SDKSeed: *sdkSeed,
+		Exe: exe, ExeArgs: []string{"bench", "server"},
+		CommandLine: commandLine(args), Progress: stderr,
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := Run(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint bench: %v\n", err)
+		return 1
+	}
+	rep.Markdown(stdout)
+	return 0
+}
+
+func parseLevels(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.ReplaceAll(f, "_", ""))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q is not a positive count", f)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("levels must ascend: %d after %d", n, out[len(out)-1])
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func commandLine(args []string) string {
+	parts := []string{"askpoint", "bench"}
+	for _, a := range args {
+		if a == "" || strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=,@%+", r))
+		}) >= 0 {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		parts = append(parts, a)
+	}
+	return strings.Join(parts, " ")
+}
+
+// Run runs the benchmark and returns the report.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	if o.Progress != nil {
+		// Shared with the servers' stderr, copied from other goroutines.
+		o.Progress = &lockedWriter{w: o.Progress}
+	}
+	rep := &Report{Opts: o, Start: time.Now().UTC(), LoadStart: loadAvg(), Machine: machine()}
+	dir := o.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "askpoint-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if o.ProfileDir != "" {
+		if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	for _, kind := range []string{KindSDK, KindSQLite, KindPostgres} {
+		if !contains(o.Kinds, kind) {
+			continue
+		}
+		r := &KindResult{Kind: kind, Label: kindLabel(kind)}
+		rep.Results = append(rep.Results, r)
+		if kind == KindPostgres {
+			switch {
+			case o.PG == "":
+				r.Skipped = "not configured: give --pg URL or set TEST_DATABASE_URL"
+				continue
+			case OpenPostgres == nil:
+				r.Skipped = "not available: this build has no PostgreSQL driver (store/postgres has no Open yet)"
+				continue
+			}
+		}
+		if err := runKind(ctx, o, dir, r); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			r.Err = err
+			o.progress("%s: %v", kind, err)
+		}
+	}
+	rep.End = time.Now().UTC()
+	rep.LoadEnd = loadAvg()
+	return rep, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if strings.TrimSpace(v) == s {
+			return true
+		}
+	}
+	return false
+}
+
+func kindLabel(kind string) string {
+	switch kind {
+	case KindSDK:
+		return "a2a-go v2.4.0 default handler (in-memory store)"
+	case KindSQLite:
+		return "askpoint, SQLite (WAL, synchronous=FULL)"
+	case KindPostgres:
+		return "askpoint, PostgreSQL"
+	}
+	return kind
+}
+
+func (o Options) progress(format string, args ...any) {
+	if o.Progress != nil {
+		fmt.Fprintf(o.Progress, "bench: "+format+"\n", args...)
+	}
+}
+
+// serverArgs are the arguments of a bench server; where is the SQLite file
+// or the PostgreSQL URL.
+func (o Options) serverArgs(kind, where string) []string {
+	args := append(append([]string(nil), o.ExeArgs...), "--kind", kind, "--addr", "127.0.0.1:0")
+	switch kind {
+	case KindSQLite:
+		args = append(args, "--db", where)
+	case KindPostgres:
+		args = append(args, "--pg", where)
+	case KindSDK:
+		if o.SDKSeed != "" {
+			args = append(args, "--sdk-seed", o.SDKSeed)
+		}
+	}
+	return args
+}
+
+// runKind measures one server: throughput in one process, then paused
+// tasks in a fresh one.
+func runKind(ctx context.Context, o Options, dir string, r *KindResult) error {
+	// where gives each server process its own database: a new SQLite file,
+	// or a new schema in the PostgreSQL database (dropped afterwards).
+	where := func(phase string) (string, *pgScratch, error) {
+		if r.Kind != KindPostgres {
+			return filepath.Join(dir, r.Kind+"-"+phase+".db"), nil, nil
+		}
+		pg, err := newPGScratch(o.PG)
+		if err != nil {
+			return "", nil, err
+		}
+		return pg.url, pg, nil
+	}
+	drop := func(pg *pgScratch) {
+		if pg == nil {
+			return
+		}
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := pg.drop(dctx); err != nil {
+			o.progress("%s: drop schema %s: %v", r.Kind, pg.schema, err)
+		}
+	}
+	w, pg, err := where("load")
+	if err != nil {
+		return err
+	}
+	err = runThroughput(ctx, o, w, pg, r)
+	drop(pg)
+	if err != nil {
+		return err
+	}
+	if len(o.Paused) > 0 {
+		w, pg, err := where("paused")
+		if err != nil {
+			return err
+		}
+		err = runPaused(ctx, o, w, r)
+		drop(pg)
+		return err
+	}
+	return nil
+}
+
+func runThroughput(ctx context.Context, o Options, db string, pg *pgScratch, r *KindResult) error {
+	o.progress("%s: starting the server", r.Kind)
+	p, err := startServer(ctx, o.Exe, o.serverArgs(r.Kind, db), o.Progress)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	url := p.base + "/expense/jsonrpc"
+	c, closeClient, err := newClient(ctx, url, o.Callers)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	if _, _, err := roundTrip(ctx, c); err != nil {
+		return fmt.Errorf("first round trip: %w", err)
+	}
+	if o.Warmup > 0 {
+		o.progress("%s: warm-up, %d callers for %v", r.Kind, o.Callers, o.Warmup)
+		runLoad(ctx, c, o.Callers, o.Warmup)
+	}
+	s0, err := p.stats(ctx, true)
+	if err != nil {
+		return err
+	}
+	cpu0, err := p.cpu()
+	if err != nil {
+		return err
+	}
+	var pids []int
+	var pgCPU0 time.Duration
+	if pg != nil {
+		if pids, err = pg.backends(ctx); err == nil {
+			pgCPU0, err = backendCPU(pids)
+		}
+		if err != nil {
+			o.progress("%s: PostgreSQL's CPU will not be counted: %v", r.Kind, err)
+			pids = nil
+		}
+	}
+	o.progress("%s: measuring, %d callers for %v", r.Kind, o.Callers, o.Duration)
+	res := runLoad(ctx, c, o.Callers, o.Duration)
+	cpu1, err := p.cpu()
+	if err != nil {
+		return err
+	}
+	if len(pids) > 0 {
+		if pgCPU1, err := backendCPU(pids); err == nil {
+			r.DBCPU = pgCPU1 - pgCPU0
+		}
+	}
+	s1, err := p.stats(ctx, true)
+	if err != nil {
+		return err
+	}
+	r.Load = res
+	r.CPU = cpu1 - cpu0
+	if res.roundTrips > 0 {
+		r.AllocPerRT = float64(s1.TotalAlloc-s0.TotalAlloc) / float64(res.roundTrips)
+		r.MallocsPerRT = float64(s1.Mallocs-s0.Mallocs) / float64(res.roundTrips)
+	}
+	r.ResumeP50, r.ResumeP99 = time.Duration(s1.ResumeP50), time.Duration(s1.ResumeP99)
+	r.CommitP50, r.CommitP99 = time.Duration(s1.CommitP50), time.Duration(s1.CommitP99)
+	r.HasCommit = s1.CommitCount > 0
+	if res.roundTrips > 0 && s1.Commits > s0.Commits {
+		r.CommitsPerRT = float64(s1.Commits-s0.Commits) / float64(res.roundTrips)
+		r.WritesPerCommit = float64(s1.Writes-s0.Writes) / float64(s1.Commits-s0.Commits)
+	}
+	if res.roundTrips > 0 && s1.StoreCalls != nil {
+		r.StoreCalls = map[string]float64{}
+		for k, v := range s1.StoreCalls {
+			if d := v - s0.StoreCalls[k]; d > 0 {
+				r.StoreCalls[k] = float64(d) / float64(res.roundTrips)
+			}
+		}
+	}
+	if rss, err := p.rss(); err == nil {
+		r.LoadRSS = rss
+	}
+	r.LoadGoroutines = s1.Goroutines
+	o.progress("%s: %d round trips in %v (%d errors), server CPU %v", r.Kind, res.roundTrips, res.elapsed.Round(time.Millisecond), res.errors, r.CPU)
+	if res.roundTrips == 0 {
+		return fmt.Errorf("no round trip succeeded: %v", res.firstErr)
+	}
+
+	if o.ProfileDir != "" {
+		o.progress("%s: profiling (an extra %v run, not measured)", r.Kind, o.Duration)
+		secs := max(1, int(o.Duration.Seconds()))
+		errc := make(chan error, 1)
+		go func() {
+			errc <- p.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), filepath.Join(o.ProfileDir, r.Kind+".cpu.pprof"))
+		}()
+		time.Sleep(100 * time.Millisecond)
+		runLoad(ctx, c, o.Callers, time.Duration(secs)*time.Second+500*time.Millisecond)
+		if err := <-errc; err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := p.profile(ctx, "/debug/pprof/allocs", filepath.Join(o.ProfileDir, r.Kind+".allocs.pprof")); err != nil {
+			return fmt.Errorf("alloc profile: %w", err)
+		}
+	}
+	return nil
+}
+
+func runPaused(ctx context.Context, o Options, db string, r *KindResult) error {
+	o.progress("%s: starting a fresh server for paused tasks", r.Kind)
+	p, err := startServer(ctx, o.Exe, o.serverArgs(r.Kind, db), o.Progress)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	c, closeClient, err := newClient(ctx, p.base+"/expense/jsonrpc", 1)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+
+	measure := func(level int, seedSeconds float64) (*PausedResult, error) {
+		if _, err := p.stats(ctx, true); err != nil {
+			return nil, err
+		}
+		res := runLoad(ctx, c, 1, o.Probe)
+		if res.roundTrips == 0 {
+			return nil, fmt.Errorf("probe at %d paused: no round trip succeeded: %v", level, res.firstErr)
+		}
+		ps, err := p.stats(ctx, true)
+		if err != nil {
+			return nil, err
+		}
+		st, err := p.gc(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rss, err := p.rss()
+		if err != nil {
+			return nil, err
+		}
+		return &PausedResult{
+			Level: level, HeapInuse: st.HeapInuse, RSS: rss, Goroutines: st.Goroutines, SeedSeconds: seedSeconds,
+			ResumeP50: time.Duration(ps.ResumeP50), ResumeP99: time.Duration(ps.ResumeP99),
+			CommitP50: time.Duration(ps.CommitP50), CommitP99: time.Duration(ps.CommitP99),
+			AnswerP50: quantile(res.answer, 0.5), AnswerP99: quantile(res.answer, 0.99),
+		}, nil
+	}
+
+	base, err := measure(0, 0)
+	if err != nil {
+		return err
+	}
+	r.Paused = append(r.Paused, base)
+	have := 0
+	levels := o.Paused
+	if r.Kind == KindPostgres && o.PGMaxPaused > 0 && levels[0] > o.PGMaxPaused {
+		// Seeding PostgreSQL goes one CreateTask (one commit) at a time:
+		// measure at the cap rather than not at all.
+		levels = append([]int{o.PGMaxPaused}, levels...)
+	}
+	for _, level := range levels {
+		if r.Kind == KindSDK && o.SDKMaxPaused > 0 && level > o.SDKMaxPaused {
+			r.Paused = append(r.Paused, extrapolate(base, r.Paused[len(r.Paused)-1], level))
+			continue
+		}
+		if r.Kind == KindPostgres && o.PGMaxPaused > 0 && level > o.PGMaxPaused {
+			r.Paused = append(r.Paused, &PausedResult{Level: level, Skipped: fmt.Sprintf("not measured (--pg-max-paused %d)", o.PGMaxPaused)})
+			continue
+		}
+		o.progress("%s: seeding to %d paused tasks", r.Kind, level)
+		st, err := p.seed(ctx, level-have)
+		if err != nil {
+			return err
+		}
+		have = level
+		pr, err := measure(level, st.SeedSeconds)
+		if err != nil {
+			return err
+		}
+		o.progress("%s: %d paused: heap %s, RSS %s, %d goroutines (seeded in %.1fs)", r.Kind, level, bytesIEC(float64(pr.HeapInuse)), bytesIEC(float64(pr.RSS)), pr.Goroutines, st.SeedSeconds)
+		r.Paused = append(r.Paused, pr)
+	}
+	return nil
+}
+
+// extrapolate projects level from base (0 paused) and the last measured
+// level, linearly.
+func extrapolate(base, last *PausedResult, level int) *PausedResult {
+	out := &PausedResult{Level: level, ExtrapolatedFrom: last.Level}
+	if last.Level <= 0 {
+		return out
+	}
+	f := float64(level) / float64(last.Level)
+	out.HeapInuse = base.HeapInuse + uint64(float64(last.HeapInuse-min(base.HeapInuse, last.HeapInuse))*f)
+	out.RSS = base.RSS + int64(float64(last.RSS-base.RSS)*f)
+	out.Goroutines = base.Goroutines + int(float64(last.Goroutines-base.Goroutines)*f)
+	return out
+}
+
+// KindResult is one server's figures.
+type KindResult struct {
+	Kind, Label string
+	Skipped     string
+	Err         error
+
+	Load            loadResult
+	CPU             time.Duration
+	DBCPU           time.Duration // PostgreSQL backends' CPU during the run (c)
+	AllocPerRT      float64
+	MallocsPerRT    float64
+	ResumeP50       time.Duration
+	ResumeP99       time.Duration
+	CommitP50       time.Duration
+	CommitP99       time.Duration
+	HasCommit       bool
+	LoadRSS         int64
+	LoadGoroutines  int
+	StoreCalls      map[string]float64 // per round trip, by method (askpoint)
+	CommitsPerRT    float64            // SQLite transactions per round trip
+	WritesPerCommit float64
+
+	Paused []*PausedResult
+}
+
+// PausedResult is the server's memory at one paused-task level.
+type PausedResult struct {
+	Level            int
+	HeapInuse        uint64
+	RSS              int64
+	Goroutines       int
+	SeedSeconds      float64
+	ResumeP50        time.Duration
+	ResumeP99        time.Duration
+	CommitP50        time.Duration // from the answer's commit (askpoint)
+	CommitP99        time.Duration
+	AnswerP50        time.Duration
+	AnswerP99        time.Duration
+	ExtrapolatedFrom int    // > 0: not measured, projected from this level
+	Skipped          string // not measured
+}
+
+func (r *KindResult) rtPerSec() float64 {
+	if r.Load.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Load.roundTrips) / r.Load.elapsed.Seconds()
+}
+
+func (r *KindResult) rtPerCPU() float64 {
+	if r.CPU <= 0 {
+		return 0
+	}
+	return float64(r.Load.roundTrips) / r.CPU.Seconds()
+}
+
+func (r *KindResult) ok() bool { return r.Skipped == "" && r.Err == nil && r.Load.roundTrips > 0 }
+
+func loadAvg() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(raw))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func machine() string {
+	model := "?"
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(raw), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	kernel := "?"
+	if raw, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = strings.TrimSpace(string(raw))
+	}
+	memory := ""
+	if raw, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				memory = fmt.Sprintf(", %s RAM", bytesIEC(float64(kb<<10)))
+			}
+		}
+	}
+	return fmt.Sprintf("%d cores (GOMAXPROCS %d), %s%s, Linux %s, %s %s/%s",
+		runtime.NumCPU(), runtime.GOMAXPROCS(0), model, memory, kernel, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

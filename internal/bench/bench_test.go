@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The bench command starts its servers by running its own binary as
+// `askpoint bench server ...`. Under `go test` that binary is the test
+// binary, so TestMain plays the server when asked to.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == "server" {
+		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func TestBenchPrintsTheTableForSDKAndSQLite(t *testing.T) {
+	var out, errs bytes.Buffer
+	args := []string{"--duration", "1s", "--callers", "2", "--warmup", "0s", "--probe", "300ms", "--paused", "1000", "--pg", ""}
+	if code := Main(args, &out, &errs); code != 0 {
+		t.Fatalf("askpoint bench %s = exit %d\nstderr:\n%s", strings.Join(args, " "), code, errs.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"### askpoint bench, ",
+		"Command: `askpoint bench --duration 1s --callers 2 --warmup 0s --probe 300ms --paused 1000 --pg ''`",
+		"cores (GOMAXPROCS",
+		"| (a) | a2a-go v2.4.0 default handler (in-memory store) | ",
+		"| (b) | askpoint, SQLite (WAL, synchronous=FULL) | ",
+		"| (c) | askpoint, PostgreSQL | not configured",
+		"| (a) | a2a-go v2.4.0 default handler (in-memory store) | 1,000 | ",
+		"| (b) | askpoint, SQLite (WAL, synchronous=FULL) | 1,000 | ",
+		"Store calls per round trip, (b): ",
+		"Sweep cost (question expiry): n/a (no sweeper yet).",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q\noutput:\n%s\nstderr:\n%s", want, got, errs.String())
+		}
+	}
+	if strings.Contains(got, "failed") || strings.Contains(got, "error:") {
+		t.Errorf("output reports a failure:\n%s\nstderr:\n%s", got, errs.String())
+	}
+	// Row (b) carries its ratios to (a).
+	for line := range strings.SplitSeq(got, "\n") {
+		if strings.HasPrefix(line, "| (b) | askpoint, SQLite (WAL, synchronous=FULL) | ") && !strings.Contains(line, "×)") && !strings.Contains(line, "| 1,000 |") && !strings.Contains(line, "| 0 |") {
+			t.Errorf("row (b) has no ratio to (a): %s", line)
+		}
+	}
+}
+
+func TestBenchPostgres(t *testing.T) {
+	u := os.Getenv("TEST_DATABASE_URL")
+	if u == "" {
+		t.Skip("needs PostgreSQL: set TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
+	}
+	var out, errs bytes.Buffer
+	args := []string{"--servers", "postgres", "--duration", "1s", "--callers", "2", "--warmup", "0s", "--probe", "300ms", "--paused", "500", "--pg", u}
+	if code := Main(args, &out, &errs); code != 0 {
+		t.Fatalf("askpoint bench = exit %d\nstderr:\n%s", code, errs.String())
+	}
+	for _, want := range []string{"| (c) | askpoint, PostgreSQL | ", "| (c) | askpoint, PostgreSQL | 500 | "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q\noutput:\n%s\nstderr:\n%s", want, out.String(), errs.String())
+		}
+	}
+}
+
+func TestBenchFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--paused", "100,10"},
+		{"--paused", "x"},
+		{"--callers", "0"},
+		{"--sdk-seed", "other"},
+		{"extra"},
+	} {
+		var out, errs bytes.Buffer
+		if code := Main(args, &out, &errs); code != 2 {
+			t.Errorf("askpoint bench %v = exit %d, want 2 (stderr %q)", args, code, errs.String())
+		}
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	if got, err := parseLevels("100_000, 1000000"); err != nil || len(got) != 2 || got[0] != 100000 || got[1] != 1000000 {
+		t.Errorf("parseLevels = %v, %v", got, err)
+	}
+	if got, err := parseLevels(""); err != nil || got != nil {
+		t.Errorf(`parseLevels("") = %v, %v, want none`, got, err)
+	}
+	for f, want := range map[float64]string{0: "0", 999: "999", 1000: "1,000", 1234567.4: "1,234,567", 2.5: "2.5"} {
+		if got := num(f); got != want {
+			t.Errorf("num(%v) = %q, want %q", f, got, want)
+		}
+	}
+	for f, want := range map[float64]string{123.4: "123×", 12.34: "12.3×", 1.234: "1.2×", 0.0123: "0.012×"} {
+		if got := times(f); got != want {
+			t.Errorf("times(%v) = %q, want %q", f, got, want)
+		}
+	}
+	ds := []time.Duration{5, 1, 4, 2, 3}
+	if q := quantile(ds, 0.5); q != 3 {
+		t.Errorf("quantile(p50) = %v, want 3", q)
+	}
+	if q := quantile(ds, 0.99); q != 5 {
+		t.Errorf("quantile(p99) = %v, want 5", q)
+	}
+	if got := commandLine([]string{"--pg", "", "--x", "a b", "postgres://u@h:5432/db?sslmode=disable", "it's"}); got != `askpoint bench --pg '' --x 'a b' 'postgres://u@h:5432/db?sslmode=disable' 'it'\''s'` {
+		t.Errorf("commandLine = %s", got)
+	}
+}

@@ -1,0 +1,265 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/askpoint/askpoint/store"
+)
+
+// The group-commit writer (writer.go): concurrent writes share a
+// transaction, each is acknowledged only after its commit, one write's
+// failure is not another's, and a caller that gives up before its write
+// started leaves nothing behind.
+
+// holdWriter makes the writer run an op that waits until the returned
+// release is called, so that the writes sent meanwhile queue up and are
+// committed together in the next batch.
+func holdWriter(t *testing.T, s *Store) (release func()) {
+	t.Helper()
+	started, gate := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.write(context.Background(), func(*batch) error {
+			close(started)
+			<-gate
+			return nil
+		})
+	}()
+	<-started
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			close(gate)
+			if err := <-done; err != nil {
+				t.Errorf("the holding write = %v, want nil", err)
+			}
+		})
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// waitQueued waits until n ops wait in the writer's queue.
+func waitQueued(t *testing.T, s *Store, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(s.ops) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes queued, want %d", len(s.ops), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestConcurrentWritesShareACommit(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
+	const n = 20
+	for i := range n {
+		if _, err := s.CreateTask(t.Context(), sampleTask(fmt.Sprint("t", i)), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	release := holdWriter(t, s)
+	batches0 := s.batches.Load()
+
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			cur, err := s.GetTask(t.Context(), fmt.Sprint("t", i))
+			if err == nil {
+				next := *cur
+				next.Checkpoint = []byte(fmt.Sprintf(`{"n":%d}`, i))
+				_, err = s.UpdateTask(t.Context(), &next, []store.LogEntry{{Kind: store.KindStatus, Body: []byte(`{}`)}})
+			}
+			errs[i] = err
+		})
+	}
+	waitQueued(t, s, n)
+	release()
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("UpdateTask(t%d) = %v, want nil", i, err)
+		}
+	}
+	// The holding op's batch, then one for all n updates.
+	if got := s.batches.Load() - batches0; got != 2 {
+		t.Errorf("%d concurrent updates took %d commits, want 2 (the held one, then one for all)", n, got)
+	}
+	for i := range n {
+		got, err := s.GetTask(t.Context(), fmt.Sprint("t", i))
+		if err != nil || got.Version != 2 || string(got.Checkpoint) != fmt.Sprintf(`{"n":%d}`, i) {
+			t.Errorf("GetTask(t%d) = %+v, %v, want version 2 with its own checkpoint", i, got, err)
+		}
+	}
+}
+
+func TestWriteIsAcknowledgedOnlyAfterItsCommit(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
+	release := holdWriter(t, s)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CreateTask(t.Context(), sampleTask("t1"), nil)
+		done <- err
+	}()
+	waitQueued(t, s, 1)
+	select {
+	case err := <-done:
+		t.Fatalf("CreateTask returned %v while the writer was busy, want it to wait for its commit", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := s.GetTask(t.Context(), "t1"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetTask before the commit = %v, want ErrNotFound", err)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("CreateTask = %v, want nil", err)
+	}
+	if _, err := s.GetTask(t.Context(), "t1"); err != nil {
+		t.Errorf("GetTask after CreateTask returned = %v, want the task", err)
+	}
+}
+
+func TestCanceledQueuedWriteChangesNothing(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
+	created, err := s.CreateTask(t.Context(), sampleTask("t1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, s)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		next := *created
+		next.Checkpoint = []byte(`{"late":true}`)
+		_, err := s.UpdateTask(ctx, &next, []store.LogEntry{{Kind: store.KindStatus}})
+		done <- err
+	}()
+	waitQueued(t, s, 1)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("UpdateTask canceled while queued = %v, want context.Canceled", err)
+	}
+	release()
+	// A later write goes through the writer after the withdrawn one.
+	if _, err := s.CreateTask(t.Context(), sampleTask("t2"), nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetTask(t.Context(), "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 1 || string(got.Checkpoint) == `{"late":true}` || got.LastSeq != 0 {
+		t.Errorf("GetTask after a withdrawn update = version %d, checkpoint %s, last seq %d, want it unchanged", got.Version, got.Checkpoint, got.LastSeq)
+	}
+}
+
+func TestFailingWriteDoesNotFailItsBatch(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
+	release := holdWriter(t, s)
+	boom := errors.New("boom")
+	var wg sync.WaitGroup
+	var errA, errB, errBad, errTaken error
+	wg.Go(func() { _, errA = s.CreateTask(t.Context(), sampleTask("a"), nil) })
+	waitQueued(t, s, 1)
+	wg.Go(func() {
+		// Writes a task, then fails: a failure the batch cannot keep.
+		errBad = s.write(t.Context(), func(b *batch) error {
+			if _, err := b.createTask(sampleTask("bad"), nil, time.Now().UnixMilli()); err != nil {
+				return err
+			}
+			return boom
+		})
+	})
+	waitQueued(t, s, 2)
+	wg.Go(func() { _, errTaken = s.CreateTask(t.Context(), sampleTask("a"), nil) })
+	waitQueued(t, s, 3)
+	wg.Go(func() { _, errB = s.CreateTask(t.Context(), sampleTask("b"), nil) })
+	waitQueued(t, s, 4)
+	release()
+	wg.Wait()
+	if errA != nil || errB != nil {
+		t.Errorf("the good writes = %v, %v, want nil, nil", errA, errB)
+	}
+	if !errors.Is(errBad, boom) {
+		t.Errorf("the failing write = %v, want %v", errBad, boom)
+	}
+	if !errors.Is(errTaken, store.ErrExists) {
+		t.Errorf("CreateTask(a) again in the same batch = %v, want ErrExists", errTaken)
+	}
+	for id, want := range map[string]error{"a": nil, "b": nil, "bad": store.ErrNotFound} {
+		if _, err := s.GetTask(t.Context(), id); !errors.Is(err, want) {
+			t.Errorf("GetTask(%s) = %v, want %v", id, err, want)
+		}
+	}
+}
+
+func TestCloseFinishesQueuedWritesThenRefuses(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "askpoint.db")
+	s, err := Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := holdWriter(t, s)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CreateTask(t.Context(), sampleTask("t1"), nil)
+		done <- err
+	}()
+	waitQueued(t, s, 1)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	release()
+	if err := <-done; err != nil {
+		t.Errorf("CreateTask queued before Close = %v, want nil", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	if _, err := s.CreateTask(t.Context(), sampleTask("t2"), nil); err == nil {
+		t.Errorf("CreateTask after Close = nil, want an error")
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("Close() again = %v, want nil", err)
+	}
+	s = open(t, path)
+	if _, err := s.GetTask(t.Context(), "t1"); err != nil {
+		t.Errorf("GetTask(t1) after reopening = %v, want the task written before Close", err)
+	}
+}
+
+func TestCreateTasksIsAllOrNothing(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
+	if _, err := s.CreateTask(t.Context(), sampleTask("t2"), nil); err != nil {
+		t.Fatal(err)
+	}
+	entries := []store.LogEntry{{Kind: store.KindMessage, MessageID: "m1", InHistory: true, Body: []byte(`{}`)}}
+	err := s.CreateTasks(t.Context(), []*store.Task{sampleTask("t1"), sampleTask("t2"), sampleTask("t3")}, [][]store.LogEntry{entries, entries, entries})
+	if !errors.Is(err, store.ErrExists) {
+		t.Fatalf("CreateTasks with a taken ID = %v, want ErrExists", err)
+	}
+	for _, id := range []string{"t1", "t3"} {
+		if _, err := s.GetTask(t.Context(), id); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("GetTask(%s) after a failed CreateTasks = %v, want ErrNotFound", id, err)
+		}
+	}
+	if err := s.CreateTasks(t.Context(), []*store.Task{sampleTask("t1"), sampleTask("t3")}, [][]store.LogEntry{entries}); err != nil {
+		t.Fatalf("CreateTasks = %v", err)
+	}
+	for id, seq := range map[string]int64{"t1": 1, "t3": 0} {
+		got, err := s.GetTask(t.Context(), id)
+		if err != nil || got.Version != 1 || got.LastSeq != seq {
+			t.Errorf("GetTask(%s) = %+v, %v, want version 1, last seq %d", id, got, err, seq)
+		}
+	}
+	if log, err := s.ReadLog(t.Context(), "t1", 0, 0); err != nil || len(log) != 1 || log[0].Seq != 1 || log[0].MessageID != "m1" {
+		t.Errorf("ReadLog(t1) = %+v, %v, want entry 1 m1", log, err)
+	}
+}
