@@ -23,6 +23,20 @@ type Agent interface {
 	Resume(ctx context.Context, call *Call, r *Resumption) (Outcome, error)
 }
 
+// Replier is an optional interface an [Agent] implements to answer some
+// first messages with a message of its own instead of a task. The runtime
+// consults it before it creates a task for a message that names no task: when
+// Reply returns ok, the caller gets reply (role agent) and nothing is stored,
+// so a redelivery of the message is answered again. Reply should decide
+// quickly and from the message alone; work that takes time, pauses or must
+// survive a restart belongs in a task.
+//
+// The runtime sets the reply's role to agent, gives it a messageId when it has
+// none and the request's contextId (a new one when the request has none).
+type Replier interface {
+	Reply(ctx context.Context, msg *a2a.Message) (reply *a2a.Message, ok bool)
+}
+
 // Resumption is what a resumed step reads.
 type Resumption struct {
 	// Checkpoint is what the agent saved when it paused.
@@ -82,6 +96,20 @@ func (c *Call) AddArtifact(ctx context.Context, a *a2a.Artifact) error {
 		return nil
 	}
 	return c.run.artifact(ctx, a)
+}
+
+// AppendArtifact streams one chunk of an artifact now, before the step
+// ends: the first chunk of a.ID creates the artifact (append false), later
+// chunks add their parts to it (append true); last marks the final chunk
+// (lastChunk). a.ID is required. The task keeps the whole artifact.
+func (c *Call) AppendArtifact(ctx context.Context, a *a2a.Artifact, last bool) error {
+	if a == nil || a.ID == "" {
+		return fmt.Errorf("askpoint: AppendArtifact needs an artifact with an ID")
+	}
+	if c.run == nil {
+		return nil
+	}
+	return c.run.artifactChunk(ctx, a, last)
 }
 
 // OutcomeKind names what an outcome does.
@@ -186,6 +214,17 @@ type Steps[C, A any] struct {
 	// OnAuth continues a task after auth-required. Required for agents
 	// that RequireAuth.
 	OnAuth func(ctx context.Context, call *Call, checkpoint C, arrival *AuthArrival) (Outcome, error)
+	// OnReply, when set, may answer a first message with a message instead
+	// of a task (see [Replier]). Returning false starts a task as usual.
+	OnReply func(ctx context.Context, msg *a2a.Message) (*a2a.Message, bool)
+}
+
+// Reply implements [Replier].
+func (s Steps[C, A]) Reply(ctx context.Context, msg *a2a.Message) (*a2a.Message, bool) {
+	if s.OnReply == nil {
+		return nil, false
+	}
+	return s.OnReply(ctx, msg)
 }
 
 // Start implements [Agent].

@@ -187,6 +187,12 @@ func (s *Server) cancelLocalRun(id string) {
 // SendMessage implements a2asrv.RequestHandler. It blocks until the task is
 // terminal or interrupted unless configuration.returnImmediately is set.
 func (h *handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	if reply, err := h.reply(ctx, req); err != nil || reply != nil {
+		if err != nil {
+			return nil, err
+		}
+		return reply, nil
+	}
 	t, err := h.accept(ctx, req)
 	if err != nil {
 		return nil, err
@@ -265,6 +271,49 @@ func validateMessage(req *a2a.SendMessageRequest, maxParts int) error {
 	return nil
 }
 
+// reply asks an agent that implements Replier whether it answers a first
+// message with a message instead of a task. It returns nil when a task is
+// to be made; nothing is stored either way.
+func (h *handler) reply(ctx context.Context, req *a2a.SendMessageRequest) (out *a2a.Message, err error) {
+	if err := validateMessage(req, h.s.cfg.MaxParts); err != nil {
+		return nil, err
+	}
+	if req.Message.TaskID != "" {
+		return nil, nil
+	}
+	e := h.s.agentByName(h.name)
+	if e == nil {
+		return nil, nil
+	}
+	r, ok := e.spec.Agent.(Replier)
+	if !ok {
+		return nil, nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			h.s.log.Error("agent Reply panicked", slog.String("agent", h.name), slog.Any("panic", p))
+			out, err = nil, errInternal(fmt.Errorf("the agent failed to reply"))
+		}
+	}()
+	m, ok := r.Reply(ctx, req.Message)
+	if !ok || m == nil {
+		return nil, nil
+	}
+	msg := *m
+	msg.Role = a2a.MessageRoleAgent
+	msg.TaskID = ""
+	if msg.ID == "" {
+		msg.ID = a2a.NewMessageID()
+	}
+	if msg.ContextID == "" {
+		msg.ContextID = req.Message.ContextID
+	}
+	if msg.ContextID == "" {
+		msg.ContextID = a2a.NewContextID()
+	}
+	return &msg, nil
+}
+
 // accept commits the message: a new task, or an answer or follow-up to a
 // paused one. It returns the task as committed.
 func (h *handler) accept(ctx context.Context, req *a2a.SendMessageRequest) (*store.Task, error) {
@@ -285,31 +334,31 @@ func (h *handler) accept(ctx context.Context, req *a2a.SendMessageRequest) (*sto
 func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest) (*store.Task, error) {
 	s := h.s
 	owner := principalFrom(ctx)
+	// The first use of a messageId gets the plain derived ID; a reuse gets
+	// one derived from the content and how many reuses came before, so
+	// that a redelivery of any of them finds its own task again.
 	id := requestTaskID(req.Tenant, owner, h.name, req.Message.ID, nil)
-	for attempt := 0; ; attempt++ {
+	salt := contentHash(req.Message)
+	for generation := 1; ; generation++ {
 		t, err := h.create(ctx, req, id)
 		if !errors.Is(err, store.ErrExists) {
 			return t, err
 		}
-		// A task already has this ID: a redelivery of the same message,
-		// or the messageId reused with other content.
-		existing, err := s.store.GetTask(ctx, id)
+		existing, dup, err := s.sameRequest(ctx, id, req.Message)
 		if err != nil {
 			return nil, errInternal(err)
 		}
-		first, err := s.firstMessage(ctx, id)
-		if err != nil {
-			return nil, errInternal(err)
-		}
-		if first != nil && sameContent(first, req.Message) {
+		if dup {
 			return existing, nil
 		}
-		if attempt == 0 {
-			s.log.Info("messageId reused with other content; handled as a new message", slog.String("messageId", req.Message.ID))
-			id = requestTaskID(req.Tenant, owner, h.name, req.Message.ID, contentHash(req.Message))
+		if generation == 1 {
+			s.log.Info("messageId reused for a new request; handled as a new message", slog.String("messageId", req.Message.ID))
+		}
+		if generation >= 64 {
+			id = string(a2a.NewTaskID())
 			continue
 		}
-		id = string(a2a.NewTaskID())
+		id = requestTaskID(req.Tenant, owner, h.name, req.Message.ID, append(salt, byte(generation)))
 	}
 }
 
@@ -550,6 +599,14 @@ func withReason(text, reason string) string {
 // input-required, when the server closes streams there).
 func (h *handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
+		if reply, err := h.reply(ctx, req); err != nil || reply != nil {
+			if err != nil {
+				yield(nil, err)
+			} else {
+				yield(reply, nil)
+			}
+			return
+		}
 		t, err := h.accept(ctx, req)
 		if err != nil {
 			yield(nil, err)

@@ -118,6 +118,32 @@ func waitState(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.Ta
 	}
 }
 
+// preStreamStatus is the HTTP status with which a JSON-RPC streaming call
+// is refused before its stream starts (a plain JSON-RPC error response;
+// see http.go's writeJSONRPCStreamError and decision 0012).
+var preStreamStatus = map[error]string{
+	a2a.ErrTaskNotFound:         "404",
+	a2a.ErrUnsupportedOperation: "400",
+	a2a.ErrInvalidParams:        "400",
+	a2a.ErrInvalidRequest:       "429",
+}
+
+// wantRefused requires err to be the refusal want of a streaming call. The
+// a2a-go v2.4.0 client reports a JSON-RPC refusal that comes before the
+// stream only by its HTTP status, so there the status must match; the
+// JSON-RPC error in the body is checked by raw requests in
+// tck_errors_test.go.
+func wantRefused(t *testing.T, call string, err, want error) {
+	t.Helper()
+	if err != nil && strings.HasPrefix(err.Error(), "unexpected HTTP status: ") {
+		if status := preStreamStatus[want]; !strings.Contains(err.Error(), status) {
+			t.Fatalf("%s error = %v, want HTTP status %s for %v", call, err, status, want)
+		}
+		return
+	}
+	wantErr(t, call, err, want)
+}
+
 // wantErr requires err to wrap want.
 func wantErr(t *testing.T, call string, err, want error) {
 	t.Helper()

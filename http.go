@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -33,20 +35,28 @@ const (
 //
 // The A2A bindings are the a2a-go SDK's transports over this server's
 // request handler. In front of them the server refuses, before anything is
-// stored: bodies over Config.MaxRequestBytes, requests without
-// A2A-Version 1.0, malformed messages, and subscriptions to finished tasks.
+// stored: bodies over Config.MaxRequestBytes or not declared as JSON,
+// requests without A2A-Version 1.0, malformed messages, and subscriptions
+// to finished tasks. Proto field names (history_length) are read as their
+// JSON names (historyLength), as ProtoJSON readers do.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	cardModified := s.now().Truncate(time.Second) // cards change only when the server is built anew
 	names := s.Agents()
 	for i, name := range names {
 		e := s.agentByName(name)
 		prefix := "/" + name
-		card := s.cardHandler(e)
+		card := s.cardHandler(e, cardModified)
 		mux.Handle("GET "+prefix+a2asrv.WellKnownAgentCardPath, card)
 		if i == 0 {
 			mux.Handle("GET "+a2asrv.WellKnownAgentCardPath, card)
 		}
-		mux.Handle(prefix+PathJSONRPC, s.jsonrpcFront(e.handler, a2asrv.NewJSONRPCHandler(e.handler)))
+		jsonrpc := s.jsonrpcFront(e.handler, a2asrv.NewJSONRPCHandler(e.handler))
+		mux.Handle(prefix+PathJSONRPC, jsonrpc)
+		// Clients that join a base URL and "/" (Python's httpx, the
+		// conformance suite's client) post to the endpoint with a
+		// trailing slash.
+		mux.Handle(prefix+PathJSONRPC+"/{$}", jsonrpc)
 		mux.Handle(prefix+PathREST+"/", http.StripPrefix(prefix+PathREST, s.restFront(e.handler, a2asrv.NewRESTHandler(e.handler))))
 	}
 	return mux
@@ -101,7 +111,7 @@ func (s *Server) card(e *agentEntry, baseURL string) *a2a.AgentCard {
 	return &c
 }
 
-func (s *Server) cardHandler(e *agentEntry) http.Handler {
+func (s *Server) cardHandler(e *agentEntry, modified time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scheme := "http"
 		if r.TLS != nil {
@@ -117,13 +127,21 @@ func (s *Server) cardHandler(e *agentEntry) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "public, max-age=300")
 		w.Header().Set("ETag", etag)
+		w.Header().Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
 		w.Header().Set("Access-Control-Allow-Origin", "*")
-		if r.Header.Get("If-None-Match") == etag {
+		if inm := r.Header.Get("If-None-Match"); inm == etag || (inm == "" && notModifiedSince(r, modified)) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
 		_, _ = w.Write(body)
 	})
+}
+
+// notModifiedSince says whether r's If-Modified-Since is at or after
+// modified.
+func notModifiedSince(r *http.Request, modified time.Time) bool {
+	since, err := http.ParseTime(r.Header.Get("If-Modified-Since"))
+	return err == nil && !modified.Truncate(time.Second).After(since)
 }
 
 // readBody reads at most limit bytes of the request body; a longer body is
@@ -162,6 +180,165 @@ func checkVersion(r *http.Request) error {
 		return nil
 	default:
 		return a2a.NewError(a2a.ErrVersionNotSupported, fmt.Sprintf("A2A-Version %q is not supported: send the header A2A-Version: 1.0", v))
+	}
+}
+
+// checkContentType refuses a request body that is declared as something
+// other than JSON, before it is read. A request that declares no type is
+// read as JSON.
+func checkContentType(r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && (mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))) {
+		return nil
+	}
+	return a2a.NewError(a2a.ErrUnsupportedContentType,
+		fmt.Sprintf("Content-Type %q is not supported: send the request as Content-Type: application/json", ct))
+}
+
+// camelParams rewrites the proto field names (snake_case) in a ProtoJSON
+// request to their JSON names (camelCase), since ProtoJSON readers accept
+// both and the SDK's decoder only the latter. The contents of metadata and
+// data are the caller's own JSON and are left alone. changed is false, and
+// raw returned as it is, when there was nothing to rewrite. A field given
+// in both spellings is refused.
+func camelParams(raw json.RawMessage, where string) (json.RawMessage, bool, error) {
+	if !maySnakeKey(raw) {
+		return raw, false, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return raw, false, nil // the decoder behind will say what is wrong
+	}
+	changed, err := camelKeys(v, where)
+	if err != nil || !changed {
+		return raw, false, err
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return raw, false, errInvalidParams("%s cannot be re-encoded: %v", where, err)
+	}
+	return out, true, nil
+}
+
+// maySnakeKey is a quick look for a key with an underscore (`_length":`),
+// so that requests without one (every request from a client that writes
+// JSON names) are passed on without being decoded here. It may say yes for
+// a string value that looks like such a key; the walk then changes nothing.
+func maySnakeKey(raw []byte) bool {
+	for i := bytes.IndexByte(raw, '_'); i >= 0; {
+		j := i + 1
+		for j < len(raw) && (raw[j] == '_' || raw[j] >= 'a' && raw[j] <= 'z' || raw[j] >= '0' && raw[j] <= '9') {
+			j++
+		}
+		if j < len(raw) && raw[j] == '"' {
+			k := j + 1
+			for k < len(raw) && (raw[k] == ' ' || raw[k] == '\t' || raw[k] == '\n' || raw[k] == '\r') {
+				k++
+			}
+			if k < len(raw) && raw[k] == ':' {
+				return true
+			}
+		}
+		next := bytes.IndexByte(raw[j:], '_')
+		if next < 0 {
+			return false
+		}
+		i = j + next
+	}
+	return false
+}
+
+func camelKeys(v any, where string) (bool, error) {
+	changed := false
+	switch v := v.(type) {
+	case map[string]any:
+		for k, val := range v {
+			name := k
+			if c := snakeToCamel(k); c != k {
+				if _, both := v[c]; both {
+					return false, errInvalidParams("%s has both %s and %s: send one (%s)", where, k, c, c)
+				}
+				delete(v, k)
+				v[c] = val
+				name, changed = c, true
+			}
+			if name == "metadata" || name == "data" {
+				continue // the caller's own JSON
+			}
+			ch, err := camelKeys(val, where+"."+name)
+			if err != nil {
+				return false, err
+			}
+			changed = changed || ch
+		}
+	case []any:
+		for i, val := range v {
+			ch, err := camelKeys(val, fmt.Sprintf("%s[%d]", where, i))
+			if err != nil {
+				return false, err
+			}
+			changed = changed || ch
+		}
+	}
+	return changed, nil
+}
+
+// snakeToCamel turns a proto field name (history_length) into its JSON name
+// (historyLength); any other key comes back as it is.
+func snakeToCamel(k string) string {
+	if !strings.Contains(k, "_") {
+		return k
+	}
+	words := strings.Split(k, "_")
+	for _, w := range words {
+		if w == "" || strings.ToLower(w) != w {
+			return k // not a proto field name
+		}
+	}
+	var b strings.Builder
+	b.WriteString(words[0])
+	for _, w := range words[1:] {
+		b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+	}
+	return b.String()
+}
+
+// replaceParams puts params into a JSON-RPC request body in place of its
+// own, keeping every other member (the id, byte for byte).
+func replaceParams(body []byte, params json.RawMessage) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, err
+	}
+	m["params"] = params
+	return json.Marshal(m)
+}
+
+// camelQuery renames snake_case query parameters (history_length) to the
+// names the HTTP+JSON binding reads (historyLength).
+func camelQuery(r *http.Request) {
+	if !strings.Contains(r.URL.RawQuery, "_") {
+		return
+	}
+	q := r.URL.Query()
+	changed := false
+	for k, vs := range q {
+		if c := snakeToCamel(k); c != k {
+			if _, both := q[c]; !both {
+				q[c] = vs
+			}
+			delete(q, k)
+			changed = true
+		}
+	}
+	if changed {
+		r.URL.RawQuery = q.Encode()
 	}
 }
 
@@ -237,6 +414,10 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 			return
 		}
 		r = ar
+		if err := checkContentType(r); err != nil {
+			writeJSONRPCError(w, nil, err)
+			return
+		}
 		body, err := readBody(r, s.cfg.MaxRequestBytes)
 		if err != nil {
 			writeJSONRPCError(w, nil, err)
@@ -257,6 +438,19 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 		if err := checkVersion(r); err != nil {
 			fail(w, env.ID, err)
 			return
+		}
+		if params, changed, err := camelParams(env.Params, "params"); err != nil {
+			fail(w, env.ID, err)
+			return
+		} else if changed {
+			// ProtoJSON readers take the proto field names too
+			// (history_length); the SDK's decoder takes only the JSON
+			// names, so the body it reads says historyLength.
+			if body, err = replaceParams(body, params); err != nil {
+				fail(w, env.ID, errInvalidParams("params cannot be re-encoded: %v", err))
+				return
+			}
+			env.Params = params
 		}
 		switch env.Method {
 		case "SendMessage", "SendStreamingMessage":
@@ -305,6 +499,12 @@ func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
 			return
 		}
 		r = ar
+		if r.ContentLength != 0 && r.Method != http.MethodGet && r.Method != http.MethodDelete {
+			if err := checkContentType(r); err != nil {
+				writeRESTError(w, err)
+				return
+			}
+		}
 		body, err := readBody(r, s.cfg.MaxRequestBytes)
 		if err != nil {
 			writeRESTError(w, err)
@@ -314,6 +514,17 @@ func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
 			writeRESTError(w, err)
 			return
 		}
+		if len(body) > 0 {
+			b, changed, err := camelParams(body, "body")
+			if err != nil {
+				writeRESTError(w, err)
+				return
+			}
+			if changed {
+				body = b
+			}
+		}
+		camelQuery(r)
 		switch {
 		case r.Method == http.MethodPost && (r.URL.Path == "/message:send" || r.URL.Path == "/message:stream"):
 			var p struct {
@@ -357,18 +568,16 @@ func writeJSONRPCError(w http.ResponseWriter, id any, err error) {
 	_ = json.NewEncoder(w).Encode(jsonrpcError(id, err))
 }
 
-// writeJSONRPCStreamError answers a streaming method with an SSE stream
-// whose one event is the error response, as the SDK's transport does for
-// errors that arise once the stream has begun.
+// writeJSONRPCStreamError refuses a streaming call before any stream
+// starts: a plain JSON-RPC error response, as the binding says, sent with
+// the HTTP status the error has on HTTP+JSON. The status matters for
+// clients (the a2a-go SDK's among them) that read a streaming call's body
+// only as events: they see a failed call instead of an empty stream. See
+// docs/decisions/0012-conformance.md.
 func writeJSONRPCStreamError(w http.ResponseWriter, id any, err error) {
-	data, jerr := json.Marshal(jsonrpcError(id, err))
-	if jerr != nil {
-		writeJSONRPCError(w, id, err)
-		return
-	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	_, _ = fmt.Fprintf(w, "data: %s\n\n", data)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(lookupProtocolError(err).httpStatus)
+	_ = json.NewEncoder(w).Encode(jsonrpcError(id, err))
 }
 
 func jsonrpcError(id any, err error) map[string]any {

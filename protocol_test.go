@@ -601,7 +601,7 @@ func wantStreamError(t *testing.T, ctx context.Context, s *stream, call string, 
 	case it.err == nil:
 		t.Fatalf("%s: first item = %s, want error %v", call, describe(it.ev), want)
 	}
-	wantErr(t, call, it.err, want)
+	wantRefused(t, call, it.err, want)
 }
 
 func TestSubscribeToTerminalTaskIsUnsupportedOperation(t *testing.T) {

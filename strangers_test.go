@@ -2,7 +2,6 @@ package askpoint_test
 
 import (
 	"context"
-	"errors"
 	"io"
 	"iter"
 	"net/http"
@@ -63,7 +62,7 @@ func TestStrangersCannotTouchAnotherPrincipalsTask(t *testing.T) {
 			subErr = e
 			break
 		}
-		wantErr(t, "bob SubscribeToTask", subErr, a2a.ErrTaskNotFound)
+		wantRefused(t, "bob SubscribeToTask", subErr, a2a.ErrTaskNotFound)
 
 		after := getTask(t, ctx, alice, task.ID)
 		if after.Status.State != a2a.TaskStateInputRequired || len(after.History) != len(before.History) {
@@ -173,8 +172,21 @@ func TestStreamsPerPrincipalAreCapped(t *testing.T) {
 		second = err
 		break
 	}
-	if second == nil || !errors.Is(second, a2a.ErrInvalidRequest) || !strings.Contains(second.Error(), "open streams") {
-		t.Fatalf("alice's second stream: %v, want a limit error naming open streams", second)
+	wantRefused(t, "alice's second stream", second, a2a.ErrInvalidRequest)
+	// The limit's own words, as a raw request shows them.
+	body := `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"` + string(task.ID) + `"}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, env.AgentURL("script")+"/jsonrpc", strings.NewReader(body))
+	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("Authorization", "Bearer "+aliceToken)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(raw), "open streams") {
+		t.Fatalf("alice's second stream, raw: status %d, body %s; want 429 naming open streams", resp.StatusCode, raw)
 	}
 	// Bob's slots are his own.
 	bobTask := sendState(t, ctx, bob, userText("ask"), a2a.TaskStateInputRequired)

@@ -1,6 +1,7 @@
 package askpoint
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -28,12 +29,36 @@ func statusEntry(t *store.Task, state a2a.TaskState, msg *a2a.Message, now time.
 	if err != nil {
 		return nil, store.LogEntry{}, err
 	}
-	ev := a2a.TaskStatusUpdateEvent{TaskID: a2a.TaskID(t.ID), ContextID: t.ContextID, Status: status}
-	body, err := json.Marshal(&ev)
+	body, err := eventJSON(`{"contextId":`, t.ContextID, `,"status":`, raw, `,"taskId":`, t.ID, `}`)
 	if err != nil {
 		return nil, store.LogEntry{}, err
 	}
 	return raw, store.LogEntry{Kind: store.KindStatus, InHistory: msg != nil, Body: body, At: ts}, nil
+}
+
+// eventJSON assembles an event's JSON around a part already encoded:
+// pre + quoted(s1) + mid + encoded + post1 + quoted(s2) + post2. With the
+// field names of the event in encoding/json's order it gives the same bytes
+// as json.Marshal of the event (task_test.go checks this), without encoding
+// the status or the artifact a second time.
+func eventJSON(pre, s1, mid string, encoded json.RawMessage, post1, s2, post2 string) (json.RawMessage, error) {
+	q1, err := json.Marshal(s1)
+	if err != nil {
+		return nil, err
+	}
+	q2, err := json.Marshal(s2)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(pre)+len(q1)+len(mid)+len(encoded)+len(post1)+len(q2)+len(post2))
+	b = append(b, pre...)
+	b = append(b, q1...)
+	b = append(b, mid...)
+	b = append(b, encoded...)
+	b = append(b, post1...)
+	b = append(b, q2...)
+	b = append(b, post2...)
+	return b, nil
 }
 
 func messageEntry(m *a2a.Message, now time.Time) (store.LogEntry, error) {
@@ -53,24 +78,85 @@ func addArtifact(t *store.Task, a *a2a.Artifact, now time.Time) (store.LogEntry,
 	if cp.ID == "" {
 		cp.ID = a2a.NewArtifactID()
 	}
+	art, err := json.Marshal(&cp)
+	if err != nil {
+		return store.LogEntry{}, err
+	}
+	raw, err := appendArtifactJSON(t.Artifacts, art)
+	if err != nil {
+		return store.LogEntry{}, err
+	}
+	t.Artifacts = raw
+	body, err := eventJSON(`{"artifact":`+string(art)+`,"contextId":`, t.ContextID, `,"lastChunk":true,"taskId":`, nil, "", t.ID, `}`)
+	if err != nil {
+		return store.LogEntry{}, err
+	}
+	return store.LogEntry{Kind: store.KindArtifact, Body: body, At: now.UTC()}, nil
+}
+
+// appendArtifactJSON appends an encoded artifact to the task's encoded
+// artifact list (a JSON array, as json.Marshal of []*a2a.Artifact writes
+// it) without decoding the artifacts already there.
+func appendArtifactJSON(list json.RawMessage, art json.RawMessage) (json.RawMessage, error) {
+	switch {
+	case len(list) == 0 || string(list) == "null" ||
+		(list[0] == '[' && list[len(list)-1] == ']' && len(bytes.TrimSpace(list[1:len(list)-1])) == 0):
+		return append(append(append(make(json.RawMessage, 0, len(art)+2), '['), art...), ']'), nil
+	case list[0] == '[' && list[len(list)-1] == ']':
+		out := make(json.RawMessage, 0, len(list)+len(art)+1)
+		out = append(out, list[:len(list)-1]...)
+		out = append(out, ',')
+		out = append(out, art...)
+		return append(out, ']'), nil
+	}
+	var arts []json.RawMessage
+	if err := json.Unmarshal(list, &arts); err != nil {
+		return nil, err
+	}
+	return json.Marshal(append(arts, art))
+}
+
+// addArtifactChunk adds one chunk of artifact a to t: a new artifact when t
+// has none with a.ID, else a's parts appended to it. The log entry is the
+// chunk's update event (append, lastChunk).
+func addArtifactChunk(t *store.Task, a *a2a.Artifact, last bool, now time.Time) (store.LogEntry, error) {
 	var arts []*a2a.Artifact
 	if len(t.Artifacts) > 0 {
 		if err := json.Unmarshal(t.Artifacts, &arts); err != nil {
 			return store.LogEntry{}, err
 		}
 	}
-	arts = append(arts, &cp)
+	chunk := *a
+	appended := false
+	for _, have := range arts {
+		if have.ID == a.ID {
+			have.Parts = append(have.Parts, a.Parts...)
+			appended = true
+			break
+		}
+	}
+	if !appended {
+		arts = append(arts, &chunk)
+	}
 	raw, err := json.Marshal(arts)
 	if err != nil {
 		return store.LogEntry{}, err
 	}
 	t.Artifacts = raw
-	ev := a2a.TaskArtifactUpdateEvent{TaskID: a2a.TaskID(t.ID), ContextID: t.ContextID, Artifact: &cp, LastChunk: true}
+	ev := a2a.TaskArtifactUpdateEvent{TaskID: a2a.TaskID(t.ID), ContextID: t.ContextID, Artifact: &chunk, Append: appended, LastChunk: last}
 	body, err := json.Marshal(&ev)
 	if err != nil {
 		return store.LogEntry{}, err
 	}
 	return store.LogEntry{Kind: store.KindArtifact, Body: body, At: now.UTC()}, nil
+}
+
+// artifactChunk writes one chunk of a streamed artifact (Call.AppendArtifact).
+func (r *run) artifactChunk(ctx context.Context, a *a2a.Artifact, last bool) error {
+	return r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
+		e, err := addArtifactChunk(next, a, last, now)
+		return []store.LogEntry{e}, err
+	})
 }
 
 // taskView says how much of a task a response carries.
@@ -127,7 +213,12 @@ func historyMessage(e store.LogEntry) (*a2a.Message, error) {
 		}
 		return &m, nil
 	case store.KindStatus:
-		var ev a2a.TaskStatusUpdateEvent
+		// Only the status message: the rest of the event is not needed.
+		var ev struct {
+			Status struct {
+				Message *a2a.Message `json:"message"`
+			} `json:"status"`
+		}
 		if err := json.Unmarshal(e.Body, &ev); err != nil {
 			return nil, err
 		}
