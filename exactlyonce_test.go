@@ -114,20 +114,28 @@ func TestConcurrentValidAnswersResumeExactlyOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 
-	const parallelTrials = 4
+	runTrials(t, trials, func(i int) error {
+		return raceTrial(ctx, clients, ledger, agent, 2+i%7)
+	})
+}
+
+// runTrials runs trial(0..n-1), four at a time, and fails the test with
+// the first errors when any trial goes wrong.
+func runTrials(t *testing.T, n int, trial func(i int) error) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, trials)
-	next := make(chan int, trials)
-	for i := range trials {
+	errs := make(chan error, n)
+	next := make(chan int, n)
+	for i := range n {
 		next <- i
 	}
 	close(next)
-	for range parallelTrials {
+	for range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if err := raceTrial(ctx, clients, ledger, agent, 2+i%7); err != nil {
+				if err := trial(i); err != nil {
 					errs <- fmt.Errorf("trial %d: %w", i, err)
 				}
 			}
@@ -135,15 +143,15 @@ func TestConcurrentValidAnswersResumeExactlyOnce(t *testing.T) {
 	}
 	wg.Wait()
 	close(errs)
-	n := 0
+	failed := 0
 	for err := range errs {
-		if n < 10 {
+		if failed < 10 {
 			t.Error(err)
 		}
-		n++
+		failed++
 	}
-	if n > 0 {
-		t.Fatalf("%d of %d trials went wrong", n, trials)
+	if failed > 0 {
+		t.Fatalf("%d of %d trials went wrong", failed, n)
 	}
 }
 

@@ -2,7 +2,6 @@ package askpoint_test
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -50,39 +49,12 @@ func TestConcurrentAnswersAcrossNodesResumeExactlyOnce(t *testing.T) {
 	trials := raceTrials(t) / 5 // each trial costs more on PostgreSQL; ASKPOINT_RACE_TRIALS scales it
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, trials)
-	next := make(chan int, trials)
-	for i := range trials {
-		next <- i
-	}
-	close(next)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				// Rotate which node asks, so answers land on the asking node
-				// and on the other one.
-				cs := []*a2aclient.Client{clients[i%2], clients[(i+1)%2]}
-				if err := raceTrial(ctx, cs, ledger, agent, 2+i%7); err != nil {
-					errs <- fmt.Errorf("trial %d: %w", i, err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	n := 0
-	for err := range errs {
-		if n < 10 {
-			t.Error(err)
-		}
-		n++
-	}
-	if n > 0 {
-		t.Fatalf("%d of %d trials went wrong", n, trials)
-	}
+	runTrials(t, trials, func(i int) error {
+		// Rotate which node asks, so answers land on the asking node and
+		// on the other one.
+		cs := []*a2aclient.Client{clients[i%2], clients[(i+1)%2]}
+		return raceTrial(ctx, cs, ledger, agent, 2+i%7)
+	})
 }
 
 // TestEveryMessageDeliveredThriceAcrossNodesActsOnce delivers each message

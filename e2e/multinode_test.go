@@ -22,7 +22,6 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
-	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", to read the expense ledger
 
 	"github.com/askpoint/askpoint"
@@ -79,10 +78,10 @@ func TestThreeNodesOnPostgres(t *testing.T) {
 			t.Errorf("node %s printed the database password: %q", name, n.dataLine)
 		}
 	}
-	a, b, c := mnClient(ctx, t, nodes["A"].url), mnClient(ctx, t, nodes["B"].url), mnClient(ctx, t, nodes["C"].url)
+	a, b, c := crashClient(ctx, t, nodes["A"].url), crashClient(ctx, t, nodes["B"].url), crashClient(ctx, t, nodes["C"].url)
 
 	// --- 1: ask on A, stream on C, answer on B. ---
-	task := mnSend(ctx, t, a, mnText("", mnReceipt), false)
+	task := mnSend(ctx, t, a, crashText("", mnReceipt), false)
 	q := mnQuestion(t, task)
 	sub := mnSubscribe(ctx, t, c, task.ID)
 	if first := sub.next(t); first.task == nil || first.task.Status.State != a2a.TaskStateInputRequired {
@@ -91,24 +90,24 @@ func TestThreeNodesOnPostgres(t *testing.T) {
 	sent := time.Now()
 	done := mnSend(ctx, t, b, mnAnswer(task.ID, q.ID), false)
 	if done.Status.State != a2a.TaskStateCompleted {
-		t.Fatalf("answer through B: state %s (%s), want completed", done.Status.State, mnStatusText(done))
+		t.Fatalf("answer through B: state %s (%s), want completed", done.Status.State, crashStatusText(done))
 	}
-	mnWantExpense(t, done)
+	crashWantExpense(t, done)
 	events := sub.rest(t)
 	t.Logf("answer sent to B -> completed event on C's stream: %v (--poll 200ms)", sub.lastAt.Sub(sent).Round(time.Millisecond))
 	if got, want := mnKinds(events), []string{"working", "artifact:expense", "completed"}; !slices.Equal(got, want) {
 		t.Errorf("stream on C after the answer on B: %v, want %v", got, want)
 	}
 	viaA := mnGet(ctx, t, a, task.ID)
-	mnWantExpense(t, viaA)
-	mnWantRoles(t, viaA, a2a.MessageRoleUser, a2a.MessageRoleAgent, a2a.MessageRoleUser, a2a.MessageRoleAgent)
+	crashWantExpense(t, viaA)
+	crashWantRoles(t, viaA, a2a.MessageRoleUser, a2a.MessageRoleAgent, a2a.MessageRoleUser, a2a.MessageRoleAgent)
 
 	// --- 2: answers acknowledged by B, B killed at once; A or C finishes. ---
 	const n = 10
 	ids := make([]a2a.TaskID, n)
 	qs := make([]string, n)
 	for i := range n {
-		tk := mnSend(ctx, t, a, mnText("", mnReceipt), false)
+		tk := mnSend(ctx, t, a, crashText("", mnReceipt), false)
 		ids[i], qs[i] = tk.ID, mnQuestion(t, tk).ID
 	}
 	watched := mnSubscribe(ctx, t, c, ids[0])
@@ -124,7 +123,7 @@ func TestThreeNodesOnPostgres(t *testing.T) {
 	for i := range n {
 		answers[i] = mnAnswer(ids[i], qs[i])
 		wg.Go(func() {
-			tk, err := mnSendErr(ctx, b, answers[i], true)
+			tk, err := crashSend(ctx, b, answers[i], true)
 			if err == nil && tk.Status.State != a2a.TaskStateWorking {
 				t.Errorf("answer to %s acknowledged in state %s, want working", ids[i], tk.Status.State)
 			}
@@ -172,7 +171,7 @@ func TestThreeNodesOnPostgres(t *testing.T) {
 			continue
 		}
 		retried++
-		if _, err := mnSendErr(ctx, a, answers[i], true); err != nil {
+		if _, err := crashSend(ctx, a, answers[i], true); err != nil {
 			t.Errorf("answer to %s: through B: %v; the same answer again through A: %v", ids[i], errs[i], err)
 		}
 	}
@@ -185,9 +184,9 @@ func TestThreeNodesOnPostgres(t *testing.T) {
 			cl = c
 		}
 		tk := mnWaitState(ctx, t, cl, id, a2a.TaskStateCompleted)
-		mnWantExpense(t, tk)
+		crashWantExpense(t, tk)
 		// request, question, answer, completion: nothing ran twice.
-		mnWantRoles(t, tk, a2a.MessageRoleUser, a2a.MessageRoleAgent, a2a.MessageRoleUser, a2a.MessageRoleAgent)
+		crashWantRoles(t, tk, a2a.MessageRoleUser, a2a.MessageRoleAgent, a2a.MessageRoleUser, a2a.MessageRoleAgent)
 		mnWantFiledOnce(ctx, t, st, ledger, tk)
 	}
 	t.Logf("all %d completed %v after B was killed (--lease 2s)", n, time.Since(killed).Round(time.Millisecond))
@@ -220,12 +219,12 @@ func TestCrossNodeWakeWithoutPolling(t *testing.T) {
 	defer cancel()
 	urlA := mnInProcess(ctx, t, dbURL, "node-a")
 	urlB := mnInProcess(ctx, t, dbURL, "node-b")
-	a, b := mnClient(ctx, t, urlA), mnClient(ctx, t, urlB)
+	a, b := crashClient(ctx, t, urlA), crashClient(ctx, t, urlB)
 
 	// Answer through B; measure until the completed event reaches a
 	// subscriber on watch.
 	round := func(watch *a2aclient.Client) time.Duration {
-		task := mnSend(ctx, t, a, mnText("", mnReceipt), false)
+		task := mnSend(ctx, t, a, crashText("", mnReceipt), false)
 		q := mnQuestion(t, task)
 		sub := mnSubscribe(ctx, t, watch, task.ID)
 		if first := sub.next(t); first.task == nil {
@@ -402,26 +401,6 @@ func (n *mnNode) sigkill(t *testing.T) {
 	}
 }
 
-func mnClient(ctx context.Context, t *testing.T, base string) *a2aclient.Client {
-	t.Helper()
-	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, base+"/expense")
-	if err != nil {
-		t.Fatalf("resolve the expense agent's card at %s: %v", base, err)
-	}
-	c, err := a2aclient.NewFromCard(ctx, card)
-	if err != nil {
-		t.Fatalf("NewFromCard: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Destroy() })
-	return c
-}
-
-func mnText(taskID a2a.TaskID, text string) *a2a.Message {
-	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
-	m.TaskID = taskID
-	return m
-}
-
 func mnAnswer(taskID a2a.TaskID, questionID string) *a2a.Message {
 	p := a2a.NewDataPart(map[string]any{"questionId": questionID, "costCentre": "CC-4410"})
 	p.MediaType = question.MediaTypeJSON
@@ -430,25 +409,9 @@ func mnAnswer(taskID a2a.TaskID, questionID string) *a2a.Message {
 	return m
 }
 
-func mnSendErr(ctx context.Context, c *a2aclient.Client, m *a2a.Message, immediately bool) (*a2a.Task, error) {
-	req := &a2a.SendMessageRequest{Message: m}
-	if immediately {
-		req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
-	}
-	res, err := c.SendMessage(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	task, ok := res.(*a2a.Task)
-	if !ok {
-		return nil, fmt.Errorf("SendMessage returned %T, want a task", res)
-	}
-	return task, nil
-}
-
 func mnSend(ctx context.Context, t *testing.T, c *a2aclient.Client, m *a2a.Message, immediately bool) *a2a.Task {
 	t.Helper()
-	task, err := mnSendErr(ctx, c, m, immediately)
+	task, err := crashSend(ctx, c, m, immediately)
 	if err != nil {
 		t.Fatalf("SendMessage(task %q): %v", m.TaskID, err)
 	}
@@ -473,7 +436,7 @@ func mnWaitState(ctx context.Context, t *testing.T, c *a2aclient.Client, id a2a.
 			return task
 		}
 		if task.Status.State.Terminal() || time.Now().After(deadline) {
-			t.Fatalf("task %s: state %s (%s), want %s", id, task.Status.State, mnStatusText(task), want)
+			t.Fatalf("task %s: state %s (%s), want %s", id, task.Status.State, crashStatusText(task), want)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -482,41 +445,13 @@ func mnWaitState(ctx context.Context, t *testing.T, c *a2aclient.Client, id a2a.
 func mnQuestion(t *testing.T, task *a2a.Task) *question.Question {
 	t.Helper()
 	if task.Status.State != a2a.TaskStateInputRequired {
-		t.Fatalf("task %s: state %s (%s), want %s", task.ID, task.Status.State, mnStatusText(task), a2a.TaskStateInputRequired)
+		t.Fatalf("task %s: state %s (%s), want %s", task.ID, task.Status.State, crashStatusText(task), a2a.TaskStateInputRequired)
 	}
 	q, ok, err := question.FromMessage(task.Status.Message)
 	if err != nil || !ok || q.ID == "" {
 		t.Fatalf("task %s: no question in the status message (ok=%v, err=%v)", task.ID, ok, err)
 	}
 	return q
-}
-
-func mnWantExpense(t *testing.T, task *a2a.Task) {
-	t.Helper()
-	if len(task.Artifacts) != 1 || task.Artifacts[0].Name != "expense" {
-		t.Errorf("task %s: artifacts %+v, want exactly one named expense", task.ID, task.Artifacts)
-		return
-	}
-	for _, p := range task.Artifacts[0].Parts {
-		if d, ok := p.Content.(a2a.Data); ok {
-			m, _ := d.Value.(map[string]any)
-			if id, _ := m["expenseId"].(string); strings.HasPrefix(id, "EXP-") && m["costCentre"] == "CC-4410" {
-				return
-			}
-		}
-	}
-	t.Errorf("task %s: the expense artifact holds no expenseId charged to CC-4410: %+v", task.ID, task.Artifacts[0].Parts)
-}
-
-func mnWantRoles(t *testing.T, task *a2a.Task, roles ...a2a.MessageRole) {
-	t.Helper()
-	var got []a2a.MessageRole
-	for _, m := range task.History {
-		got = append(got, m.Role)
-	}
-	if !slices.Equal(got, roles) {
-		t.Errorf("task %s: history roles %v, want %v", task.ID, got, roles)
-	}
 }
 
 // mnWantFiledOnce checks the expense of task was filed once: the shared
@@ -567,19 +502,6 @@ func mnExpenseID(task *a2a.Task) string {
 		}
 	}
 	return ""
-}
-
-func mnStatusText(task *a2a.Task) string {
-	if task.Status.Message == nil {
-		return "no status message"
-	}
-	var b strings.Builder
-	for _, p := range task.Status.Message.Parts {
-		if tx, ok := p.Content.(a2a.Text); ok {
-			b.WriteString(string(tx))
-		}
-	}
-	return b.String()
 }
 
 // mnEvent is one event of a stream.
