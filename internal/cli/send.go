@@ -269,11 +269,44 @@ func (p *printer) hint() {
 	if p.q != nil {
 		if f := p.q.OptionField(); f != "" && len(p.q.Options) > 0 {
 			example = fmt.Sprintf(`{"questionId": %q, %q: %q}`, p.q.ID, f, p.q.Options[0].Value)
-		} else if fields := schemaFields(p.q.Schema); len(fields) > 0 {
-			example = fmt.Sprintf(`{"questionId": %q, %q: ...}`, p.q.ID, strings.TrimSuffix(fields[0], " *"))
+		} else if ex := exampleAnswer(p.q.ID, p.q.Schema); ex != "" {
+			example = ex
 		}
 	}
 	fmt.Fprintf(p.w, "answer:  askpoint send --task %s --data '%s' %s\n", p.task, example, p.url)
+}
+
+// exampleAnswer writes a JSON answer with every required field of schema
+// filled with a placeholder of its type (the first allowed value when the
+// field lists them), for a person to edit.
+func exampleAnswer(questionID string, schema json.RawMessage) string {
+	var s struct {
+		Required   []string `json:"required"`
+		Properties map[string]struct {
+			Type string `json:"type"`
+			Enum []any  `json:"enum"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil || len(s.Required) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"questionId": %q`, questionID)
+	for _, name := range s.Required {
+		prop := s.Properties[name]
+		var v any = "..."
+		switch {
+		case len(prop.Enum) > 0:
+			v = prop.Enum[0]
+		case prop.Type == "number" || prop.Type == "integer":
+			v = 0
+		case prop.Type == "boolean":
+			v = false
+		}
+		raw, _ := json.Marshal(v)
+		fmt.Fprintf(&b, `, %q: %s`, name, raw)
+	}
+	return b.String() + "}"
 }
 
 func schemaFields(raw json.RawMessage) []string {
