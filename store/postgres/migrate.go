@@ -4,14 +4,10 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/askpoint/askpoint/store/internal/migration"
 )
 
 // migrationFiles holds the schema migrations, named NNNN_name.sql; NNNN is
@@ -21,39 +17,9 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
 // migrations returns the embedded migrations in version order.
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var ms []migration
-	seen := map[int]string{}
-	for _, name := range names {
-		base := path.Base(name)
-		num, _, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", base)
-		}
-		if other, dup := seen[v]; dup {
-			return nil, fmt.Errorf("migrations %s and %s have the same version", other, base)
-		}
-		seen[v] = base
-		body, err := migrationFiles.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: base, sql: string(body)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	return ms, nil
+func migrations() ([]migration.Migration, error) {
+	return migration.Load(migrationFiles, "migrations/*.sql")
 }
 
 // migrate brings the schema up to date in one transaction: either every
@@ -131,20 +97,20 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	if known := ms[len(ms)-1].version; newest > known {
+	if known := ms[len(ms)-1].Version; newest > known {
 		return fmt.Errorf("migrate: schema version %d is newer than this binary knows (%d)", newest, known)
 	}
 
 	for _, m := range ms {
-		if applied[m.version] {
+		if applied[m.Version] {
 			continue
 		}
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("migrate: %s: %w", m.name, err)
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migrate: %s: %w", m.Name, err)
 		}
 		if _, err := tx.Exec(ctx,
-			`INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-			return fmt.Errorf("migrate: %s: %w", m.name, err)
+			`INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return fmt.Errorf("migrate: %s: %w", m.Name, err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {

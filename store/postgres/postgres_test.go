@@ -80,7 +80,7 @@ func migrationVersions(t *testing.T) []int {
 	}
 	var vs []int
 	for _, m := range ms {
-		vs = append(vs, m.version)
+		vs = append(vs, m.Version)
 	}
 	if len(vs) == 0 || vs[0] != 1 {
 		t.Fatalf("migrations() versions = %v, want 1 first", vs)

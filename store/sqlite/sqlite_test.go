@@ -121,7 +121,7 @@ func TestMigrationsAppliedOnce(t *testing.T) {
 	}
 	var want []int
 	for _, m := range ms {
-		want = append(want, m.version)
+		want = append(want, m.Version)
 	}
 	if len(want) == 0 || want[0] != 1 {
 		t.Fatalf("migrations() versions = %v, want 1 first", want)
