@@ -18,7 +18,7 @@ const (
 )
 
 // Listen implements store.Notifier: it calls fn with the task ID of every
-// notification on Channel (sent by the writes of every node on this
+// notification on the store's channel (ChannelFor its schema; sent by the writes of every node on this
 // database, this one included) until ctx is done, and then returns nil.
 //
 // It holds one connection of its own, outside the pool. When the
@@ -60,7 +60,7 @@ func (s *Store) listenOnce(ctx context.Context, fn func(string)) (ok bool, err e
 		defer cancel()
 		_ = conn.Close(cctx)
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{Channel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ChannelFor(s.schema)}.Sanitize()); err != nil {
 		return false, err
 	}
 	for {

@@ -18,21 +18,22 @@ const (
 	notifyBatch = 1024
 )
 
-// notifier announces committed task changes on Channel from one goroutine,
+// notifier announces committed task changes on its channel from one goroutine,
 // outside the writes' transactions, batching the IDs of the writes that
 // committed while the previous batch was being sent.
 type notifier struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
-	ids  chan string
-	quit chan struct{}
-	done chan struct{}
-	once sync.Once
+	pool    *pgxpool.Pool
+	channel string
+	log     *slog.Logger
+	ids     chan string
+	quit    chan struct{}
+	done    chan struct{}
+	once    sync.Once
 }
 
-func startNotifier(pool *pgxpool.Pool, log *slog.Logger) *notifier {
+func startNotifier(pool *pgxpool.Pool, channel string, log *slog.Logger) *notifier {
 	n := &notifier{
-		pool: pool, log: log,
+		pool: pool, channel: channel, log: log,
 		ids:  make(chan string, notifyQueue),
 		quit: make(chan struct{}),
 		done: make(chan struct{}),
@@ -94,7 +95,7 @@ func (n *notifier) send(batch []string) {
 	batch = slices.Compact(batch)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`, Channel, batch); err != nil {
+	if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`, n.channel, batch); err != nil {
 		n.log.Warn("postgres: announce task changes; other nodes' waiters will find them at their next poll",
 			slog.Int("tasks", len(batch)), slog.Any("err", err))
 	}

@@ -39,6 +39,8 @@ package postgres
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,8 +62,21 @@ import (
 )
 
 // Channel is the LISTEN/NOTIFY channel on which every write that changes a
-// task announces the task's ID.
+// task announces the task's ID, when the tables are in the default schema.
+// Channels are database-wide, so a store in a schema of its own uses
+// ChannelFor(schema): deployments in different schemas of one database do
+// not wake each other's waiters.
 const Channel = "askpoint_tasks"
+
+// ChannelFor is the notification channel of a store whose tables are in
+// schema ("" for the default).
+func ChannelFor(schema string) string {
+	if schema == "" {
+		return Channel
+	}
+	sum := sha256.Sum256([]byte(schema))
+	return Channel + "_" + hex.EncodeToString(sum[:8])
+}
 
 // Options tune OpenWith. The zero value is what Open uses.
 type Options struct {
@@ -181,7 +196,7 @@ func OpenWith(ctx context.Context, connURL string, o Options) (*Store, error) {
 	}
 	return &Store{
 		pool: pool, listen: cfg.ConnConfig.Copy(), schema: schema, log: log,
-		notes: startNotifier(pool, log),
+		notes: startNotifier(pool, ChannelFor(schema), log),
 	}, nil
 }
 

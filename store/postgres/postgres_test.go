@@ -686,3 +686,22 @@ func TestNotifyWakeLatency(t *testing.T) {
 		t.Errorf("median wake-up %v, want well under the poll interval", p50)
 	}
 }
+
+// Stores in different schemas of one database listen on different
+// channels: one deployment's writes do not wake another's waiters.
+func TestSchemasDoNotWakeEachOther(t *testing.T) {
+	a, b := open(t, dbtest.Schema(t)), open(t, dbtest.Schema(t))
+	if ChannelFor(a.schema) == ChannelFor(b.schema) {
+		t.Fatalf("schemas %q and %q share channel %q", a.schema, b.schema, ChannelFor(a.schema))
+	}
+	chA := listener(t, a)
+	waitListening(t, a, chA)
+	if _, err := b.CreateTask(t.Context(), sampleTask("only-in-b"), nil); err != nil {
+		t.Fatal(err)
+	}
+	expectNone(t, chA, "only-in-b", "a CreateTask in another schema")
+	if _, err := a.CreateTask(t.Context(), sampleTask("in-a"), nil); err != nil {
+		t.Fatal(err)
+	}
+	expectID(t, chA, "in-a", "a CreateTask in its own schema")
+}
