@@ -547,34 +547,33 @@ func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	if err != nil {
 		return nil, nil, err
 	}
-	var state a2a.TaskState
-	var status *a2a.Message
-	switch {
-	case ans != nil && ans.Action == question.ActionCancel:
-		state = a2a.TaskStateCanceled
-		status = agentMessage(&next, withReason("The caller canceled the task instead of answering.", ans.Reason))
-	case q.Attempt >= q.MaxAttempts:
-		state = a2a.TaskStateFailed
-		status = agentMessage(&next, fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt, question.ErrorsText(fieldErrs)))
-	default:
-		nq := q.ReAsk("q-"+shortID(), fieldErrs)
-		raw, err := json.Marshal(nq)
+	end := func(state a2a.TaskState, text string) (*store.Task, []store.LogEntry, error) {
+		ended, e, err := endRow(t, state, text, now)
 		if err != nil {
 			return nil, nil, errInternal(err)
 		}
-		next.Question = raw
-		state = a2a.TaskStateInputRequired
-		status = nq.Message()
-		status.TaskID, status.ContextID = a2a.TaskID(t.ID), t.ContextID
+		return ended, []store.LogEntry{userEntry, e}, nil
 	}
-	if state.Terminal() {
-		next.Question, next.Checkpoint, next.Input = nil, nil, nil
+	switch {
+	case ans != nil && ans.Action == question.ActionCancel:
+		return end(a2a.TaskStateCanceled, withReason("The caller canceled the task instead of answering.", ans.Reason))
+	case q.Attempt >= q.MaxAttempts:
+		return end(a2a.TaskStateFailed, fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt, question.ErrorsText(fieldErrs)))
 	}
-	st, e, err := statusEntry(&next, state, status, now)
+	// Re-ask: the task stays in input-required with a new question.
+	nq := q.ReAsk("q-"+shortID(), fieldErrs)
+	raw, err := json.Marshal(nq)
 	if err != nil {
 		return nil, nil, errInternal(err)
 	}
-	next.State, next.Status = state, st
+	next.Question = raw
+	status := nq.Message()
+	status.TaskID, status.ContextID = a2a.TaskID(t.ID), t.ContextID
+	st, e, err := statusEntry(&next, a2a.TaskStateInputRequired, status, now)
+	if err != nil {
+		return nil, nil, errInternal(err)
+	}
+	next.State, next.Status = a2a.TaskStateInputRequired, st
 	return &next, []store.LogEntry{userEntry, e}, nil
 }
 
