@@ -1,34 +1,66 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 )
 
-// buildAskpointForCrash builds ./cmd/askpoint into a temporary directory of
-// t and returns the binary's path. It is the build used by crash_test.go.
-func buildAskpointForCrash(t *testing.T) string {
+// The askpoint binary is built once per test run and shared by every test
+// of the package.
+var (
+	buildOnce sync.Once
+	binDir    string
+	binPath   string
+	binErr    error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// buildAskpoint returns the path of ./cmd/askpoint built from this module.
+func buildAskpoint(t *testing.T) string {
 	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
+	buildOnce.Do(func() {
+		wd, err := os.Getwd()
+		if err != nil {
+			binErr = err
+			return
+		}
+		root := filepath.Dir(wd) // the module root: e2e's parent
+		if binDir, binErr = os.MkdirTemp("", "askpoint-e2e-"); binErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "askpoint")
+		if runtime.GOOS == "windows" {
+			binPath += ".exe"
+		}
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		}
+		// Only a cold build cache needs this long.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, goTool, "build", "-o", binPath, "./cmd/askpoint")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./cmd/askpoint: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
 	}
-	root := filepath.Dir(wd) // the module root: e2e's parent
-	bin := filepath.Join(t.TempDir(), "askpoint")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	cmd := exec.Command(goTool, "build", "-o", bin, "./cmd/askpoint")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/askpoint: %v\n%s", err, out)
-	}
-	return bin
+	return binPath
 }

@@ -49,7 +49,7 @@ type chaos struct {
 }
 
 func newChaos(ctx context.Context, t *testing.T, db string, nodes int) *chaos {
-	c := &chaos{t: t, bin: buildAskpointForCrash(t), db: db, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))}
+	c := &chaos{t: t, bin: buildAskpoint(t), db: db, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))}
 	c.nodes = make([]*crashServer, nodes)
 	c.clients = make([]*a2aclient.Client, nodes)
 	for i := range nodes {

@@ -54,7 +54,7 @@ func TestSIGKILLLosesNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	bin := buildAskpointForCrash(t)
+	bin := buildAskpoint(t)
 	db := filepath.Join(t.TempDir(), "askpoint.db")
 
 	// --- Run 1: pause tasks, acknowledge more, SIGKILL. ---

@@ -17,7 +17,6 @@ import (
 )
 
 const (
-	buildTimeout = 5 * time.Minute // only a cold build cache needs this long
 	startTimeout = 30 * time.Second
 	npmTimeout   = 3 * time.Minute // only a first `npm ci` needs this long
 	nodeTimeout  = 60 * time.Second
@@ -42,7 +41,7 @@ func TestJavaScriptSDK(t *testing.T) {
 	jsDir := filepath.Join(root, "e2e", "js")
 	ensureNodeModules(t, npm, jsDir)
 
-	bin := buildAskpoint(t, root)
+	bin := buildAskpoint(t)
 	base := startServe(t, bin, filepath.Join(t.TempDir(), "askpoint.db"))
 	t.Logf("askpoint serve at %s", base)
 
@@ -136,25 +135,6 @@ func readJSON(t *testing.T, path string, v any) {
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-}
-
-// buildAskpoint builds ./cmd/askpoint with the go command on PATH.
-func buildAskpoint(t *testing.T, root string) string {
-	t.Helper()
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("go is not on PATH: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "askpoint")
-	ctx, cancel := context.WithTimeout(t.Context(), buildTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-o", bin, "./cmd/askpoint")
-	cmd.Dir = root
-	cmd.WaitDelay = 5 * time.Second
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/askpoint: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // startServe runs `askpoint serve` on 127.0.0.1 with a port the kernel

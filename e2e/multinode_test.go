@@ -53,7 +53,7 @@ func TestThreeNodesOnPostgres(t *testing.T) {
 	dbURL, password := mnWithPassword(t, dbtest.Schema(t))
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
-	bin := buildAskpointForCrash(t)
+	bin := buildAskpoint(t)
 
 	nodes := map[string]*mnNode{}
 	var mu sync.Mutex
