@@ -253,10 +253,12 @@ func TestLapsedLeaseTakenOverBySecondServer(t *testing.T) {
 
 // crashServer is one askpoint serve process.
 type crashServer struct {
-	cmd  *exec.Cmd
-	url  string
-	log  *crashLog
-	done chan struct{} // closed once the process has exited and been reaped
+	name     string // for messages: "askpoint", or a node's name
+	cmd      *exec.Cmd
+	url      string
+	dataLine string // what the server said of its store ("askpoint: data in ...")
+	log      *crashLog
+	done     chan struct{} // closed once the process has exited and been reaped
 }
 
 type crashLog struct {
@@ -278,15 +280,30 @@ func (l *crashLog) String() string {
 
 func startCrashServer(t *testing.T, bin, db string) *crashServer {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--lease", "2s", "--poll", "200ms", "--log-level", "warn")
-	s := &crashServer{cmd: cmd, log: &crashLog{}, done: make(chan struct{})}
-	cmd.Stderr = s.log
-	stdout, err := cmd.StdoutPipe()
+	s, err := startServer(t, bin, "askpoint", db)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.HasPrefix(s.url, "http://127.0.0.1:") || strings.HasSuffix(s.url, ":0") {
+		t.Fatalf("askpoint serve printed listening URL %q; want the real port on 127.0.0.1", s.url)
+	}
+	return s
+}
+
+// startServer starts `askpoint serve` on 127.0.0.1 with a short lease and
+// poll, waits for its listening line, and SIGKILLs it when the test ends
+// if it still runs. It returns an error rather than failing the test so
+// that it can be called from any goroutine.
+func startServer(t *testing.T, bin, name, db string) (*crashServer, error) {
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--lease", "2s", "--poll", "200ms", "--log-level", "warn")
+	s := &crashServer{name: name, cmd: cmd, log: &crashLog{}, done: make(chan struct{})}
+	cmd.Stderr = s.log
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
+		return nil, fmt.Errorf("start %s (%s): %w", name, bin, err)
 	}
 	pid := cmd.Process.Pid
 	t.Cleanup(func() {
@@ -299,18 +316,24 @@ func startCrashServer(t *testing.T, bin, db string) *crashServer {
 		select {
 		case <-s.done:
 		case <-time.After(10 * time.Second):
-			t.Errorf("askpoint (pid %d) did not exit after SIGKILL", pid)
+			t.Errorf("%s (pid %d) did not exit after SIGKILL", name, pid)
 		}
 	})
-	urls := make(chan string, 1)
+	type lines struct{ data, url string }
+	ready := make(chan lines, 1)
 	go func() {
+		var l lines
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			line := sc.Text()
 			fmt.Fprintln(s.log, line)
+			if d, ok := strings.CutPrefix(line, "askpoint: data in "); ok {
+				l.data = d
+			}
 			if u, ok := strings.CutPrefix(line, "askpoint: listening on "); ok {
+				l.url = strings.TrimSpace(u)
 				select {
-				case urls <- strings.TrimSpace(u):
+				case ready <- l:
 				default:
 				}
 			}
@@ -319,16 +342,14 @@ func startCrashServer(t *testing.T, bin, db string) *crashServer {
 		close(s.done)
 	}()
 	select {
-	case s.url = <-urls:
+	case l := <-ready:
+		s.url, s.dataLine = l.url, l.data
+		return s, nil
 	case <-s.done:
-		t.Fatalf("askpoint serve exited before listening: %v\n%s", cmd.ProcessState, s.log)
+		return nil, fmt.Errorf("%s exited before listening: %v\n%s", name, cmd.ProcessState, s.log)
 	case <-time.After(30 * time.Second):
-		t.Fatalf("askpoint serve printed no listening URL in 30s:\n%s", s.log)
+		return nil, fmt.Errorf("%s printed no listening URL in 30s:\n%s", name, s.log)
 	}
-	if !strings.HasPrefix(s.url, "http://127.0.0.1:") || strings.HasSuffix(s.url, ":0") {
-		t.Fatalf("askpoint serve printed listening URL %q; want the real port on 127.0.0.1", s.url)
-	}
-	return s
 }
 
 // sigkill kills the process with SIGKILL (no graceful stop) and reaps it.

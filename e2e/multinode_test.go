@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync"
@@ -138,7 +136,7 @@ func TestThreeNodesOnPostgres(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no answer through B was acknowledged in 30s")
 	}
-	nodes["B"].sigkill(t)
+	nodes["B"].kill(t)
 	killed := time.Now()
 	wg.Wait()
 	st, err := postgres.Open(ctx, dbURL)
@@ -315,89 +313,30 @@ func mnInProcess(ctx context.Context, t *testing.T, dbURL, node string) string {
 }
 
 // mnNode is one `askpoint serve` process.
-type mnNode struct {
-	name     string
-	cmd      *exec.Cmd
-	url      string
-	dataLine string
-	log      *crashLog
-	done     chan struct{} // closed once the process has exited and been reaped
-}
+// mnNode is one askpoint process of a multi-node test.
+type mnNode = crashServer
 
 func mnStart(t *testing.T, bin, name, dbURL string) *mnNode {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", dbURL,
-		"--lease", "2s", "--poll", "200ms", "--log-level", "warn")
-	n := &mnNode{name: name, cmd: cmd, log: &crashLog{}, done: make(chan struct{})}
-	cmd.Stderr = n.log
-	stdout, err := cmd.StdoutPipe()
+	n, err := startServer(t, bin, "node "+name, dbURL)
 	if err != nil {
 		t.Error(err)
-		return nil
-	}
-	if err := cmd.Start(); err != nil {
-		t.Errorf("start node %s: %v", name, err)
-		return nil
-	}
-	pid := cmd.Process.Pid
-	t.Cleanup(func() {
-		select {
-		case <-n.done:
-			return
-		default:
-		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		select {
-		case <-n.done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("node %s (pid %d) did not exit after SIGKILL", name, pid)
-		}
-	})
-	type lines struct{ data, url string }
-	ready := make(chan lines, 1)
-	go func() {
-		var l lines
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(n.log, line)
-			if d, ok := strings.CutPrefix(line, "askpoint: data in "); ok {
-				l.data = d
-			}
-			if u, ok := strings.CutPrefix(line, "askpoint: listening on "); ok {
-				l.url = strings.TrimSpace(u)
-				select {
-				case ready <- l:
-				default:
-				}
-			}
-		}
-		_ = cmd.Wait() // after the pipe is drained, as exec requires
-		close(n.done)
-	}()
-	select {
-	case l := <-ready:
-		n.url, n.dataLine = l.url, l.data
-	case <-n.done:
-		t.Errorf("node %s exited before listening: %v\n%s", name, cmd.ProcessState, n.log)
-		return nil
-	case <-time.After(30 * time.Second):
-		t.Errorf("node %s printed no listening URL in 30s:\n%s", name, n.log)
 		return nil
 	}
 	return n
 }
 
 // sigkill kills the node with SIGKILL (no graceful stop) and reaps it.
-func (n *mnNode) sigkill(t *testing.T) {
+// kill SIGKILLs a node and waits for it to exit.
+func (n *mnNode) kill(t *testing.T) {
 	t.Helper()
 	if err := syscall.Kill(n.cmd.Process.Pid, syscall.SIGKILL); err != nil {
-		t.Fatalf("SIGKILL node %s (pid %d): %v", n.name, n.cmd.Process.Pid, err)
+		t.Fatalf("SIGKILL %s (pid %d): %v", n.name, n.cmd.Process.Pid, err)
 	}
 	select {
 	case <-n.done:
 	case <-time.After(10 * time.Second):
-		t.Fatalf("node %s (pid %d) did not exit after SIGKILL", n.name, n.cmd.Process.Pid)
+		t.Fatalf("%s (pid %d) did not exit after SIGKILL", n.name, n.cmd.Process.Pid)
 	}
 }
 
