@@ -42,6 +42,20 @@ const (
 	KindStatus Kind = "status"
 	// KindArtifact is an artifact update. Body is an a2a.TaskArtifactUpdateEvent.
 	KindArtifact Kind = "artifact"
+	// KindReminder is a reminder of the open question, for push
+	// notifications only (streams skip it). Body is an
+	// a2a.TaskStatusUpdateEvent carrying the unchanged status.
+	KindReminder Kind = "reminder"
+)
+
+// Timer names one of a task's timer columns.
+type Timer string
+
+const (
+	// TimerWake is Task.WakeAt: the question's expiry or its next reminder.
+	TimerWake Timer = "wake"
+	// TimerHold is Task.HoldAt: the next release of something the task holds.
+	TimerHold Timer = "hold"
 )
 
 // Task is one task row. The engine owns the meaning of the JSON columns; the
@@ -63,6 +77,13 @@ type Task struct {
 	Checkpoint json.RawMessage // the agent's saved state, nil when none
 	Question   json.RawMessage // the open question, nil when none
 	Input      json.RawMessage // what the next run consumes (work owed), nil when none
+	Pause      json.RawMessage // the engine's state of the pause (expiry action, reminders sent, holds), nil when none
+
+	// Timers: when the engine must look at the task again, zero when
+	// never. Each is indexed, so finding what is due costs O(due), not
+	// O(paused). Stored at millisecond precision.
+	WakeAt time.Time // question expiry or next reminder
+	HoldAt time.Time // next hold release
 
 	// Runnable marks work owed: the task must be run (new, or resumed by an
 	// answer). A runnable task whose lease has lapsed is claimed by any node.
@@ -81,8 +102,12 @@ type LogEntry struct {
 	Kind      Kind
 	MessageID string // the caller's messageId for KindMessage entries
 	InHistory bool   // part of the task's history (request, questions, answers)
-	Body      json.RawMessage
-	At        time.Time
+	// Notify: the entry goes to the task's push configurations. Appending
+	// one marks every configuration of the task as having something to
+	// deliver (see PushConfig.TargetSeq).
+	Notify bool
+	Body   json.RawMessage
+	At     time.Time
 }
 
 // ListParams selects tasks for ListTasks, newest first
@@ -118,6 +143,42 @@ type ClaimParams struct {
 	Now      time.Time
 	LeaseFor time.Duration
 	Limit    int
+}
+
+// DueParams asks for tasks whose timer is due.
+type DueParams struct {
+	Timer Timer
+	Now   time.Time // due: the timer is set and <= Now
+	Limit int       // > 0
+}
+
+// PushConfig is one push notification configuration of a task, with the
+// state of its delivery. The push outbox is the task's log: a
+// configuration delivers, in order, the entries with Notify set after
+// SentSeq, up to TargetSeq.
+type PushConfig struct {
+	TaskID string
+	ID     string
+	// Config is the configuration as the caller set it (an a2a.PushConfig:
+	// URL, token, authentication), kept as opaque bytes.
+	Config    json.RawMessage
+	CreatedAt time.Time // set by the store
+
+	// SentSeq is the newest log seq delivered (or given up on). Deliveries
+	// start after it.
+	SentSeq int64
+	// TargetSeq is the seq of the task's newest Notify entry, maintained
+	// by the store as entries are appended. SentSeq < TargetSeq means
+	// there is something to deliver.
+	TargetSeq int64
+	// Attempts is how many times the next delivery has failed.
+	Attempts int
+	// DueAt is when the next delivery attempt is due; zero when there is
+	// nothing to deliver. A claim moves it to the end of the claim's lease.
+	DueAt time.Time
+	// Version starts at 1 and increments on every claim and settle (not
+	// on appends that move TargetSeq).
+	Version int64
 }
 
 // Store is the durable state of an askpoint server. Implementations must be
@@ -164,6 +225,49 @@ type Store interface {
 	// A zero until releases the lease at once. ErrConflict when the caller
 	// no longer holds it, ErrNotFound when there is no such task.
 	ExtendLease(ctx context.Context, id, owner string, version int64, until time.Time) error
+
+	// DueTasks returns up to Limit tasks whose timer p.Timer is set and
+	// <= p.Now, earliest first. It reads an index on the timer, so it
+	// costs O(due), however many tasks are paused.
+	DueTasks(ctx context.Context, p DueParams) ([]*Task, error)
+
+	// NextDue returns the earliest time any task's timer is set to, zero
+	// when none is set.
+	NextDue(ctx context.Context, timer Timer) (time.Time, error)
+
+	// PutPushConfig creates the configuration (c.TaskID, c.ID) or, when it
+	// exists, replaces its Config and keeps its delivery state. A new
+	// configuration starts delivering after c.SentSeq: the store sets its
+	// TargetSeq to the task's newest Notify entry after it (SentSeq when
+	// none) and DueAt to now when there is one, in one transaction.
+	// Attempts and Version start at 0 and 1. ErrNotFound when the task
+	// does not exist. It returns the stored configuration.
+	PutPushConfig(ctx context.Context, c *PushConfig) (*PushConfig, error)
+
+	// GetPushConfig returns one configuration. ErrNotFound when none.
+	GetPushConfig(ctx context.Context, taskID, id string) (*PushConfig, error)
+
+	// ListPushConfigs returns a task's configurations, oldest first (by
+	// CreatedAt, then ID). An unknown task has none.
+	ListPushConfigs(ctx context.Context, taskID string) ([]*PushConfig, error)
+
+	// DeletePushConfig deletes one configuration. ErrNotFound when none.
+	DeletePushConfig(ctx context.Context, taskID, id string) error
+
+	// ClaimPushDeliveries leases up to Limit configurations whose DueAt is
+	// set and <= Now, by moving their DueAt to Now+LeaseFor and
+	// incrementing their version, and returns them in no set order (Owner
+	// is informational). Two concurrent claimers never get the same one.
+	ClaimPushDeliveries(ctx context.Context, p ClaimParams) ([]*PushConfig, error)
+
+	// SettlePush records the outcome of a delivery attempt on a claimed
+	// configuration, only if its version still equals c.Version
+	// (compare-and-set): SentSeq and Attempts are written from c, and
+	// DueAt becomes c.DueAt when set (a retry), else now when TargetSeq >
+	// c.SentSeq (more to deliver, including entries appended during the
+	// attempt) or zero. The version increments. ErrConflict when the
+	// version moved, ErrNotFound when the configuration is gone.
+	SettlePush(ctx context.Context, c *PushConfig) (*PushConfig, error)
 
 	// Close releases the store's resources.
 	Close() error
