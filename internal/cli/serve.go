@@ -19,6 +19,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for the expense ledger on PostgreSQL
 
 	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/examples/booking"
 	"github.com/askpoint/askpoint/examples/conformance"
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/store"
@@ -140,6 +141,14 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := srv.Register(askpoint.AgentSpec{
 		Name: "expense", Agent: expense.Agent(expense.DefaultDirectory, ledger, nil), Card: expense.Card(),
+	}); err != nil {
+		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		return 1
+	}
+	// The booking example's seats live in memory, one inventory for every
+	// booking task of this process.
+	if err := srv.Register(askpoint.AgentSpec{
+		Name: "booking", Agent: booking.Agent(booking.NewInventory(), nil), Card: booking.Card(),
 	}); err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 1
