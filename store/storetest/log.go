@@ -59,13 +59,14 @@ func testReadLogIsolation(t *testing.T, s store.Store) {
 	checkEntries(t, `ReadLog("t", 0, 0)`, mustReadLog(t, s, "t", 0, 0), nil)
 }
 
-// mixedLog is a log in which every other entry is history.
+// mixedLog is a log in which every other entry is history, and some
+// entries, in history or not, go to push configurations.
 func mixedLog() []store.LogEntry {
-	return []store.LogEntry{
+	log := []store.LogEntry{
 		entry(store.KindMessage, "req", true, base),                                   // 1
 		entry(store.KindStatus, "", false, base.Add(time.Second)),                     // 2
 		entry(store.KindMessage, "q1", true, base.Add(2*time.Second)),                 // 3
-		entry(store.KindArtifact, "", false, base.Add(3*time.Second)),                 // 4
+		entry(store.KindReminder, "", false, base.Add(3*time.Second)),                 // 4: a reminder, for push only
 		entry(store.KindMessage, "a1", true, base.Add(4*time.Second)),                 // 5
 		entry(store.KindStatus, "", false, base.Add(5*time.Second)),                   // 6
 		entry(store.KindMessage, "followup", false, base.Add(6*time.Second)),          // 7: a message kept out of history
@@ -74,6 +75,10 @@ func mixedLog() []store.LogEntry {
 		entry(store.KindMessage, "a2", true, base.Add(9*time.Second)),                 // 10
 		entry(store.KindStatus, "", false, base.Add(10*time.Second+time.Millisecond)), // 11
 	}
+	for _, seq := range []int{2, 3, 4, 8, 11} {
+		log[seq-1].Notify = true
+	}
+	return log
 }
 
 // historyOf returns the InHistory entries of log, numbered from 1.

@@ -58,9 +58,12 @@ type testCase struct {
 }
 
 // cases is the whole suite, grouped by method.
-var cases = slices.Concat(taskCases, logCases, listCases, claimCases, concurrentCases)
+var cases = slices.Concat(taskCases, logCases, listCases, claimCases, concurrentCases, timerCases, pushCases)
 
-// base is the suite's fixed "now" for leases and claims.
+// base is the suite's fixed "now" for leases, claims and timers. It is
+// years after any test run, so that a time a store sets from its own clock
+// (a push configuration due "now") is before it: a claim at base finds it
+// due.
 var base = time.Date(2031, time.March, 4, 5, 6, 7, 891_234_567, time.UTC)
 
 // newTask returns a task with every column set, none of them to its zero
@@ -79,6 +82,9 @@ func newTask(id string) *store.Task {
 		Checkpoint: json.RawMessage(`{"step":3,"notes":["x","y"]}`),
 		Question:   json.RawMessage(`{"text":"which one?"}`),
 		Input:      json.RawMessage(`{"answer":"` + id + `"}`),
+		Pause:      json.RawMessage(`{"expiry":"cancel","reminders":["PT1H"],"sent":0}`),
+		WakeAt:     base.Add(10*time.Minute + 250*time.Millisecond),
+		HoldAt:     base.Add(3*time.Hour + 7*time.Millisecond),
 		Runnable:   true,
 		LeaseOwner: "node-a",
 		LeaseUntil: base.Add(90 * time.Second),
@@ -86,7 +92,7 @@ func newTask(id string) *store.Task {
 }
 
 // bareTask returns a task with only the identifying columns set: every
-// JSON column nil, not runnable, unleased.
+// JSON column nil, no timer set, not runnable, unleased.
 func bareTask(id string) *store.Task {
 	return &store.Task{
 		ID:        id,
@@ -246,6 +252,14 @@ func contentDiff(got, want *store.Task) []string {
 	js("Checkpoint", got.Checkpoint, want.Checkpoint)
 	js("Question", got.Question, want.Question)
 	js("Input", got.Input, want.Input)
+	js("Pause", got.Pause, want.Pause)
+	tm := func(name string, g, w time.Time) {
+		if !sameMilli(g, w) || g.IsZero() != w.IsZero() {
+			d = append(d, fmt.Sprintf("%s = %v, want %v", name, g, w))
+		}
+	}
+	tm("WakeAt", got.WakeAt, want.WakeAt)
+	tm("HoldAt", got.HoldAt, want.HoldAt)
 	if got.Runnable != want.Runnable {
 		d = append(d, fmt.Sprintf("Runnable = %v, want %v", got.Runnable, want.Runnable))
 	}
@@ -302,6 +316,9 @@ func entryDiff(got, want store.LogEntry) []string {
 	}
 	if got.InHistory != want.InHistory {
 		d = append(d, fmt.Sprintf("InHistory = %v, want %v", got.InHistory, want.InHistory))
+	}
+	if got.Notify != want.Notify {
+		d = append(d, fmt.Sprintf("Notify = %v, want %v", got.Notify, want.Notify))
 	}
 	if !sameJSON(got.Body, want.Body) {
 		d = append(d, fmt.Sprintf("Body = %s, want %s", showJSON(got.Body), showJSON(want.Body)))

@@ -51,7 +51,7 @@ func testCreateNilColumns(t *testing.T, s store.Store) {
 	// marshals to null and an empty json.RawMessage fails to marshal.
 	empty := bareTask("t2")
 	e := json.RawMessage{}
-	empty.Status, empty.Artifacts, empty.Metadata, empty.Checkpoint, empty.Question, empty.Input = e, e, e, e, e, e
+	empty.Status, empty.Artifacts, empty.Metadata, empty.Checkpoint, empty.Question, empty.Input, empty.Pause = e, e, e, e, e, e, e
 	createdEmpty := mustCreate(t, s, empty, []store.LogEntry{{Kind: store.KindStatus, Body: e, At: base}})
 	gotEmpty := mustGet(t, s, "t2")
 	emptyWant := bareTask("t2")
@@ -72,9 +72,12 @@ func testCreateNilColumns(t *testing.T, s store.Store) {
 		}
 		checkContent(t, call, task, want)
 		if task.Status != nil || task.Artifacts != nil || task.Metadata != nil ||
-			task.Checkpoint != nil || task.Question != nil || task.Input != nil {
-			t.Errorf("%s JSON columns = %q %q %q %q %q %q, want all nil", call,
-				task.Status, task.Artifacts, task.Metadata, task.Checkpoint, task.Question, task.Input)
+			task.Checkpoint != nil || task.Question != nil || task.Input != nil || task.Pause != nil {
+			t.Errorf("%s JSON columns = %q %q %q %q %q %q %q, want all nil", call,
+				task.Status, task.Artifacts, task.Metadata, task.Checkpoint, task.Question, task.Input, task.Pause)
+		}
+		if !task.WakeAt.IsZero() || !task.HoldAt.IsZero() {
+			t.Errorf("%s WakeAt, HoldAt = %v, %v, want both zero", call, task.WakeAt, task.HoldAt)
 		}
 		if !task.LeaseUntil.IsZero() || task.LeaseOwner != "" || task.Runnable {
 			t.Errorf("%s lease = (%v, %q, %q), want (false, \"\", zero)", call, task.Runnable, task.LeaseOwner, task.LeaseUntil)
@@ -166,6 +169,9 @@ func changed(cur *store.Task) *store.Task {
 	next.Checkpoint = json.RawMessage(`{"step":4}`)
 	next.Question = json.RawMessage(`{"text":"sure?"}`)
 	next.Input = json.RawMessage(`{"answer":"yes"}`)
+	next.Pause = json.RawMessage(`{"expiry":"fail","sent":1}`)
+	next.WakeAt = base.Add(20*time.Minute + 333*time.Millisecond)
+	next.HoldAt = base.Add(-time.Hour + 9*time.Millisecond)
 	next.Runnable = !cur.Runnable
 	next.LeaseOwner = "node-z"
 	next.LeaseUntil = base.Add(time.Hour + 123*time.Millisecond)
@@ -187,7 +193,8 @@ func testUpdateClears(t *testing.T, s store.Store) {
 	created := mustCreate(t, s, newTask("t1"), nil)
 	want := *created
 	want.Status, want.Artifacts, want.Metadata = nil, nil, nil
-	want.Checkpoint, want.Question, want.Input = nil, nil, nil
+	want.Checkpoint, want.Question, want.Input, want.Pause = nil, nil, nil, nil
+	want.WakeAt, want.HoldAt = time.Time{}, time.Time{}
 	want.Runnable = false
 	want.LeaseOwner, want.LeaseUntil = "", time.Time{}
 	updated := mustUpdate(t, s, &want, nil)
@@ -195,9 +202,12 @@ func testUpdateClears(t *testing.T, s store.Store) {
 	for call, task := range map[string]*store.Task{`UpdateTask("t1")`: updated, `GetTask("t1")`: got} {
 		checkContent(t, call, task, &want)
 		if task.Status != nil || task.Artifacts != nil || task.Metadata != nil ||
-			task.Checkpoint != nil || task.Question != nil || task.Input != nil {
-			t.Errorf("%s JSON columns = %q %q %q %q %q %q, want all nil", call,
-				task.Status, task.Artifacts, task.Metadata, task.Checkpoint, task.Question, task.Input)
+			task.Checkpoint != nil || task.Question != nil || task.Input != nil || task.Pause != nil {
+			t.Errorf("%s JSON columns = %q %q %q %q %q %q %q, want all nil", call,
+				task.Status, task.Artifacts, task.Metadata, task.Checkpoint, task.Question, task.Input, task.Pause)
+		}
+		if !task.WakeAt.IsZero() || !task.HoldAt.IsZero() {
+			t.Errorf("%s WakeAt, HoldAt = %v, %v, want both zero", call, task.WakeAt, task.HoldAt)
 		}
 		if task.Runnable || task.LeaseOwner != "" || !task.LeaseUntil.IsZero() {
 			t.Errorf("%s lease = (%v, %q, %v), want (false, \"\", zero)", call, task.Runnable, task.LeaseOwner, task.LeaseUntil)
