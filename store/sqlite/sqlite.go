@@ -191,11 +191,17 @@ func (s *Store) Close() error {
 
 // taskCols are the tasks columns in the order scanTask reads them.
 const taskCols = `id, context_id, tenant, owner, agent, state, version, last_seq,
-	status, artifacts, metadata, checkpoint, question, input,
-	runnable, lease_owner, lease_until, created_at, updated_at`
+	status, artifacts, metadata, checkpoint, question, input, pause,
+	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at`
+
+// numTaskCols is how many columns taskCols names.
+const numTaskCols = 22
 
 // logCols are the task_log columns in the order scanEntry reads them.
-const logCols = `seq, kind, message_id, in_history, body, at`
+const logCols = `seq, kind, message_id, in_history, notify, body, at`
+
+// pushCols are the push_configs columns in the order scanPush reads them.
+const pushCols = `task_id, id, config, created_at, sent_seq, target_seq, attempts, due_at, version`
 
 // The statements prepared when the store opens, by index.
 const (
@@ -205,6 +211,12 @@ const (
 	stmtInsertLog
 	stmtExtendLease
 	stmtClaim
+	stmtPushTarget
+	stmtPutPush
+	stmtDeletePush
+	stmtClaimPush
+	stmtSettlePush
+	stmtPushExists
 	numWriteStmts
 )
 
@@ -212,28 +224,34 @@ const (
 	stmtGetTask = iota
 	stmtReadLog
 	stmtHistory
+	stmtDueWake
+	stmtDueHold
+	stmtNextWake
+	stmtNextHold
+	stmtGetPush
+	stmtListPush
 	numReadStmts
 )
 
 var writeSQL = [numWriteStmts]string{
 	stmtInsertTask: `
 		INSERT INTO tasks (` + taskCols + `)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (id) DO NOTHING
 		RETURNING version`,
 	// Only the columns the caller does not already hold come back.
 	stmtUpdateTask: `
 		UPDATE tasks SET
 			context_id = ?, state = ?,
-			status = ?, artifacts = ?, metadata = ?, checkpoint = ?, question = ?, input = ?,
-			runnable = ?, lease_owner = ?, lease_until = ?,
+			status = ?, artifacts = ?, metadata = ?, checkpoint = ?, question = ?, input = ?, pause = ?,
+			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ?, lease_until = ?,
 			updated_at = ?, version = version + 1, last_seq = last_seq + ?
 		WHERE id = ? AND version = ?
 		RETURNING tenant, owner, agent, version, last_seq, created_at`,
 	stmtTaskExists: `SELECT 1 FROM tasks WHERE id = ?`,
 	stmtInsertLog: `
-		INSERT INTO task_log (task_id, seq, kind, message_id, in_history, body, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		INSERT INTO task_log (task_id, seq, kind, message_id, in_history, notify, body, at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 	stmtExtendLease: `
 		UPDATE tasks SET lease_until = ?
 		WHERE id = ? AND lease_owner = ? AND version = ?`,
@@ -246,6 +264,48 @@ var writeSQL = [numWriteStmts]string{
 			LIMIT ?
 		)
 		RETURNING ` + taskCols,
+	// Entries with notify set were appended: every configuration of the
+	// task now has them to deliver, and is due now unless it already has
+	// a due time (a retry's backoff, a claim's lease). The version stays:
+	// a delivery under way still settles. target_seq never moves back
+	// (a configuration created with sent_seq past the end of the log).
+	stmtPushTarget: `
+		UPDATE push_configs SET target_seq = ?1, due_at = coalesce(due_at, ?2)
+		WHERE task_id = ?3 AND target_seq < ?1`,
+	// A new configuration delivers from sent_seq (?4) on, up to the
+	// task's newest notify entry after it; an existing one only gets its
+	// new config. No row when the task does not exist.
+	stmtPutPush: `
+		INSERT INTO push_configs (` + pushCols + `)
+		SELECT t.id, ?2, ?3, ?5, ?4, coalesce(n.seq, ?4), 0, iif(n.seq IS NULL, NULL, ?5), 1
+		FROM tasks t LEFT JOIN (
+			SELECT seq FROM task_log
+			WHERE task_id = ?1 AND seq > ?4 AND notify = 1
+			ORDER BY seq DESC
+			LIMIT 1
+		) n ON true
+		WHERE t.id = ?1
+		ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config
+		RETURNING ` + pushCols,
+	stmtDeletePush: `DELETE FROM push_configs WHERE task_id = ? AND id = ?`,
+	stmtClaimPush: `
+		UPDATE push_configs SET due_at = ?, version = version + 1
+		WHERE (task_id, id) IN (
+			SELECT task_id, id FROM push_configs
+			WHERE due_at IS NOT NULL AND due_at <= ?
+			ORDER BY due_at
+			LIMIT ?
+		)
+		RETURNING ` + pushCols,
+	// due_at: the caller's retry time (?3), else now (?4) when the row,
+	// as it is now, has more to deliver than the caller sent, else NULL.
+	stmtSettlePush: `
+		UPDATE push_configs SET sent_seq = ?1, attempts = ?2,
+			due_at = CASE WHEN ?3 IS NOT NULL THEN ?3 WHEN target_seq > ?1 THEN ?4 END,
+			version = version + 1
+		WHERE task_id = ?5 AND id = ?6 AND version = ?7
+		RETURNING ` + pushCols,
+	stmtPushExists: `SELECT 1 FROM push_configs WHERE task_id = ? AND id = ?`,
 }
 
 var readSQL = [numReadStmts]string{
@@ -262,6 +322,23 @@ var readSQL = [numReadStmts]string{
 			ORDER BY seq DESC
 			LIMIT ?
 		) ORDER BY seq`,
+	stmtDueWake: `
+		SELECT ` + taskCols + ` FROM tasks
+		WHERE wake_at IS NOT NULL AND wake_at <= ?
+		ORDER BY wake_at, id
+		LIMIT ?`,
+	stmtDueHold: `
+		SELECT ` + taskCols + ` FROM tasks
+		WHERE hold_at IS NOT NULL AND hold_at <= ?
+		ORDER BY hold_at, id
+		LIMIT ?`,
+	stmtNextWake: `SELECT wake_at FROM tasks WHERE wake_at IS NOT NULL ORDER BY wake_at LIMIT 1`,
+	stmtNextHold: `SELECT hold_at FROM tasks WHERE hold_at IS NOT NULL ORDER BY hold_at LIMIT 1`,
+	stmtGetPush:  `SELECT ` + pushCols + ` FROM push_configs WHERE task_id = ? AND id = ?`,
+	stmtListPush: `
+		SELECT ` + pushCols + ` FROM push_configs
+		WHERE task_id = ?
+		ORDER BY created_at, id`,
 }
 
 // prepare prepares the statements the store runs again and again. The
@@ -306,13 +383,15 @@ func scanTask(row scanner) (*store.Task, error) {
 		status, artifacts    []byte
 		metadata, checkpoint []byte
 		question, input      []byte
+		pause                []byte
+		wakeAt, holdAt       sql.NullInt64
 		runnable             int64
 		leaseUntil           int64
 		createdAt, updatedAt int64
 	)
 	err := row.Scan(&t.ID, &t.ContextID, &t.Tenant, &t.Owner, &t.Agent, &state, &t.Version, &t.LastSeq,
-		&status, &artifacts, &metadata, &checkpoint, &question, &input,
-		&runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt)
+		&status, &artifacts, &metadata, &checkpoint, &question, &input, &pause,
+		&wakeAt, &holdAt, &runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -323,6 +402,9 @@ func scanTask(row scanner) (*store.Task, error) {
 	t.Checkpoint = raw(checkpoint)
 	t.Question = raw(question)
 	t.Input = raw(input)
+	t.Pause = raw(pause)
+	t.WakeAt = fromNullMillis(wakeAt)
+	t.HoldAt = fromNullMillis(holdAt)
 	t.Runnable = runnable != 0
 	t.LeaseUntil = fromMillis(leaseUntil)
 	t.CreatedAt = fromMillis(createdAt)
@@ -335,22 +417,24 @@ func scanEntry(row scanner) (store.LogEntry, error) {
 		e         store.LogEntry
 		kind      string
 		inHistory int64
+		notify    int64
 		body      []byte
 		at        int64
 	)
-	if err := row.Scan(&e.Seq, &kind, &e.MessageID, &inHistory, &body, &at); err != nil {
+	if err := row.Scan(&e.Seq, &kind, &e.MessageID, &inHistory, &notify, &body, &at); err != nil {
 		return store.LogEntry{}, err
 	}
 	e.Kind = store.Kind(kind)
 	e.InHistory = inHistory != 0
+	e.Notify = notify != 0
 	e.Body = raw(body)
 	e.At = fromMillis(at)
 	return e, nil
 }
 
 // asStored returns t as it reads back from the store: JSON columns copied
-// (nil when empty), the lease time at millisecond precision. The caller
-// sets the columns the store owns.
+// (nil when empty), the lease and timer times at millisecond precision.
+// The caller sets the columns the store owns.
 func asStored(t *store.Task) *store.Task {
 	c := *t
 	c.Status = cloneRaw(t.Status)
@@ -359,6 +443,9 @@ func asStored(t *store.Task) *store.Task {
 	c.Checkpoint = cloneRaw(t.Checkpoint)
 	c.Question = cloneRaw(t.Question)
 	c.Input = cloneRaw(t.Input)
+	c.Pause = cloneRaw(t.Pause)
+	c.WakeAt = fromNullMillis(nullMillis(t.WakeAt))
+	c.HoldAt = fromNullMillis(nullMillis(t.HoldAt))
 	c.LeaseUntil = fromMillis(toMillis(t.LeaseUntil))
 	return &c
 }
@@ -374,7 +461,9 @@ func cloneRaw(j json.RawMessage) json.RawMessage {
 // and UpdatedAt set to now, and appends entries to its log with Seq 1, 2,
 // ..., in one transaction (shared with concurrent writes; see writer.go).
 // An entry's zero At is set to now. It returns the stored task, or
-// store.ErrExists when the ID is taken.
+// store.ErrExists when the ID is taken. A new task has no push
+// configurations yet (PutPushConfig needs the task), so its Notify entries
+// have no configuration to move.
 func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.LogEntry) (*store.Task, error) {
 	if t == nil {
 		return nil, errors.New("sqlite: CreateTask: nil task")
@@ -395,8 +484,8 @@ func (b *batch) createTask(t *store.Task, entries []store.LogEntry, now int64) (
 	var v int64
 	err := b.stmt(stmtInsertTask).QueryRow(
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(len(entries)),
-		blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input),
-		boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now).Scan(&v)
+		blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
+		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrExists
 	}
@@ -449,6 +538,9 @@ func (s *Store) CreateTasks(ctx context.Context, tasks []*store.Task, logs [][]s
 // bulkRows is how many rows one INSERT of CreateTasks carries.
 const bulkRows = 64
 
+// bulkLogCols are the task_log columns CreateTasks inserts.
+const bulkLogCols = "task_id, seq, kind, message_id, in_history, notify, body, at"
+
 // createTasks inserts tasks and their logs with multi-row INSERTs.
 func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, now int64) error {
 	var args []any
@@ -472,10 +564,10 @@ func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, now in
 			n = int64(len(logs[i]))
 		}
 		args = append(args, t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(1), n,
-			blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input),
-			boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now)
+			blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
+			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now)
 		if rows++; rows == bulkRows || i == len(tasks)-1 {
-			got, err := flush("tasks", taskCols, 19, rows, " ON CONFLICT (id) DO NOTHING")
+			got, err := flush("tasks", taskCols, numTaskCols, rows, " ON CONFLICT (id) DO NOTHING")
 			if err != nil {
 				return translate("CreateTasks", t.ID, err)
 			}
@@ -492,17 +584,17 @@ func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, now in
 			if !e.At.IsZero() {
 				at = e.At.UnixMilli()
 			}
-			args = append(args, tasks[i].ID, int64(j+1), string(e.Kind), e.MessageID, boolInt(e.InHistory), blob(e.Body), at)
+			args = append(args, tasks[i].ID, int64(j+1), string(e.Kind), e.MessageID, boolInt(e.InHistory), boolInt(e.Notify), blob(e.Body), at)
 			last = tasks[i].ID
 			if rows++; rows == bulkRows {
-				if _, err := flush("task_log", "task_id, seq, kind, message_id, in_history, body, at", 7, rows, ""); err != nil {
+				if _, err := flush("task_log", bulkLogCols, 8, rows, ""); err != nil {
 					return translate("CreateTasks", last, err)
 				}
 				rows = 0
 			}
 		}
 	}
-	if _, err := flush("task_log", "task_id, seq, kind, message_id, in_history, body, at", 7, rows, ""); err != nil {
+	if _, err := flush("task_log", bulkLogCols, 8, rows, ""); err != nil {
 		return translate("CreateTasks", last, err)
 	}
 	return nil
@@ -543,7 +635,8 @@ func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
 // transaction (shared with concurrent writes; see writer.go), if the stored
 // version is still t.Version. It returns the stored task;
 // store.ErrConflict when the version moved, store.ErrNotFound when there is
-// no such task.
+// no such task. When an entry has Notify set, the same transaction moves
+// the task's push configurations to the newest such entry (stmtPushTarget).
 func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.LogEntry) (*store.Task, error) {
 	if t == nil {
 		return nil, errors.New("sqlite: UpdateTask: nil task")
@@ -559,8 +652,8 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		)
 		err := b.stmt(stmtUpdateTask).QueryRow(
 			t.ContextID, string(t.State),
-			blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input),
-			boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil),
+			blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
+			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil),
 			now, n,
 			t.ID, t.Version).Scan(&tenant, &owner, &agent, &version, &lastSeq, &createdAt)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -571,6 +664,11 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		}
 		if err := b.appendLog(t.ID, lastSeq-n+1, entries, now); err != nil {
 			return translate("UpdateTask", t.ID, err)
+		}
+		if seq := newestNotify(lastSeq-n+1, entries); seq > 0 {
+			if _, err := b.stmt(stmtPushTarget).Exec(seq, now, t.ID); err != nil {
+				return translate("UpdateTask", t.ID, err)
+			}
 		}
 		got = asStored(t)
 		got.Tenant, got.Owner, got.Agent = tenant, owner, agent
@@ -612,11 +710,22 @@ func (b *batch) appendLog(id string, first int64, entries []store.LogEntry, now 
 			at = e.At.UnixMilli()
 		}
 		if _, err := ins.Exec(id, first+int64(i), string(e.Kind), e.MessageID,
-			boolInt(e.InHistory), blob(e.Body), at); err != nil {
+			boolInt(e.InHistory), boolInt(e.Notify), blob(e.Body), at); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// newestNotify returns the seq of the newest entry with Notify set among
+// entries numbered from first on, 0 when none is.
+func newestNotify(first int64, entries []store.LogEntry) int64 {
+	for i := len(entries) - 1; i >= 0; i-- {
+		if entries[i].Notify {
+			return first + int64(i)
+		}
+	}
+	return 0
 }
 
 // ReadLog returns the task's log entries with Seq > afterSeq, oldest first,
@@ -843,6 +952,31 @@ func toMillis(t time.Time) int64 {
 		return 0
 	}
 	return t.UnixMilli()
+}
+
+// nullMillis is a nullable time column's value (wake_at, hold_at,
+// due_at): unix milliseconds, invalid (NULL) for the zero time.
+func nullMillis(t time.Time) sql.NullInt64 {
+	if t.IsZero() {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixMilli(), Valid: true}
+}
+
+// nullMillisArg is nullMillis as a statement argument: nil or an int64.
+func nullMillisArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMilli()
+}
+
+// fromNullMillis reads back a nullMillis value; NULL is the zero time.
+func fromNullMillis(ms sql.NullInt64) time.Time {
+	if !ms.Valid {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms.Int64).UTC()
 }
 
 // fromMillis reads back a toMillis value; 0 is the zero time.
