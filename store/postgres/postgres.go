@@ -49,6 +49,7 @@ import (
 	"net/url"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -214,11 +215,11 @@ const nowMS = `date_trunc('milliseconds', statement_timestamp())`
 
 // taskCols are the tasks columns in the order scanTask reads them.
 const taskCols = `id, context_id, tenant, owner, agent, state, version, last_seq,
-	status, artifacts, metadata, checkpoint, question, input,
-	runnable, lease_owner, lease_until, created_at, updated_at`
+	status, artifacts, metadata, checkpoint, question, input, pause,
+	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at`
 
 // logCols are the task_log columns in the order scanEntry reads them.
-const logCols = `seq, kind, message_id, in_history, body, at`
+const logCols = `seq, kind, message_id, in_history, notify, body, at`
 
 func scanTask(row pgx.Row) (*store.Task, error) {
 	var (
@@ -227,12 +228,14 @@ func scanTask(row pgx.Row) (*store.Task, error) {
 		status, artifacts    []byte
 		metadata, checkpoint []byte
 		question, input      []byte
+		pause                []byte
+		wakeAt, holdAt       pgtype.Timestamptz
 		leaseUntil           pgtype.Timestamptz
 		createdAt, updatedAt time.Time
 	)
 	err := row.Scan(&t.ID, &t.ContextID, &t.Tenant, &t.Owner, &t.Agent, &state, &t.Version, &t.LastSeq,
-		&status, &artifacts, &metadata, &checkpoint, &question, &input,
-		&t.Runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt)
+		&status, &artifacts, &metadata, &checkpoint, &question, &input, &pause,
+		&wakeAt, &holdAt, &t.Runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt)
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +246,9 @@ func scanTask(row pgx.Row) (*store.Task, error) {
 	t.Checkpoint = raw(checkpoint)
 	t.Question = raw(question)
 	t.Input = raw(input)
+	t.Pause = raw(pause)
+	t.WakeAt = fromTS(wakeAt)
+	t.HoldAt = fromTS(holdAt)
 	if leaseUntil.Valid && leaseUntil.InfinityModifier == pgtype.Finite {
 		t.LeaseUntil = leaseUntil.Time.UTC()
 	}
@@ -257,7 +263,7 @@ func scanEntry(row pgx.Row) (store.LogEntry, error) {
 		kind string
 		body []byte
 	)
-	if err := row.Scan(&e.Seq, &kind, &e.MessageID, &e.InHistory, &body, &e.At); err != nil {
+	if err := row.Scan(&e.Seq, &kind, &e.MessageID, &e.InHistory, &e.Notify, &body, &e.At); err != nil {
 		return store.LogEntry{}, err
 	}
 	e.Kind = store.Kind(kind)
@@ -271,6 +277,7 @@ type logArgs struct {
 	kinds  []string
 	msgIDs []string
 	hist   []bool
+	notify []bool
 	bodies []pgtype.Text
 	ats    []pgtype.Timestamptz
 }
@@ -280,6 +287,7 @@ func entryArgs(entries []store.LogEntry) logArgs {
 		kinds:  make([]string, len(entries)),
 		msgIDs: make([]string, len(entries)),
 		hist:   make([]bool, len(entries)),
+		notify: make([]bool, len(entries)),
 		bodies: make([]pgtype.Text, len(entries)),
 		ats:    make([]pgtype.Timestamptz, len(entries)),
 	}
@@ -287,6 +295,7 @@ func entryArgs(entries []store.LogEntry) logArgs {
 		a.kinds[i] = string(e.Kind)
 		a.msgIDs[i] = e.MessageID
 		a.hist[i] = e.InHistory
+		a.notify[i] = e.Notify
 		if len(e.Body) > 0 {
 			a.bodies[i] = pgtype.Text{String: string(e.Body), Valid: true}
 		}
@@ -295,23 +304,25 @@ func entryArgs(entries []store.LogEntry) logArgs {
 	return a
 }
 
-// insertLog is the CTE body that appends the entries of parameters $L1..$L5
-// (kinds, message IDs, history flags, bodies, times) to the log of the one
-// task row of the CTE named src, numbering them from first on (an SQL
-// expression over src).
+// insertLog is the CTE body that appends the entries of parameters $L1..$L6
+// (kinds, message IDs, history flags, notify flags, bodies, times) to the
+// log of the one task row of the CTE named src, numbering them from first
+// on (an SQL expression over src).
 func insertLog(src, first string, p int) string {
 	return fmt.Sprintf(`
-		INSERT INTO task_log (task_id, seq, kind, message_id, in_history, body, at)
-		SELECT %[1]s.id, %[2]s + e.ord - 1, e.kind, e.message_id, e.in_history, e.body::json, coalesce(e.at, %[3]s)
-		FROM %[1]s, unnest($%[4]d::text[], $%[5]d::text[], $%[6]d::boolean[], $%[7]d::text[], $%[8]d::timestamptz[])
-			WITH ORDINALITY AS e(kind, message_id, in_history, body, at, ord)`,
-		src, first, nowMS, p, p+1, p+2, p+3, p+4)
+		INSERT INTO task_log (task_id, seq, kind, message_id, in_history, notify, body, at)
+		SELECT %[1]s.id, %[2]s + e.ord - 1, e.kind, e.message_id, e.in_history, e.notify, e.body::json, coalesce(e.at, %[3]s)
+		FROM %[1]s, unnest($%[4]d::text[], $%[5]d::text[], $%[6]d::boolean[], $%[7]d::boolean[], $%[8]d::text[], $%[9]d::timestamptz[])
+			WITH ORDINALITY AS e(kind, message_id, in_history, notify, body, at, ord)`,
+		src, first, nowMS, p, p+1, p+2, p+3, p+4, p+5)
 }
 
 // CreateTask inserts t with Version 1, LastSeq len(entries) and CreatedAt
 // and UpdatedAt set to the database's now, and appends entries to its log
 // with Seq 1, 2, ..., in one statement. An entry's zero At becomes now. It
 // returns the stored task, or store.ErrExists when the ID is taken.
+// A new task has no push configurations yet (PutPushConfig needs the task),
+// so its Notify entries have no configuration to move.
 func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.LogEntry) (*store.Task, error) {
 	if t == nil {
 		return nil, errors.New("postgres: CreateTask: nil task")
@@ -322,7 +333,8 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 			INSERT INTO tasks (`+taskCols+`)
 			VALUES ($1, $2, $3, $4, $5, $6, 1, cardinality($15::text[]),
 				$7::text::json, $8::text::json, $9::text::json, $10::text::json, $11::text::json, $12::text::json,
-				$13, $14, $20::timestamptz, `+nowMS+`, `+nowMS+`)
+				$22::text::json, $23::timestamptz, $24::timestamptz,
+				$13, $14, $21::timestamptz, `+nowMS+`, `+nowMS+`)
 			RETURNING `+taskCols+`
 		), l AS (`+insertLog("t", "1", 15)+`
 		)
@@ -330,8 +342,8 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State),
 		text(t.Status), text(t.Artifacts), text(t.Metadata), text(t.Checkpoint), text(t.Question), text(t.Input),
 		t.Runnable, t.LeaseOwner,
-		la.kinds, la.msgIDs, la.hist, la.bodies, la.ats,
-		leaseTS(t.LeaseUntil)))
+		la.kinds, la.msgIDs, la.hist, la.notify, la.bodies, la.ats,
+		leaseTS(t.LeaseUntil), text(t.Pause), ts(t.WakeAt), ts(t.HoldAt)))
 	if err != nil {
 		return nil, translate("CreateTask", t.ID, err)
 	}
@@ -351,6 +363,39 @@ func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
 	return t, nil
 }
 
+// updateTaskSQL is UpdateTask's compare-and-set with its log append: $1 ID,
+// $2 version, $3.. the mutable columns, $13..$18 the entries.
+var updateTaskSQL = `
+		WITH u AS (
+			UPDATE tasks SET
+				context_id = $3, state = $4,
+				status = $5::text::json, artifacts = $6::text::json, metadata = $7::text::json,
+				checkpoint = $8::text::json, question = $9::text::json, input = $10::text::json,
+				pause = $20::text::json, wake_at = $21::timestamptz, hold_at = $22::timestamptz,
+				runnable = $11, lease_owner = $12, lease_until = $19,
+				updated_at = ` + nowMS + `, version = version + 1, last_seq = last_seq + cardinality($13::text[])
+			WHERE id = $1 AND version = $2
+			RETURNING ` + taskCols + `
+		), l AS (` + insertLog("u", "u.last_seq - cardinality($13::text[]) + 1", 13) + `
+		)
+		SELECT ` + taskCols + ` FROM u`
+
+// pushTargetSQL brings every push configuration of task $1 up to the
+// task's newest notify entry: its target_seq moves there, and it is due now
+// unless it already has a due time (a retry's backoff, a claim's lease).
+// The version stays, so a delivery under way still settles. It is
+// idempotent (target_seq never moves back), so it is harmless after a
+// compare-and-set that lost.
+var pushTargetSQL = `
+		UPDATE push_configs p SET target_seq = n.seq, due_at = coalesce(p.due_at, ` + nowMS + `)
+		FROM (
+			SELECT seq FROM task_log
+			WHERE task_id = $1 AND notify
+			ORDER BY seq DESC
+			LIMIT 1
+		) n
+		WHERE p.task_id = $1 AND p.target_seq < n.seq`
+
 // UpdateTask replaces the mutable columns of the task (all but ID, Tenant,
 // Owner, Agent and CreatedAt) with those of t, sets UpdatedAt to the
 // database's now, increments the version and appends entries to its log,
@@ -363,29 +408,52 @@ func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
 // clause against the committed row: the version has moved, so it matches
 // nothing and loses. Exactly one of any number of writers of one version
 // wins.
+//
+// When an entry has Notify set, a second statement (pushTargetSQL) moves
+// the task's push configurations to it, pipelined with the first in one
+// implicit transaction (still one round trip). It must be a statement of
+// its own: under read committed it then reads the configurations as of
+// after the first statement took the task's row lock, so it sees a
+// configuration that PutPushConfig created while this write waited for
+// that lock. (PutPushConfig holds a share lock on the task row, so it
+// either finishes before this write takes the row, or reads the log after
+// this write commits.) A single statement's snapshot predates the wait and
+// would miss such a configuration, leaving the entry undelivered.
+// Concurrent settles and claims of a configuration take its row lock too,
+// so each sees the other's write.
 func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.LogEntry) (*store.Task, error) {
 	if t == nil {
 		return nil, errors.New("postgres: UpdateTask: nil task")
 	}
 	la := entryArgs(entries)
-	got, err := scanTask(s.pool.QueryRow(ctx, `
-		WITH u AS (
-			UPDATE tasks SET
-				context_id = $3, state = $4,
-				status = $5::text::json, artifacts = $6::text::json, metadata = $7::text::json,
-				checkpoint = $8::text::json, question = $9::text::json, input = $10::text::json,
-				runnable = $11, lease_owner = $12, lease_until = $18,
-				updated_at = `+nowMS+`, version = version + 1, last_seq = last_seq + cardinality($13::text[])
-			WHERE id = $1 AND version = $2
-			RETURNING `+taskCols+`
-		), l AS (`+insertLog("u", "u.last_seq - cardinality($13::text[]) + 1", 13)+`
-		)
-		SELECT `+taskCols+` FROM u`,
+	args := []any{
 		t.ID, t.Version, t.ContextID, string(t.State),
 		text(t.Status), text(t.Artifacts), text(t.Metadata), text(t.Checkpoint), text(t.Question), text(t.Input),
 		t.Runnable, t.LeaseOwner,
-		la.kinds, la.msgIDs, la.hist, la.bodies, la.ats,
-		leaseTS(t.LeaseUntil)))
+		la.kinds, la.msgIDs, la.hist, la.notify, la.bodies, la.ats,
+		leaseTS(t.LeaseUntil), text(t.Pause), ts(t.WakeAt), ts(t.HoldAt),
+	}
+	var (
+		got *store.Task
+		err error
+	)
+	if !slices.Contains(la.notify, true) {
+		got, err = scanTask(s.pool.QueryRow(ctx, updateTaskSQL, args...))
+	} else {
+		b := &pgx.Batch{}
+		b.Queue(updateTaskSQL, args...)
+		b.Queue(pushTargetSQL, t.ID)
+		br := s.pool.SendBatch(ctx, b)
+		got, err = scanTask(br.QueryRow())
+		_, perr := br.Exec()
+		// Close reads the end of the implicit transaction: a write is
+		// committed only if it returns nil.
+		if cerr := br.Close(); err == nil || errors.Is(err, pgx.ErrNoRows) {
+			if perr = errors.Join(perr, cerr); perr != nil {
+				err = perr
+			}
+		}
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, s.missingOrMoved(ctx, "UpdateTask", t.ID)
 	}
@@ -666,4 +734,13 @@ func leaseTS(t time.Time) pgtype.Timestamptz {
 		return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	}
 	return pgtype.Timestamptz{Time: ms(t), Valid: true}
+}
+
+// fromTS reads back a nullable time column (wake_at, hold_at, due_at):
+// the zero time for NULL, else the time in UTC.
+func fromTS(t pgtype.Timestamptz) time.Time {
+	if !t.Valid || t.InfinityModifier != pgtype.Finite {
+		return time.Time{}
+	}
+	return t.Time.UTC()
 }
