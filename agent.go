@@ -75,6 +75,13 @@ type Call struct {
 	// every run of the same step, even after a crash and a takeover, and
 	// different for every other step of every task.
 	Key string
+	// Holds are what the task held while it was paused (see
+	// [Outcome.Hold]), when it resumes from a question. A hold that
+	// Lapsed may be gone: re-check it before acting on it.
+	Holds []HoldStatus
+	// Expired: the question expired unanswered and the answer is the
+	// default the agent set with [Outcome.DefaultAnswer].
+	Expired bool
 
 	run *run
 }
@@ -133,6 +140,12 @@ type Outcome struct {
 	checkpoint any
 	artifacts  []*a2a.Artifact
 	text       string
+
+	// Ask only: what happens at the question's expiry, and what the task
+	// holds while it waits.
+	onExpiry      ExpiryAction
+	defaultAnswer any
+	holds         []Hold
 }
 
 // Ask pauses the task in input-required with q and saves checkpoint, which
@@ -214,6 +227,11 @@ type Steps[C, A any] struct {
 	// OnAuth continues a task after auth-required. Required for agents
 	// that RequireAuth.
 	OnAuth func(ctx context.Context, call *Call, checkpoint C, arrival *AuthArrival) (Outcome, error)
+	// OnRelease releases something a task held while paused (see
+	// [Outcome.Hold]) when its deadline passes unanswered or the task
+	// ends without resuming. Required for agents that hold anything. It
+	// may run more than once for one hold (after a crash): use call.Key.
+	OnRelease func(ctx context.Context, call *Call, hold HoldStatus) error
 	// OnReply, when set, may answer a first message with a message instead
 	// of a task (see [Replier]). Returning false starts a task as usual.
 	OnReply func(ctx context.Context, msg *a2a.Message) (*a2a.Message, bool)
@@ -225,6 +243,14 @@ func (s Steps[C, A]) Reply(ctx context.Context, msg *a2a.Message) (*a2a.Message,
 		return nil, false
 	}
 	return s.OnReply(ctx, msg)
+}
+
+// Release implements [Releaser].
+func (s Steps[C, A]) Release(ctx context.Context, call *Call, h HoldStatus) error {
+	if s.OnRelease == nil {
+		return fmt.Errorf("askpoint: the agent held %q but Steps.OnRelease is nil", h.Name)
+	}
+	return s.OnRelease(ctx, call, h)
 }
 
 // Start implements [Agent].

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/askpoint/askpoint/question"
@@ -53,6 +54,39 @@ type Config struct {
 	// MaxAnswerBytes caps an answer's encoded size. Defaults to
 	// question.DefaultMaxAnswerBytes.
 	MaxAnswerBytes int
+
+	// Reminders are the points, as fractions of the time between a
+	// question's asking and its expiry, at which a reminder goes to the
+	// task's push configurations while the question is open. nil means
+	// the default, half-way and 90% of the way ({0.5, 0.9}); an empty
+	// non-nil slice sends none. Each point is in (0, 1).
+	Reminders []float64
+	// DisableSweeper stops this node from acting on question expiries and
+	// reminders, for nodes where another node sweeps. An answer that comes
+	// after its question's expiry still expires the task on the spot, and
+	// hold releases and push deliveries run regardless: each runs on its
+	// own timer.
+	DisableSweeper bool
+
+	// PushTimeout bounds one push notification request. Defaults to 10s.
+	PushTimeout time.Duration
+	// PushRetryMin and PushRetryMax bound the backoff between attempts to
+	// deliver a notification to a receiver that fails: the wait doubles
+	// from PushRetryMin up to PushRetryMax. Default 1s and 5m.
+	PushRetryMin time.Duration
+	PushRetryMax time.Duration
+	// PushMaxAttempts is how many times a notification is tried before
+	// the server gives up on what that receiver is owed so far (with a log
+	// line) and moves on to later notifications. Defaults to 12 (about 18
+	// minutes with the default backoff).
+	PushMaxAttempts int
+	// AllowPrivateWebhooks lets push configurations name URLs that resolve
+	// to loopback, private or link-local addresses. Off by default: a
+	// caller must not be able to make the server call into its own
+	// network.
+	AllowPrivateWebhooks bool
+	// MaxPushConfigs caps the push configurations of one task. Defaults to 8.
+	MaxPushConfigs int
 
 	// InputRequiredStreams decides whether streams close at input-required.
 	// Defaults to CloseStreams.
@@ -117,6 +151,29 @@ func (c Config) withDefaults() Config {
 	if c.MaxStreamsPerPrincipal <= 0 {
 		c.MaxStreamsPerPrincipal = 32
 	}
+	if c.Reminders == nil {
+		c.Reminders = []float64{0.5, 0.9}
+	}
+	c.Reminders = slices.Sorted(slices.Values(c.Reminders))
+	c.Reminders = slices.Compact(c.Reminders)
+	if c.PushTimeout <= 0 {
+		c.PushTimeout = 10 * time.Second
+	}
+	if c.PushRetryMin <= 0 {
+		c.PushRetryMin = time.Second
+	}
+	if c.PushRetryMax <= 0 {
+		c.PushRetryMax = 5 * time.Minute
+	}
+	if c.PushRetryMax < c.PushRetryMin {
+		c.PushRetryMax = c.PushRetryMin
+	}
+	if c.PushMaxAttempts <= 0 {
+		c.PushMaxAttempts = 12
+	}
+	if c.MaxPushConfigs <= 0 {
+		c.MaxPushConfigs = 8
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -126,6 +183,11 @@ func (c Config) withDefaults() Config {
 func (c Config) validate() error {
 	if c.Store == nil {
 		return fmt.Errorf("askpoint: Config.Store is required")
+	}
+	for _, f := range c.Reminders {
+		if !(f > 0 && f < 1) {
+			return fmt.Errorf("askpoint: Config.Reminders: %v is not a fraction between 0 and 1 (0.5 is half-way to the expiry)", f)
+		}
 	}
 	return nil
 }

@@ -1,5 +1,14 @@
 package askpoint
 
+import "context"
+
 // Waiters reports how many tasks have live callers waiting on them in this
 // process (blocking sends, streams, subscriptions), for tests.
 func (s *Server) Waiters() int { return s.broker.size() }
+
+// SweepNow runs one round of the sweeper (question expiries and
+// reminders), for tests that drive the clock.
+func (s *Server) SweepNow(ctx context.Context) error {
+	_, err := s.sweep(ctx)
+	return err
+}

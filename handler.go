@@ -157,7 +157,7 @@ func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*
 			return nil, a2a.NewError(a2a.ErrTaskNotCancelable,
 				fmt.Sprintf("task %q is already %s and cannot be canceled", t.ID, stateWord(t.State)))
 		}
-		next, e, err := endRow(t, a2a.TaskStateCanceled, "The task was canceled at the caller's request.", h.s.now())
+		next, e, err := h.s.endRow(t, a2a.TaskStateCanceled, "The task was canceled at the caller's request.", h.s.now())
 		if err != nil {
 			return nil, errInternal(err)
 		}
@@ -325,8 +325,31 @@ func (h *handler) accept(ctx context.Context, req *a2a.SendMessageRequest) (*sto
 			return nil, err
 		}
 	}
+	var pc *a2a.PushConfig
+	if req.Config != nil && req.Config.PushConfig != nil {
+		pc = req.Config.PushConfig
+		if err := h.s.checkPushConfig(ctx, pc); err != nil {
+			return nil, err
+		}
+	}
 	if req.Message.TaskID == "" {
-		return h.start(ctx, req)
+		t, err := h.start(ctx, req)
+		if err == nil && pc != nil {
+			// From the task's first entry: the run may already have
+			// paused or ended by now, and its caller must hear of it.
+			_, err = h.s.putPushConfig(ctx, t, pc, 0)
+		}
+		return t, err
+	}
+	if pc != nil {
+		// Before the message is taken, so that what it causes is sent.
+		t, err := h.getOwned(ctx, req.Tenant, string(req.Message.TaskID))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := h.s.putPushConfig(ctx, t, pc, t.LastSeq); err != nil {
+			return nil, err
+		}
 	}
 	return h.continueTask(ctx, req)
 }
@@ -462,18 +485,23 @@ func (h *handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest)
 			next, entries, err = h.answer(t, &msg)
 			var expired *expiredError
 			if errors.As(err, &expired) {
-				if err := s.expire(ctx, t, expired); err != nil {
-					if errors.Is(err, store.ErrConflict) {
-						lostRace = true
-						continue
-					}
+				// Too late: the question closed at its expiry even if no
+				// sweeper has acted on it yet. The task expires here and
+				// now, and the answer is refused.
+				saved, err := s.expire(ctx, t)
+				if errors.Is(err, store.ErrConflict) {
+					lostRace = true
+					continue
+				}
+				if err != nil {
 					return nil, errInternal(err)
 				}
-				return nil, a2a.NewError(a2a.ErrUnsupportedOperation, expired.Error()+"; the task has ended failed")
+				return nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("%s, before this answer came; the answer was not taken and the task %s",
+					expired.Error(), expiryResult(saved)))
 			}
 		case a2a.TaskStateAuthRequired:
 			in := runInput{Kind: inputAuth, Message: &msg, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}
-			next, entries, err = s.resumeRow(t, in, &msg)
+			next, entries, err = s.resumeRow(t, in, &msg, "")
 		default:
 			// Submitted or working: the task is busy with a run. The caller
 			// gets the task as it stands; the message is not bound to it.
@@ -539,7 +567,7 @@ func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 		// A valid answer, or a refusal to answer: either way the agent
 		// decides what happens next.
 		in := runInput{Kind: inputAnswer, Message: msg, Question: &q, Answer: ans, Key: t.ID + "/" + q.ID}
-		return s.resumeRow(t, in, msg)
+		return s.resumeRow(t, in, msg, "")
 	}
 
 	next := *t
@@ -548,7 +576,7 @@ func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 		return nil, nil, err
 	}
 	end := func(state a2a.TaskState, text string) (*store.Task, []store.LogEntry, error) {
-		ended, e, err := endRow(t, state, text, now)
+		ended, e, err := s.endRow(t, state, text, now)
 		if err != nil {
 			return nil, nil, errInternal(err)
 		}
@@ -706,28 +734,6 @@ func (h *handler) stream(ctx context.Context, t *store.Task, hl *int, yield func
 	}
 }
 
-var errNoPush = a2a.NewError(a2a.ErrPushNotificationNotSupported, "push notifications are not enabled on this server (the agent card says pushNotifications: false)")
-
-// GetTaskPushConfig implements a2asrv.RequestHandler.
-func (h *handler) GetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
-	return nil, errNoPush
-}
-
-// ListTaskPushConfigs implements a2asrv.RequestHandler.
-func (h *handler) ListTaskPushConfigs(context.Context, *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
-	return nil, errNoPush
-}
-
-// CreateTaskPushConfig implements a2asrv.RequestHandler.
-func (h *handler) CreateTaskPushConfig(context.Context, *a2a.PushConfig) (*a2a.PushConfig, error) {
-	return nil, errNoPush
-}
-
-// DeleteTaskPushConfig implements a2asrv.RequestHandler.
-func (h *handler) DeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigRequest) error {
-	return errNoPush
-}
-
 // GetExtendedAgentCard implements a2asrv.RequestHandler.
 func (h *handler) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
 	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent has no extended agent card")
@@ -743,30 +749,17 @@ func (e *expiredError) Error() string {
 	return fmt.Sprintf("question %q expired at %s", e.question, e.at.UTC().Format(time.RFC3339))
 }
 
-// expire ends a task whose open question expired. It is a compare-and-set
-// like every other transition, so it cannot race an answer into two
-// outcomes.
-func (s *Server) expire(ctx context.Context, t *store.Task, e *expiredError) error {
-	next, entry, err := endRow(t, a2a.TaskStateFailed,
-		fmt.Sprintf("No answer in time: question %s expired at %s.", e.question, e.at.UTC().Format(time.RFC3339)), s.now())
-	if err != nil {
-		return err
-	}
-	saved, err := s.store.UpdateTask(ctx, next, []store.LogEntry{entry})
-	if err != nil {
-		return err
-	}
-	s.committed(saved)
-	return nil
-}
-
 // endRow builds the row of t ended in a terminal state with a status
 // message for the caller: no work owed, no lease, no open question, no
 // checkpoint.
-func endRow(t *store.Task, state a2a.TaskState, text string, now time.Time) (*store.Task, store.LogEntry, error) {
+//
+// What a paused task held and has not released stays on the row, due for
+// release at once.
+func (s *Server) endRow(t *store.Task, state a2a.TaskState, text string, now time.Time) (*store.Task, store.LogEntry, error) {
 	next := *t
 	next.Runnable, next.LeaseOwner, next.LeaseUntil = false, "", time.Time{}
 	next.Input, next.Question, next.Checkpoint = nil, nil, nil
+	s.keepHoldsOnEnd(t, &next, now)
 	st, e, err := statusEntry(&next, state, agentMessage(&next, text), now)
 	if err != nil {
 		return nil, store.LogEntry{}, err

@@ -98,7 +98,7 @@ func (s *Server) card(e *agentEntry, baseURL string) *a2a.AgentCard {
 		c.SecurityRequirements = a2a.SecurityRequirementsOptions{{BearerScheme: {}}}
 	}
 	c.Capabilities.Streaming = true
-	c.Capabilities.PushNotifications = false
+	c.Capabilities.PushNotifications = true
 	c.Capabilities.Extensions = append(append([]a2a.AgentExtension(nil), c.Capabilities.Extensions...), a2a.AgentExtension{
 		URI:         question.ExtensionURI,
 		Description: "Questions carry a data part with questionId, expires, answerSchema and options; answers are validated and re-asked with errors.",

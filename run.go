@@ -26,6 +26,10 @@ type runInput struct {
 	Question *question.Question `json:"question,omitempty"`
 	Answer   *question.Answer   `json:"answer,omitempty"`
 	AuthData json.RawMessage    `json:"authData,omitempty"`
+	// Holds are what the task held while paused, handed back to the step.
+	Holds []HoldStatus `json:"holds,omitempty"`
+	// Expired: Answer is the agent's default, applied at the expiry.
+	Expired bool `json:"expired,omitempty"`
 }
 
 const (
@@ -35,15 +39,23 @@ const (
 )
 
 // resumeRow builds the write that resumes a paused task with in: the task
-// becomes working and runnable under this node's lease. msg, when not nil,
-// is the caller's message, appended to the history.
-func (s *Server) resumeRow(t *store.Task, in runInput, msg *a2a.Message) (*store.Task, []store.LogEntry, error) {
+// becomes working and runnable under this node's lease, and gets back what
+// it held. msg, when not nil, is the caller's message, appended to the
+// history; note, when not empty, is a status message saying why the task
+// resumed (for people and push receivers).
+func (s *Server) resumeRow(t *store.Task, in runInput, msg *a2a.Message, note string) (*store.Task, []store.LogEntry, error) {
+	now := s.now()
+	p, err := decodePause(t)
+	if err != nil {
+		return nil, nil, errInternal(err)
+	}
+	in.Holds = holdsOnResume(p, now)
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return nil, nil, errInternal(err)
 	}
-	now := s.now()
 	next := *t
+	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
 	next.Input = raw
 	next.Question = nil
 	next.Runnable = true
@@ -57,10 +69,15 @@ func (s *Server) resumeRow(t *store.Task, in runInput, msg *a2a.Message) (*store
 		}
 		entries = append(entries, e)
 	}
-	st, e, err := statusEntry(&next, a2a.TaskStateWorking, nil, now)
+	var status *a2a.Message
+	if note != "" {
+		status = agentMessage(&next, note)
+	}
+	st, e, err := statusEntry(&next, a2a.TaskStateWorking, status, now)
 	if err != nil {
 		return nil, nil, err
 	}
+	e.Notify = note != ""
 	next.State, next.Status = a2a.TaskStateWorking, st
 	entries = append(entries, e)
 	return &next, entries, nil
@@ -268,7 +285,7 @@ func (s *Server) buildCall(ctx context.Context, r *run, in *runInput) (*Call, *R
 	t := r.task
 	call := &Call{
 		TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner,
-		Message: in.Message, Key: in.Key, run: r,
+		Message: in.Message, Key: in.Key, Holds: in.Holds, Expired: in.Expired, run: r,
 	}
 	if in.Kind == inputStart {
 		call.Request = in.Message
@@ -449,6 +466,7 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 	next.LeaseUntil = time.Time{}
 	next.Input = nil
 	next.Question = nil
+	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
 
 	var entries []store.LogEntry
 	var state a2a.TaskState
@@ -463,11 +481,22 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		if err != nil {
 			return s.applyOutcome(next, Fail("The agent's checkpoint could not be saved: "+err.Error()), now)
 		}
+		var agent Agent
+		if e := s.agentByName(next.Agent); e != nil {
+			agent = e.spec.Agent
+		}
+		pause, err := s.preparePause(o, q, agent, now)
+		if err != nil {
+			return s.applyOutcome(next, Fail("The agent asked a question the runtime cannot keep: "+err.Error()), now)
+		}
 		qraw, err := json.Marshal(q)
 		if err != nil {
 			return nil, err
 		}
 		next.Checkpoint, next.Question = cp, qraw
+		if err := s.setPause(next, pause); err != nil {
+			return nil, err
+		}
 		state, msg = a2a.TaskStateInputRequired, q.Message()
 		msg.TaskID, msg.ContextID = a2a.TaskID(next.ID), next.ContextID
 	case OutcomeAuth:

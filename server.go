@@ -42,10 +42,17 @@ type Server struct {
 	agents map[string]*agentEntry
 	order  []string
 
-	broker  broker
-	queue   chan job
-	tokens  tokenTable
-	streams streamSlots
+	broker broker
+	queue  chan job
+
+	// Timer loops: the sweeper (question expiries and reminders), the
+	// releaser (holds) and the push deliverer.
+	sweeper  *timerLoop
+	releaser *timerLoop
+	pusher   *timerLoop
+	push     *pushSender
+	tokens   tokenTable
+	streams  streamSlots
 
 	mu       sync.Mutex
 	started  bool
@@ -88,6 +95,11 @@ func NewServer(cfg Config) (*Server, error) {
 		agents:  map[string]*agentEntry{},
 		running: map[string]context.CancelFunc{},
 		queue:   make(chan job, cfg.Workers*64),
+
+		sweeper:  newTimerLoop("sweeper"),
+		releaser: newTimerLoop("releaser"),
+		pusher:   newTimerLoop("push"),
+		push:     newPushSender(cfg),
 	}
 	s.broker.m = map[string]*watchers{}
 	return s, nil
@@ -138,8 +150,10 @@ func (s *Server) RequestHandler(name string) (a2asrv.RequestHandler, bool) {
 	return e.handler, true
 }
 
-// Start starts the worker pool and the poller that takes over runnable
-// tasks whose lease lapsed (a crashed run, or work left by a stopped node).
+// Start starts the worker pool, the poller that takes over runnable tasks
+// whose lease lapsed (a crashed run, or work left by a stopped node), and
+// the timer loops: the sweeper (question expiries and reminders), the
+// releaser (holds) and the push deliverer.
 // It returns at once; Stop ends them.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
@@ -157,6 +171,17 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.wg.Add(1)
 	go s.poller(ctx)
+	if !s.cfg.DisableSweeper {
+		s.wg.Add(1)
+		go s.runTimerLoop(ctx, s.sweeper, s.sweep, func(ctx context.Context) (time.Time, error) {
+			return s.store.NextDue(ctx, store.TimerWake)
+		})
+	}
+	s.wg.Add(2)
+	go s.runTimerLoop(ctx, s.releaser, s.releaseDue, func(ctx context.Context) (time.Time, error) {
+		return s.store.NextDue(ctx, store.TimerHold)
+	})
+	go s.runTimerLoop(ctx, s.pusher, s.deliverDue, nil)
 	if n, ok := s.store.(store.Notifier); ok {
 		// Wake this node's waiters when another node changes a task.
 		s.wg.Add(1)
@@ -210,7 +235,7 @@ func (s *Server) CredentialArrived(ctx context.Context, taskID string, data any)
 				fmt.Sprintf("task %q is %s, not waiting for a credential", taskID, stateWord(t.State)))
 		}
 		in := runInput{Kind: inputAuth, AuthData: raw, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}
-		next, entries, err := s.resumeRow(t, in, nil)
+		next, entries, err := s.resumeRow(t, in, nil, "")
 		if err != nil {
 			return err
 		}
@@ -243,6 +268,12 @@ func (s *Server) listen(ctx context.Context, n store.Notifier) {
 // committed is called after every write that changes a task.
 func (s *Server) committed(t *store.Task) {
 	s.broker.notify(t.ID)
+	s.sweeper.wake(t.WakeAt)
+	s.releaser.wake(t.HoldAt)
+	if interrupted(t.State) || t.State.Terminal() {
+		// What is notified: pauses, reminders and endings.
+		s.pusher.wake(s.now())
+	}
 }
 
 func (s *Server) now() time.Time { return s.cfg.Now().UTC() }

@@ -33,7 +33,10 @@ func statusEntry(t *store.Task, state a2a.TaskState, msg *a2a.Message, now time.
 	if err != nil {
 		return nil, store.LogEntry{}, err
 	}
-	return raw, store.LogEntry{Kind: store.KindStatus, InHistory: msg != nil, Body: body, At: ts}, nil
+	// Push receivers hear of every pause and every ending; the steps in
+	// between are for streams.
+	notify := interrupted(state) || state.Terminal()
+	return raw, store.LogEntry{Kind: store.KindStatus, InHistory: msg != nil, Notify: notify, Body: body, At: ts}, nil
 }
 
 // eventJSON assembles an event's JSON around a part already encoded:

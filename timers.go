@@ -1,0 +1,395 @@
+package askpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/store"
+)
+
+// A task's timers are two indexed columns of its row (store.Task.WakeAt and
+// HoldAt), written with the same compare-and-set as every other change to
+// the task. A timer loop asks the store for what is due, acts on each task
+// with a compare-and-set, and sleeps until the next due time (at most the
+// poll interval, so a timer set on another node is seen in time). Acting on
+// a timer races an answer like any other transition: one of them wins, the
+// other sees the task as it now stands.
+
+// dueBatch is how many due tasks one round of a timer loop takes.
+const dueBatch = 256
+
+// timerLoop runs work until ctx ends: again at once while it finds a full
+// batch, otherwise after kick, the next due time or the poll interval,
+// whichever comes first.
+type timerLoop struct {
+	name    string
+	kick    chan struct{}
+	planned atomic.Int64 // unix ms of the next planned round; 0 when unknown
+}
+
+func newTimerLoop(name string) *timerLoop {
+	return &timerLoop{name: name, kick: make(chan struct{}, 1)}
+}
+
+// wake makes the loop run a round soon, if at is before its next planned round.
+func (l *timerLoop) wake(at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	if p := l.planned.Load(); p != 0 && at.UnixMilli() >= p {
+		return
+	}
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Server) runTimerLoop(ctx context.Context, l *timerLoop, work func(context.Context) (int, error), next func(context.Context) (time.Time, error)) {
+	defer s.wg.Done()
+	for {
+		l.planned.Store(0)
+		n, err := work(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.log.Error("timer round failed; retrying after the poll interval", slog.String("timer", l.name), slog.Any("err", err))
+		}
+		if err == nil && n >= dueBatch {
+			continue
+		}
+		wait := s.cfg.PollInterval
+		if err == nil && next != nil {
+			if at, err := next(ctx); err == nil && !at.IsZero() {
+				wait = min(wait, max(at.Sub(s.now()), time.Millisecond))
+			}
+		}
+		l.planned.Store(s.now().Add(wait).UnixMilli())
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-l.kick:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// sweep acts on every task whose wake timer is due: an open question
+// that expired, or a reminder point that passed. It returns how many
+// due tasks it found.
+func (s *Server) sweep(ctx context.Context) (int, error) {
+	tasks, err := s.store.DueTasks(ctx, store.DueParams{Timer: store.TimerWake, Now: s.now(), Limit: dueBatch})
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range tasks {
+		if err := s.wakeTask(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
+			if ctx.Err() != nil {
+				return len(tasks), nil
+			}
+			s.log.Error("act on a due question", slog.String("task", t.ID), slog.Any("err", err))
+		}
+	}
+	return len(tasks), nil
+}
+
+// wakeTask acts on one task whose wake timer is due. A conflict means
+// someone else changed the task first (an answer, another node's sweep):
+// the next round sees it as it now stands.
+func (s *Server) wakeTask(ctx context.Context, t *store.Task) error {
+	now := s.now()
+	if t.State != a2a.TaskStateInputRequired || len(t.Question) == 0 {
+		next := *t
+		next.WakeAt = time.Time{}
+		return s.write(ctx, &next, nil)
+	}
+	var q question.Question
+	if err := json.Unmarshal(t.Question, &q); err != nil {
+		return fmt.Errorf("decode open question: %w", err)
+	}
+	if !now.Before(q.Expires) {
+		_, err := s.expire(ctx, t)
+		return err
+	}
+	p, err := decodePause(t)
+	if err != nil {
+		return err
+	}
+	next := *t
+	var entries []store.LogEntry
+	passed := p.Reminded
+	for passed < len(s.cfg.Reminders) && !now.Before(s.reminderAt(p, passed)) {
+		passed++
+	}
+	if passed > p.Reminded {
+		// Points that passed while no sweeper ran fold into one reminder.
+		e, err := reminderEntry(t, passed, len(s.cfg.Reminders), q.Expires, now)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, e)
+		p.Reminded = passed
+	}
+	if err := s.setPause(&next, p); err != nil {
+		return err
+	}
+	return s.write(ctx, &next, entries)
+}
+
+// ReminderKey is the metadata key of a reminder notification: a status
+// update event whose metadata holds {ReminderKey: {"reminder": n, "of": m,
+// "expires": RFC 3339}} carries the open question unchanged.
+const ReminderKey = question.ExtensionURI + "#reminder"
+
+func reminderEntry(t *store.Task, n, of int, expires, now time.Time) (store.LogEntry, error) {
+	var status a2a.TaskStatus
+	if err := json.Unmarshal(t.Status, &status); err != nil {
+		return store.LogEntry{}, fmt.Errorf("decode status: %w", err)
+	}
+	ev := a2a.TaskStatusUpdateEvent{
+		TaskID: a2a.TaskID(t.ID), ContextID: t.ContextID, Status: status,
+		Metadata: map[string]any{ReminderKey: map[string]any{
+			"reminder": n, "of": of, "expires": expires.UTC().Format(time.RFC3339),
+		}},
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return store.LogEntry{}, err
+	}
+	return store.LogEntry{Kind: store.KindReminder, Notify: true, Body: body, At: now.UTC()}, nil
+}
+
+// expire acts on a task whose open question expired, as the agent chose
+// when it asked: fail (the default), cancel, or resume with its default
+// answer. It is a compare-and-set like every other transition, so it cannot
+// race an answer into two outcomes: store.ErrConflict when the task
+// changed first.
+func (s *Server) expire(ctx context.Context, t *store.Task) (*store.Task, error) {
+	var q question.Question
+	if err := json.Unmarshal(t.Question, &q); err != nil {
+		return nil, fmt.Errorf("decode open question: %w", err)
+	}
+	p, err := decodePause(t)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	at := q.Expires.UTC().Format(time.RFC3339)
+	var next *store.Task
+	var entries []store.LogEntry
+	switch p.OnExpiry {
+	case ExpireDefault:
+		ans := &question.Answer{QuestionID: q.ID, Fields: p.DefaultAnswer}
+		in := runInput{Kind: inputAnswer, Question: &q, Answer: ans, Expired: true, Key: t.ID + "/" + q.ID}
+		note := fmt.Sprintf("No answer in time: question %s expired at %s. The task continues with the agent's default answer %s.", q.ID, at, p.DefaultAnswer)
+		next, entries, err = s.resumeRow(t, in, nil, note)
+	case ExpireCancel:
+		var e store.LogEntry
+		next, e, err = s.endRow(t, a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at), now)
+		entries = []store.LogEntry{e}
+	default:
+		var e store.LogEntry
+		next, e, err = s.endRow(t, a2a.TaskStateFailed, fmt.Sprintf("No answer in time: question %s expired at %s.", q.ID, at), now)
+		entries = []store.LogEntry{e}
+	}
+	if err != nil {
+		return nil, err
+	}
+	saved, err := s.store.UpdateTask(ctx, next, entries)
+	if err != nil {
+		return nil, err
+	}
+	s.log.Info("question expired", slog.String("task", t.ID), slog.String("question", q.ID), slog.String("then", expiryResult(saved)))
+	s.committed(saved)
+	if saved.Runnable {
+		s.pusher.wake(now) // the resume's note is notified
+		s.dispatch(saved)
+	}
+	return saved, nil
+}
+
+// expiryResult says what an expiry did to a task, for people.
+func expiryResult(t *store.Task) string {
+	switch t.State {
+	case a2a.TaskStateFailed:
+		return "has ended failed"
+	case a2a.TaskStateCanceled:
+		return "has been canceled"
+	}
+	return "continues with the agent's default answer"
+}
+
+// write commits a timer's change to a task (compare-and-set on its version).
+func (s *Server) write(ctx context.Context, next *store.Task, entries []store.LogEntry) error {
+	saved, err := s.store.UpdateTask(ctx, next, entries)
+	if err != nil {
+		return err
+	}
+	s.committed(saved)
+	return nil
+}
+
+// releaseDue runs the release of every hold whose deadline passed. It
+// runs on its own timer, apart from the sweeper, so a hold is released on
+// time even when nobody sweeps expiries.
+func (s *Server) releaseDue(ctx context.Context) (int, error) {
+	tasks, err := s.store.DueTasks(ctx, store.DueParams{Timer: store.TimerHold, Now: s.now(), Limit: dueBatch})
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range tasks {
+		if err := s.releaseHolds(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
+			if ctx.Err() != nil {
+				return len(tasks), nil
+			}
+			s.log.Error("release what a task holds", slog.String("task", t.ID), slog.Any("err", err))
+		}
+	}
+	return len(tasks), nil
+}
+
+// releaseHolds releases a task's due holds: it claims them with a
+// compare-and-set (so no other node runs the same release while the claim
+// lasts), runs the agent's release for each, and records what was
+// released. A release cut short by a crash runs again when its claim
+// lapses; the call's key lets the agent make that harmless.
+func (s *Server) releaseHolds(ctx context.Context, t *store.Task) error {
+	if t.Runnable {
+		// A run owns the task (it resumed before the claim was recorded).
+		return nil
+	}
+	now := s.now()
+	p, err := decodePause(t)
+	if err != nil {
+		return err
+	}
+	var claimed []int
+	for i := range p.Holds {
+		h := &p.Holds[i]
+		if h.Released || now.Before(h.due()) {
+			continue
+		}
+		h.Releasing = now.Add(s.cfg.LeaseDuration).Truncate(time.Millisecond)
+		claimed = append(claimed, i)
+	}
+	next := *t
+	if err := s.setPauseKeepingTimers(&next, p); err != nil {
+		return err
+	}
+	saved, err := s.store.UpdateTask(ctx, &next, nil)
+	if err != nil {
+		return err
+	}
+	s.committed(saved)
+	if len(claimed) == 0 {
+		return nil
+	}
+
+	agent := s.agentByName(t.Agent)
+	var released []string
+	for _, i := range claimed {
+		h := p.Holds[i]
+		status := HoldStatus{Name: h.Name, Until: h.Until, Data: h.Data, Lapsed: true, Released: true}
+		if agent == nil {
+			s.log.Error("cannot release a hold: its agent is not served here", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.String("hold", h.Name))
+			continue
+		}
+		if err := s.callRelease(ctx, agent.spec.Agent, t, holdKey(t.ID, p.Question, h.Name), status); err != nil {
+			s.log.Warn("release failed; it will be tried again", slog.String("task", t.ID), slog.String("hold", h.Name),
+				slog.Duration("after", s.cfg.LeaseDuration), slog.Any("err", err))
+			continue
+		}
+		s.log.Info("released a hold", slog.String("task", t.ID), slog.String("hold", h.Name), slog.Time("deadline", h.Until))
+		released = append(released, h.Name)
+	}
+	if len(released) == 0 {
+		return nil
+	}
+	return s.markReleased(ctx, saved, released)
+}
+
+// setPauseKeepingTimers stores p and recomputes only the hold timer: a
+// hold release must not move the question's wake timer.
+func (s *Server) setPauseKeepingTimers(next *store.Task, p *pauseState) error {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	next.Pause = raw
+	next.HoldAt = p.nextRelease()
+	return nil
+}
+
+// holdKey is the idempotency key of a hold's release: unique per task,
+// pause and hold.
+func holdKey(taskID, questionID, name string) string {
+	return taskID + "/" + questionID + "/hold/" + name
+}
+
+func (s *Server) callRelease(ctx context.Context, agent Agent, t *store.Task, key string, h HoldStatus) (err error) {
+	r, ok := agent.(Releaser)
+	if !ok {
+		return fmt.Errorf("agent %q cannot release holds", t.Agent)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the release panicked: %v", p)
+		}
+	}()
+	call := &Call{TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner, Key: key}
+	return r.Release(ctx, call, h)
+}
+
+// markReleased records released holds on the task, retrying the
+// compare-and-set while the task changes under it. A task that resumed in
+// the meantime took its holds back; there is nothing left to record.
+func (s *Server) markReleased(ctx context.Context, t *store.Task, names []string) error {
+	for range maxCASRetries {
+		p, err := decodePause(t)
+		if err != nil {
+			return err
+		}
+		changed := false
+		for i := range p.Holds {
+			for _, n := range names {
+				if p.Holds[i].Name == n && !p.Holds[i].Released {
+					p.Holds[i].Released, p.Holds[i].Releasing, changed = true, time.Time{}, true
+				}
+			}
+		}
+		if !changed || t.Runnable {
+			return nil
+		}
+		next := *t
+		if err := s.setPauseKeepingTimers(&next, p); err != nil {
+			return err
+		}
+		if next.HoldAt.IsZero() && len(next.Question) == 0 {
+			next.Pause = nil // an ended task has nothing left to keep
+		}
+		saved, err := s.store.UpdateTask(ctx, &next, nil)
+		if err == nil {
+			s.committed(saved)
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+		if t, err = s.store.GetTask(ctx, t.ID); err != nil {
+			return err
+		}
+	}
+	return errors.New("the task kept changing while its released holds were recorded")
+}
