@@ -35,7 +35,7 @@ func startWithTokens(t *testing.T, cfg func(*askpoint.Config)) *apitest.Env {
 
 func TestStrangersCannotTouchAnotherPrincipalsTask(t *testing.T) {
 	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		env := startWithTokens(t, nil)
+		env := startWithTokens(t, func(c *askpoint.Config) { c.AllowPrivateWebhooks = true })
 		alice := env.ClientAs(t, "script", tr, aliceToken)
 		bob := env.ClientAs(t, "script", tr, bobToken)
 		ctx := testCtx(t)
@@ -63,6 +63,29 @@ func TestStrangersCannotTouchAnotherPrincipalsTask(t *testing.T) {
 			break
 		}
 		wantRefused(t, "bob SubscribeToTask", subErr, a2a.ErrTaskNotFound)
+
+		// Push configuration: alice's is invisible to bob, and bob can
+		// neither add one nor delete hers.
+		if _, err := alice.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: task.ID, ID: "alices", URL: "http://127.0.0.1:9/alice"}); err != nil {
+			t.Fatalf("alice CreateTaskPushConfig: %v", err)
+		}
+		_, err = bob.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: task.ID, ID: "bobs", URL: "http://127.0.0.1:9/bob"})
+		wantErr(t, "bob CreateTaskPushConfig", err, a2a.ErrTaskNotFound)
+		_, err = bob.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: task.ID, ID: "alices"})
+		wantErr(t, "bob GetTaskPushConfig", err, a2a.ErrTaskNotFound)
+		_, err = bob.ListTaskPushConfigs(ctx, &a2a.ListTaskPushConfigRequest{TaskID: task.ID})
+		wantErr(t, "bob ListTaskPushConfigs", err, a2a.ErrTaskNotFound)
+		err = bob.DeleteTaskPushConfig(ctx, &a2a.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "alices"})
+		wantErr(t, "bob DeleteTaskPushConfig", err, a2a.ErrTaskNotFound)
+		_, err = bob.SendMessage(ctx, &a2a.SendMessageRequest{
+			Message: followUp(task.ID, userData(map[string]any{"name": "Mallory"})),
+			Config:  &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: "http://127.0.0.1:9/bob"}},
+		})
+		wantErr(t, "bob answers with a push configuration", err, a2a.ErrTaskNotFound)
+		configs, err := alice.ListTaskPushConfigs(ctx, &a2a.ListTaskPushConfigRequest{TaskID: task.ID})
+		if err != nil || len(configs) != 1 || configs[0].ID != "alices" {
+			t.Fatalf("alice's push configurations after bob's attempts = %+v, %v; want only hers", configs, err)
+		}
 
 		after := getTask(t, ctx, alice, task.ID)
 		if after.Status.State != a2a.TaskStateInputRequired || len(after.History) != len(before.History) {

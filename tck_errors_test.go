@@ -61,11 +61,11 @@ func TestTCKSubscribeToFinishedTaskIsRefusedBeforeAnyStream(t *testing.T) {
 	s.wantRPCError(t, "SubscribeToTask(completed), SSE accepted", -32004)
 }
 
-func TestTCKPushOperationsAreRefusedBeforeAnyTaskLookup(t *testing.T) {
+func TestTCKPushOperationsOnAnUnknownTaskAreTaskNotFound(t *testing.T) {
 	t.Parallel()
 	env := startTCK(t)
-	// The task does not exist: PushNotificationNotSupported still comes
-	// first, since the card declares no push notifications.
+	// The card declares push notifications, so the operations look the
+	// task up first: an unknown one is TaskNotFound on both bindings.
 	const task = "no-such-task"
 	for _, c := range []struct {
 		method string
@@ -76,7 +76,7 @@ func TestTCKPushOperationsAreRefusedBeforeAnyTaskLookup(t *testing.T) {
 		{"ListTaskPushNotificationConfigs", map[string]any{"taskId": task}},
 		{"DeleteTaskPushNotificationConfig", map[string]any{"taskId": task, "id": "cfg"}},
 	} {
-		tckRPC(t, env, "conformance", c.method, c.params).wantRPCError(t, c.method, -32003)
+		tckRPC(t, env, "conformance", c.method, c.params).wantRPCError(t, c.method, -32001)
 	}
 	for _, c := range []struct {
 		method, path string
@@ -88,9 +88,9 @@ func TestTCKPushOperationsAreRefusedBeforeAnyTaskLookup(t *testing.T) {
 		{http.MethodDelete, "/tasks/" + task + "/pushNotificationConfigs/cfg", nil},
 	} {
 		r := tckREST(t, env, "conformance", c.method, c.path, c.body)
-		r.wantRESTError(t, c.method+" "+c.path, http.StatusBadRequest)
-		if !strings.Contains(string(r.Raw), "PUSH_NOTIFICATION_NOT_SUPPORTED") {
-			t.Errorf("%s %s: %s, want reason PUSH_NOTIFICATION_NOT_SUPPORTED", c.method, c.path, r.Raw)
+		r.wantRESTError(t, c.method+" "+c.path, http.StatusNotFound)
+		if !strings.Contains(string(r.Raw), "TASK_NOT_FOUND") {
+			t.Errorf("%s %s: %s, want reason TASK_NOT_FOUND", c.method, c.path, r.Raw)
 		}
 	}
 }
