@@ -291,11 +291,12 @@ func startCrashServer(t *testing.T, bin, db string) *crashServer {
 }
 
 // startServer starts `askpoint serve` on 127.0.0.1 with a short lease and
-// poll, waits for its listening line, and SIGKILLs it when the test ends
+// poll (and extra flags, later ones winning), waits for its listening line, and SIGKILLs it when the test ends
 // if it still runs. It returns an error rather than failing the test so
 // that it can be called from any goroutine.
-func startServer(t *testing.T, bin, name, db string) (*crashServer, error) {
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db, "--lease", "2s", "--poll", "200ms", "--log-level", "warn")
+func startServer(t *testing.T, bin, name, db string, extra ...string) (*crashServer, error) {
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--lease", "2s", "--poll", "200ms", "--log-level", "warn"}, extra...)
+	cmd := exec.Command(bin, args...)
 	s := &crashServer{name: name, cmd: cmd, log: &crashLog{}, done: make(chan struct{})}
 	cmd.Stderr = s.log
 	stdout, err := cmd.StdoutPipe()

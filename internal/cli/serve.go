@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,6 +38,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	lease := fs.Duration("lease", 30*time.Second, "how long a run's lease lasts before another node may take the task over")
 	poll := fs.Duration("poll", time.Second, "how often to look for runs whose lease lapsed")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	expiry := fs.Duration("question-expiry", 24*time.Hour, "how long a question stays open when its agent sets no expiry")
+	reminders := fs.String("reminders", "0.5,0.9", "when to remind push receivers of an open question, as fractions of the way to its expiry (comma-separated; \"none\" for no reminders)")
+	noSweep := fs.Bool("no-sweeper", false, "do not act on question expiries and reminders on this node (another node does); hold releases and push deliveries still run")
+	allowPrivate := fs.Bool("allow-private-webhooks", false, "allow push notification URLs on loopback and private networks (off: a caller cannot make the server call into its own network)")
+	pushRetryMin := fs.Duration("push-retry-min", time.Second, "first wait before retrying a failed push notification (it doubles each time)")
+	pushRetryMax := fs.Duration("push-retry-max", 5*time.Minute, "longest wait between push notification retries")
+	pushAttempts := fs.Int("push-attempts", 12, "attempts before giving up on a push receiver's pending notifications")
 	conformanceMode := fs.Bool("conformance", false, "also serve the A2A conformance suite's agent (examples/conformance), whose card is then the one at the host root")
 	var tokenFlag tokenFlags
 	fs.Var(&tokenFlag, "token", "`PRINCIPAL=TOKEN`: require bearer tokens; repeat for each caller")
@@ -76,6 +85,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		mode = askpoint.KeepStreamsOpen
 	default:
 		fmt.Fprintf(stderr, "askpoint serve: --streams %q: use close or open\n", *streams)
+		return 2
+	}
+	points, err := parseReminders(*reminders)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint serve: --reminders %q: %v\n", *reminders, err)
 		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
@@ -126,6 +140,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	srv, err := askpoint.NewServer(askpoint.Config{
 		Store: st, Logger: logger, InputRequiredStreams: mode, LeaseDuration: *lease, PollInterval: *poll, Tokens: tokens,
+		QuestionExpiry: *expiry, Reminders: points, DisableSweeper: *noSweep,
+		AllowPrivateWebhooks: *allowPrivate || *conformanceMode,
+		PushRetryMin:         *pushRetryMin, PushRetryMax: *pushRetryMax, PushMaxAttempts: *pushAttempts,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
@@ -198,6 +215,23 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parseReminders reads --reminders: fractions like "0.5,0.9", or "none".
+func parseReminders(s string) ([]float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "none" || s == "" {
+		return []float64{}, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v > 0 && v < 1) {
+			return nil, fmt.Errorf("%q is not a fraction between 0 and 1 (0.5 is half-way to the expiry)", strings.TrimSpace(f))
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 // openPostgresLedger opens the expense ledger in the PostgreSQL database of
