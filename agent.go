@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -49,6 +50,10 @@ type Resumption struct {
 	Answer *question.Answer
 	// Auth is set when the task resumes from auth-required.
 	Auth *AuthArrival
+	// Event is set when the task was resumed by Server.Wake: the event
+	// as given (a push notification's StreamResponse, for instance). A
+	// question the task had open is withdrawn.
+	Event json.RawMessage
 }
 
 // AuthArrival says how an auth-required pause ended: a follow-up message
@@ -146,6 +151,11 @@ type Outcome struct {
 	onExpiry      ExpiryAction
 	defaultAnswer any
 	holds         []Hold
+
+	// Ask and Await: the token that lets Server.Wake resume the task;
+	// Await: when to stop waiting.
+	wakeToken string
+	deadline  time.Time
 }
 
 // Ask pauses the task in input-required with q and saves checkpoint, which
@@ -232,6 +242,13 @@ type Steps[C, A any] struct {
 	// ends without resuming. Required for agents that hold anything. It
 	// may run more than once for one hold (after a crash): use call.Key.
 	OnRelease func(ctx context.Context, call *Call, hold HoldStatus) error
+	// OnEvent continues a task resumed by Server.Wake (see [Await] and
+	// [Outcome.WakeOn]) with the event. Required for agents that wait for
+	// events.
+	OnEvent func(ctx context.Context, call *Call, checkpoint C, event json.RawMessage) (Outcome, error)
+	// WakeIf, when set, decides whether an event resumes the task (see
+	// [Waker]); when nil every event does.
+	WakeIf func(checkpoint C, event json.RawMessage) bool
 	// OnReply, when set, may answer a first message with a message instead
 	// of a task (see [Replier]). Returning false starts a task as usual.
 	OnReply func(ctx context.Context, msg *a2a.Message) (*a2a.Message, bool)
@@ -243,6 +260,18 @@ func (s Steps[C, A]) Reply(ctx context.Context, msg *a2a.Message) (*a2a.Message,
 		return nil, false
 	}
 	return s.OnReply(ctx, msg)
+}
+
+// Wakes implements [Waker].
+func (s Steps[C, A]) Wakes(checkpoint json.RawMessage, event json.RawMessage) bool {
+	if s.WakeIf == nil {
+		return true
+	}
+	var cp C
+	if len(checkpoint) > 0 && json.Unmarshal(checkpoint, &cp) != nil {
+		return true // let the step see it and fail loudly
+	}
+	return s.WakeIf(cp, event)
 }
 
 // Release implements [Releaser].
@@ -268,6 +297,12 @@ func (s Steps[C, A]) Resume(ctx context.Context, call *Call, r *Resumption) (Out
 		if err := json.Unmarshal(r.Checkpoint, &cp); err != nil {
 			return Outcome{}, fmt.Errorf("askpoint: decode checkpoint into %T: %w", cp, err)
 		}
+	}
+	if r.Event != nil {
+		if s.OnEvent == nil {
+			return Outcome{}, fmt.Errorf("askpoint: the task was woken by an event but Steps.OnEvent is nil")
+		}
+		return s.OnEvent(ctx, call, cp, r.Event)
 	}
 	if r.Auth != nil {
 		if s.OnAuth == nil {

@@ -85,6 +85,11 @@ type Config struct {
 	// caller must not be able to make the server call into its own
 	// network.
 	AllowPrivateWebhooks bool
+	// WebhookHosts are host:port pairs (as written in URLs, e.g.
+	// "127.0.0.1:8420") that push notifications may go to even though
+	// they are loopback or private: this server's own address, so that an
+	// orchestrator it serves hears from a sub-agent it also serves.
+	WebhookHosts []string
 	// MaxPushConfigs caps the push configurations of one task. Defaults to 8.
 	MaxPushConfigs int
 

@@ -52,6 +52,9 @@ func (s *Server) Handler() http.Handler {
 			mux.Handle("GET "+a2asrv.WellKnownAgentCardPath, card)
 		}
 		jsonrpc := s.jsonrpcFront(e.handler, a2asrv.NewJSONRPCHandler(e.handler))
+		// Events for waiting tasks (a sub-agent's push notifications):
+		// authenticated by each task's wake token, not by caller tokens.
+		mux.HandleFunc("POST "+prefix+"/wake/{task}", func(w http.ResponseWriter, r *http.Request) { s.serveWake(w, r, name) })
 		mux.Handle(prefix+PathJSONRPC, jsonrpc)
 		// Clients that join a base URL and "/" (Python's httpx, the
 		// conformance suite's client) post to the endpoint with a

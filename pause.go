@@ -128,7 +128,13 @@ type pauseState struct {
 	OnExpiry      ExpiryAction    `json:"onExpiry,omitempty"`
 	DefaultAnswer json.RawMessage `json:"defaultAnswer,omitempty"`
 	Reminded      int             `json:"reminded,omitempty"` // reminder points passed
-	Holds         []heldThing     `json:"holds,omitempty"`
+	// WakeDigest is the SHA-256 of the token Server.Wake needs, "" when
+	// no event may resume the task.
+	WakeDigest string `json:"wakeDigest,omitempty"`
+	// Await says what a working task without a run waits for (Await);
+	// Expires is then its deadline.
+	Await string      `json:"await,omitempty"`
+	Holds []heldThing `json:"holds,omitempty"`
 }
 
 type heldThing struct {

@@ -36,15 +36,39 @@ import (
 // every resolved address at dial time (SSRF guard) unless private networks
 // are allowed.
 type pushSender struct {
-	http *push.HTTPPushSender
+	guarded *push.HTTPPushSender
+	open    *push.HTTPPushSender // for the hosts in Config.WebhookHosts
+	hosts   map[string]bool
 }
 
 func newPushSender(cfg Config) *pushSender {
-	return &pushSender{http: push.NewHTTPPushSender(&push.HTTPSenderConfig{
-		Timeout:              cfg.PushTimeout,
-		FailOnError:          true,
-		AllowPrivateNetworks: cfg.AllowPrivateWebhooks,
-	})}
+	ps := &pushSender{
+		guarded: push.NewHTTPPushSender(&push.HTTPSenderConfig{
+			Timeout: cfg.PushTimeout, FailOnError: true, AllowPrivateNetworks: cfg.AllowPrivateWebhooks,
+		}),
+		open: push.NewHTTPPushSender(&push.HTTPSenderConfig{
+			Timeout: cfg.PushTimeout, FailOnError: true, AllowPrivateNetworks: true,
+		}),
+		hosts: map[string]bool{},
+	}
+	for _, h := range cfg.WebhookHosts {
+		ps.hosts[strings.ToLower(h)] = true
+	}
+	return ps
+}
+
+// allowed reports whether rawURL's host:port is one of Config.WebhookHosts.
+func (ps *pushSender) allowed(rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	return err == nil && ps.hosts[strings.ToLower(u.Host)]
+}
+
+// send posts ev to the configuration's URL.
+func (ps *pushSender) send(ctx context.Context, cfg *a2a.PushConfig, ev a2a.Event) error {
+	if ps.allowed(cfg.URL) {
+		return ps.open.SendPush(ctx, cfg, ev)
+	}
+	return ps.guarded.SendPush(ctx, cfg, ev)
 }
 
 // deliverDue claims the push configurations with a delivery due and
@@ -100,7 +124,7 @@ func (s *Server) deliverOne(ctx context.Context, c *store.PushConfig) {
 	}
 	ev, err := notificationEvent(*entry)
 	if err == nil {
-		err = s.push.http.SendPush(ctx, &cfg, ev)
+		err = s.push.send(ctx, &cfg, ev)
 	}
 	switch {
 	case err == nil:
@@ -229,7 +253,7 @@ func (s *Server) checkPushConfig(ctx context.Context, c *a2a.PushConfig) error {
 			return errInvalidParams("push notification authentication scheme %s has no credentials", c.Auth.Scheme)
 		}
 	}
-	if s.cfg.AllowPrivateWebhooks {
+	if s.cfg.AllowPrivateWebhooks || s.push.allowed(c.URL) {
 		return nil
 	}
 	host := u.Hostname()

@@ -30,12 +30,15 @@ type runInput struct {
 	Holds []HoldStatus `json:"holds,omitempty"`
 	// Expired: Answer is the agent's default, applied at the expiry.
 	Expired bool `json:"expired,omitempty"`
+	// Event: what Server.Wake was given.
+	Event json.RawMessage `json:"event,omitempty"`
 }
 
 const (
 	inputStart  = "start"
 	inputAnswer = "answer"
 	inputAuth   = "auth"
+	inputEvent  = "event"
 )
 
 // resumeRow builds the write that resumes a paused task with in: the task
@@ -307,6 +310,11 @@ func (s *Server) buildCall(ctx context.Context, r *run, in *runInput) (*Call, *R
 		res.Question, res.Answer = in.Question, in.Answer
 	case inputAuth:
 		res.Auth = &AuthArrival{Message: in.Message, Data: in.AuthData}
+	case inputEvent:
+		res.Event = in.Event
+		if res.Event == nil {
+			res.Event = json.RawMessage("null")
+		}
 	default:
 		return nil, nil, fmt.Errorf("unknown pending input kind %q", in.Kind)
 	}
@@ -494,6 +502,12 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 			return nil, err
 		}
 		next.Checkpoint, next.Question = cp, qraw
+		if o.wakeToken != "" {
+			if len(o.wakeToken) < minWakeToken {
+				return s.applyOutcome(next, Fail(fmt.Sprintf("The agent's wake token is shorter than %d characters.", minWakeToken)), now)
+			}
+			pause.WakeDigest = tokenDigest(o.wakeToken)
+		}
 		if err := s.setPause(next, pause); err != nil {
 			return nil, err
 		}
@@ -506,6 +520,25 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		}
 		next.Checkpoint = cp
 		state, msg = a2a.TaskStateAuthRequired, agentMessage(next, o.text)
+	case OutcomeAwait:
+		if len(o.wakeToken) < minWakeToken {
+			return s.applyOutcome(next, Fail(fmt.Sprintf("The agent waits for an event with a wake token shorter than %d characters.", minWakeToken)), now)
+		}
+		if !o.deadline.After(now) {
+			return s.applyOutcome(next, Fail("The agent waits for an event with a deadline that has passed."), now)
+		}
+		cp, err := json.Marshal(o.checkpoint)
+		if err != nil {
+			return s.applyOutcome(next, Fail("The agent's checkpoint could not be saved: "+err.Error()), now)
+		}
+		next.Checkpoint = cp
+		p := &pauseState{Asked: now, Await: o.text, Expires: o.deadline.UTC().Truncate(time.Millisecond), WakeDigest: tokenDigest(o.wakeToken)}
+		raw, err := json.Marshal(p)
+		if err != nil {
+			return nil, err
+		}
+		next.Pause, next.WakeAt = raw, p.Expires
+		state, msg = a2a.TaskStateWorking, agentMessage(next, o.text)
 	case OutcomeComplete:
 		for _, a := range o.artifacts {
 			e, err := addArtifact(next, a, now)
@@ -554,7 +587,6 @@ func (s *Server) prepareQuestion(in *question.Question, now time.Time) (*questio
 	if q.Attempt <= 0 {
 		q.Attempt = 1
 	}
-	q.Errors = nil
 	if q.Text == "" {
 		return nil, errors.New("the question has no text for a person to read")
 	}

@@ -110,6 +110,19 @@ func (s *Server) sweep(ctx context.Context) (int, error) {
 // the next round sees it as it now stands.
 func (s *Server) wakeTask(ctx context.Context, t *store.Task) error {
 	now := s.now()
+	if t.State == a2a.TaskStateWorking && !t.Runnable && len(t.Question) == 0 {
+		if p, err := decodePause(t); err == nil && p.Await != "" {
+			if now.Before(p.Expires) {
+				return nil // woken early (another node's timer)
+			}
+			next, e, err := s.endRow(t, a2a.TaskStateFailed,
+				fmt.Sprintf("Stopped waiting at %s: %s", p.Expires.UTC().Format(time.RFC3339), p.Await), now)
+			if err != nil {
+				return err
+			}
+			return s.write(ctx, next, []store.LogEntry{e})
+		}
+	}
 	if t.State != a2a.TaskStateInputRequired || len(t.Question) == 0 {
 		next := *t
 		next.WakeAt = time.Time{}
