@@ -46,6 +46,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	pushRetryMax := fs.Duration("push-retry-max", 5*time.Minute, "longest wait between push notification retries")
 	pushAttempts := fs.Int("push-attempts", 12, "attempts before giving up on a push receiver's pending notifications")
 	conformanceMode := fs.Bool("conformance", false, "also serve the A2A conformance suite's agent (examples/conformance), whose card is then the one at the host root")
+	var defaultsFlag tokenFlags
+	fs.Var(&defaultsFlag, "cost-centre", "`PRINCIPAL=CC-NNNN`: the finance assistant charges this caller's expenses to this cost centre without asking; repeat per caller")
 	var tokenFlag tokenFlags
 	fs.Var(&tokenFlag, "token", "`PRINCIPAL=TOKEN`: require bearer tokens; repeat for each caller")
 	tokensFile := fs.String("tokens", "", "JSON `file` mapping principals to bearer tokens")
@@ -138,11 +140,31 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	defer st.Close()
 
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint serve: listen on %s: %v\n", *addr, err)
+		return 1
+	}
+	defer ln.Close()
+	base := "http://" + ln.Addr().String()
+	defaults := map[string]string{}
+	for _, d := range defaultsFlag {
+		principal, cc, ok := strings.Cut(d, "=")
+		if !ok || principal == "" || cc == "" {
+			fmt.Fprintf(stderr, "askpoint serve: --cost-centre %q: want PRINCIPAL=CC-NNNN\n", d)
+			return 2
+		}
+		defaults[principal] = cc
+	}
+
 	srv, err := askpoint.NewServer(askpoint.Config{
 		Store: st, Logger: logger, InputRequiredStreams: mode, LeaseDuration: *lease, PollInterval: *poll, Tokens: tokens,
 		QuestionExpiry: *expiry, Reminders: points, DisableSweeper: *noSweep,
 		AllowPrivateWebhooks: *allowPrivate || *conformanceMode,
 		PushRetryMin:         *pushRetryMin, PushRetryMax: *pushRetryMax, PushMaxAttempts: *pushAttempts,
+		// The finance assistant hears from the expense agent on this
+		// server's own address.
+		WebhookHosts: []string{ln.Addr().String()},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
@@ -170,17 +192,21 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 1
 	}
-
-	ln, err := net.Listen("tcp", *addr)
+	// The finance assistant: an orchestrator in front of the expense
+	// agent, reaching it over A2A on this server's own address.
+	assistant, err := expense.Assistant(expense.AssistantConfig{ExpenseURL: base + "/expense", SelfURL: base + "/assistant", Defaults: defaults})
+	if err == nil {
+		err = srv.Register(askpoint.AgentSpec{Name: "assistant", Agent: assistant, Card: expense.AssistantCard()})
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: listen on %s: %v\n", *addr, err)
+		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 1
 	}
+
 	if err := srv.Start(ctx); err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 1
 	}
-	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "askpoint: data in %s\n", where)
 	fmt.Fprintf(stdout, "askpoint: listening on %s\n", base)
 	if len(tokens) == 0 {

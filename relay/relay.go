@@ -1,0 +1,486 @@
+// Package relay is an askpoint agent that delegates its task to a
+// sub-agent over A2A and relays the sub-agent's questions to its own caller
+// in its own terms.
+//
+// When the sub-task asks, the relay first tries its own resolvers (its own
+// context, then policy; the client package's resolvers fit). If none
+// answers, it pauses its own task in input-required with its own question:
+// its own question ID, the text and schema its Restate gives (nothing of the
+// sub-agent's names, IDs or URLs), and an expiry Margin earlier than the
+// sub-agent's. The mapping (sub-task, sub-question) is the checkpoint, so
+// the relay holds no goroutine or connection while its caller thinks, and a
+// restart loses nothing. The caller's answer is validated twice: against
+// the relay's schema by the runtime, then, translated, against the
+// sub-agent's before it is sent down.
+//
+// While the sub-agent works, the relay's task waits without a run
+// ([askpoint.Await]); the sub-agent's push notifications go to the relay's
+// wake endpoint (CallbackURL/wake/TASK_ID) with a per-task token and resume
+// it. The same notifications withdraw the relay's question when the
+// sub-task moves on without it (answered another way, expired, failed).
+package relay
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+
+	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/question"
+)
+
+// Config describes a relay.
+type Config struct {
+	// SubAgentURL is the sub-agent's base URL (its card is at
+	// SubAgentURL/.well-known/agent-card.json). Required.
+	SubAgentURL string
+	// SubAgentName names the sub-agent to the caller in status messages
+	// ("the expense agent"); never its URL. Defaults to "the agent I
+	// asked".
+	SubAgentName string
+	// CallbackURL is this relay's own base URL as the sub-agent reaches
+	// it (for example http://127.0.0.1:8420/assistant). The sub-agent's
+	// push notifications go to CallbackURL/wake/TASK_ID. Required.
+	CallbackURL string
+
+	// Forward builds the message for the sub-agent from the step's call.
+	// nil forwards the request's parts.
+	Forward func(ctx context.Context, call *askpoint.Call) (*a2a.Message, error)
+	// Resolvers answer the sub-agent's question before the caller is
+	// asked: the relay's own context first, then policy. Query.Caller is
+	// the caller's principal. An answer's By is recorded.
+	Resolvers []client.Resolver
+	// Restate turns the sub-agent's question into the relay's own: its
+	// text, schema and options in the relay's terms. The relay sets the ID,
+	// the expiry and, on a re-ask, the attempt and errors. nil keeps the
+	// text, schema and options.
+	Restate func(ctx context.Context, call *askpoint.Call, sub *question.Question) (question.Question, error)
+	// Translate turns the caller's answer to the relay's question into an
+	// answer to the sub-agent's. nil passes it unchanged.
+	Translate func(ctx context.Context, call *askpoint.Call, sub *question.Question, answer map[string]any) (map[string]any, error)
+
+	// Margin is how much earlier than the sub-agent's question the
+	// relay's question expires, so that the caller's answer still has time
+	// to travel down. Defaults to 5 minutes; when the sub-question expires
+	// sooner than twice the margin, the relay's question gets half the time
+	// that is left.
+	Margin time.Duration
+	// MaxWait bounds how long the relay waits for a working sub-agent.
+	// Defaults to 24h.
+	MaxWait time.Duration
+	// SettleWithin is how long one call to the sub-agent may wait for it
+	// to pause or finish before the relay waits for its notification
+	// instead. Defaults to 3s.
+	SettleWithin time.Duration
+	// Dial opens a client for the sub-agent. Defaults to client.Dial with
+	// a plain HTTP client.
+	Dial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
+	// Now is the clock for expiries and deadlines. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Checkpoint is what a relay task saves when it pauses: the mapping from
+// its own question to the sub-agent's.
+type Checkpoint struct {
+	SubTaskID    a2a.TaskID         `json:"subTaskId"`
+	SubContextID string             `json:"subContextId,omitempty"`
+	SubQuestion  *question.Question `json:"subQuestion,omitempty"` // the sub-agent's open question, nil while it works
+	Token        string             `json:"token"`                 // wake token, also the push token
+}
+
+// Agent returns the relay agent for cfg.
+func Agent(cfg Config) (askpoint.Agent, error) {
+	if cfg.SubAgentURL == "" || cfg.CallbackURL == "" {
+		return nil, errors.New("relay: SubAgentURL and CallbackURL are required")
+	}
+	if cfg.SubAgentName == "" {
+		cfg.SubAgentName = "the agent I asked"
+	}
+	if cfg.Margin <= 0 {
+		cfg.Margin = 5 * time.Minute
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 24 * time.Hour
+	}
+	if cfg.SettleWithin <= 0 {
+		cfg.SettleWithin = 3 * time.Second
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = func(ctx context.Context, u string) (*a2aclient.Client, error) { return client.Dial(ctx, u, nil) }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.CallbackURL = strings.TrimSuffix(cfg.CallbackURL, "/")
+	return &relay{cfg: cfg}, nil
+}
+
+type relay struct {
+	cfg Config
+}
+
+// maxResolved bounds the sub-agent's questions the relay answers itself in
+// one step, so that a sub-agent that keeps asking reaches the caller.
+const maxResolved = 8
+
+// Start sends the request on to the sub-agent.
+func (r *relay) Start(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
+	msg, err := r.forward(ctx, call)
+	if err != nil {
+		return askpoint.Outcome{}, err
+	}
+	c, err := r.cfg.Dial(ctx, r.cfg.SubAgentURL)
+	if err != nil {
+		return askpoint.Fail(fmt.Sprintf("I could not reach %s: %v", r.cfg.SubAgentName, err)), nil
+	}
+	defer c.Destroy()
+	cp := &Checkpoint{Token: newToken()}
+	sub, err := r.send(ctx, call, c, cp, msg)
+	if err != nil {
+		return askpoint.Fail(fmt.Sprintf("%s did not take the request: %v", capitalize(r.cfg.SubAgentName), err)), nil
+	}
+	return r.handle(ctx, call, c, cp, sub)
+}
+
+// Resume carries the caller's answer down, or acts on the sub-agent's
+// notification.
+func (r *relay) Resume(ctx context.Context, call *askpoint.Call, res *askpoint.Resumption) (askpoint.Outcome, error) {
+	var cp Checkpoint
+	if err := json.Unmarshal(res.Checkpoint, &cp); err != nil {
+		return askpoint.Outcome{}, fmt.Errorf("relay: read checkpoint: %w", err)
+	}
+	c, err := r.cfg.Dial(ctx, r.cfg.SubAgentURL)
+	if err != nil {
+		return askpoint.Outcome{}, fmt.Errorf("reach %s: %w", r.cfg.SubAgentName, err) // the step is retried
+	}
+	defer c.Destroy()
+	if res.Event != nil || res.Answer == nil || cp.SubQuestion == nil {
+		// A notification (or a resume with nothing to carry): the
+		// sub-task as it stands decides.
+		sub, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: cp.SubTaskID})
+		if err != nil {
+			return askpoint.Outcome{}, fmt.Errorf("read the sub-task: %w", err)
+		}
+		return r.handle(ctx, call, c, &cp, sub)
+	}
+	ans := &client.Answer{By: "caller"}
+	switch res.Answer.Action {
+	case question.ActionDecline, question.ActionCancel:
+		ans.Action, ans.Reason = res.Answer.Action, res.Answer.Reason
+	default:
+		fields := map[string]any{}
+		if err := json.Unmarshal(res.Answer.Fields, &fields); err != nil {
+			return askpoint.Outcome{}, fmt.Errorf("relay: read the answer: %w", err)
+		}
+		if r.cfg.Translate != nil {
+			if fields, err = r.cfg.Translate(ctx, call, cp.SubQuestion, fields); err != nil {
+				return r.reAsk(ctx, call, &cp, []question.FieldError{{Message: err.Error()}})
+			}
+		}
+		raw, err := json.Marshal(fields)
+		if err != nil {
+			return askpoint.Outcome{}, err
+		}
+		if errs := cp.SubQuestion.Validate(raw); len(errs) > 0 {
+			// The second validation: what the sub-agent would refuse is
+			// re-asked here, without a round trip down.
+			return r.reAsk(ctx, call, &cp, errs)
+		}
+		ans.Fields = fields
+	}
+	sub, err := r.answer(ctx, call, c, &cp, ans, call.Key)
+	if err != nil {
+		return askpoint.Outcome{}, err
+	}
+	return r.handle(ctx, call, c, &cp, sub)
+}
+
+// Wakes implements askpoint.Waker: a notification that says nothing new
+// (a reminder, the question the relay already relays, progress while the
+// sub-agent works) does not resume the task.
+func (r *relay) Wakes(checkpoint json.RawMessage, event json.RawMessage) bool {
+	var cp Checkpoint
+	if json.Unmarshal(checkpoint, &cp) != nil {
+		return true
+	}
+	var sr a2a.StreamResponse
+	if json.Unmarshal(event, &sr) != nil {
+		return false // not a notification
+	}
+	var status *a2a.TaskStatus
+	switch ev := sr.Event.(type) {
+	case *a2a.TaskStatusUpdateEvent:
+		if ev.TaskID != cp.SubTaskID {
+			return false
+		}
+		if _, ok := ev.Metadata[askpoint.ReminderKey]; ok {
+			return false
+		}
+		status = &ev.Status
+	case *a2a.Task:
+		if ev.ID != cp.SubTaskID {
+			return false
+		}
+		status = &ev.Status
+	default:
+		return false // artifacts arrive with the task at its end
+	}
+	switch status.State {
+	case a2a.TaskStateWorking, a2a.TaskStateSubmitted:
+		return cp.SubQuestion != nil // our question is moot: someone answered it
+	case a2a.TaskStateInputRequired:
+		q, ok, _ := question.FromMessage(status.Message)
+		return cp.SubQuestion == nil || !ok || q.ID != cp.SubQuestion.ID
+	}
+	return true
+}
+
+// handle decides what the sub-task's state means for the relay's task.
+func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Client, cp *Checkpoint, sub *a2a.Task) (askpoint.Outcome, error) {
+	name := r.cfg.SubAgentName
+	for resolved := 0; ; resolved++ {
+		cp.SubTaskID, cp.SubContextID = sub.ID, sub.ContextID
+		switch st := sub.Status.State; st {
+		case a2a.TaskStateCompleted:
+			return askpoint.Complete(sub.Artifacts...).WithMessage(capitalize(name) + " finished the task."), nil
+		case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled:
+			return askpoint.Fail(r.endedText(sub)), nil
+		case a2a.TaskStateAuthRequired:
+			return askpoint.Fail(capitalize(name) + " needs a credential that I cannot give it."), nil
+		case a2a.TaskStateInputRequired:
+			q, ok, err := question.FromMessage(sub.Status.Message)
+			if err != nil || !ok {
+				return askpoint.Fail(capitalize(name) + " asked something I cannot relay (its question has no machine-readable part)."), nil
+			}
+			if resolved < maxResolved {
+				if ans := r.resolve(ctx, call, sub, q); ans != nil {
+					if err := call.Progress(ctx, fmt.Sprintf("I answered %s's question myself (%s): %s", name, ans.By, summary(ans.Fields))); err != nil {
+						return askpoint.Outcome{}, err
+					}
+					next, err := r.answer(ctx, call, c, cp, ans, fmt.Sprintf("%s/auto/%s", call.Key, q.ID))
+					if err != nil {
+						return askpoint.Outcome{}, err
+					}
+					sub = next
+					continue
+				}
+			}
+			cp.SubQuestion = q
+			return r.askUp(ctx, call, cp, q)
+		default: // submitted, working
+			cp.SubQuestion = nil
+			return askpoint.Await(fmt.Sprintf("Waiting for %s to finish.", name), cp, cp.Token, r.cfg.Now().Add(r.cfg.MaxWait)), nil
+		}
+	}
+}
+
+// endedText says, in the relay's words, how the sub-task ended.
+func (r *relay) endedText(sub *a2a.Task) string {
+	name := capitalize(r.cfg.SubAgentName)
+	why := ""
+	if sub.Status.Message != nil {
+		why = textOf(sub.Status.Message)
+	}
+	switch {
+	case strings.Contains(why, "No answer in time"):
+		return name + "'s question expired before it was answered, so the task could not be done."
+	case sub.Status.State == a2a.TaskStateCanceled:
+		return name + " canceled the task." + reason(why)
+	case sub.Status.State == a2a.TaskStateRejected:
+		return name + " refused the task." + reason(why)
+	}
+	return name + " could not do the task." + reason(why)
+}
+
+func reason(why string) string {
+	if why == "" {
+		return ""
+	}
+	return " It said: " + why
+}
+
+// askUp pauses the relay's task with its own question for the sub-agent's q.
+func (r *relay) askUp(ctx context.Context, call *askpoint.Call, cp *Checkpoint, q *question.Question) (askpoint.Outcome, error) {
+	own := question.Question{Text: q.Text, Schema: q.Schema, Options: q.Options}
+	if r.cfg.Restate != nil {
+		var err error
+		if own, err = r.cfg.Restate(ctx, call, q); err != nil {
+			return askpoint.Outcome{}, fmt.Errorf("relay: restate the question: %w", err)
+		}
+	}
+	own.ID = ""
+	own.Expires = r.ownExpiry(q.Expires)
+	if len(q.Errors) > 0 {
+		// A re-ask below is a re-ask here, with the errors restated.
+		own.Attempt, own.MaxAttempts, own.Errors = q.Attempt, q.MaxAttempts, q.Errors
+	}
+	return askpoint.Ask(own, cp).WakeOn(cp.Token), nil
+}
+
+// reAsk asks the caller again after the translated answer failed the
+// sub-agent's schema.
+func (r *relay) reAsk(ctx context.Context, call *askpoint.Call, cp *Checkpoint, errs []question.FieldError) (askpoint.Outcome, error) {
+	q := *cp.SubQuestion
+	q.Errors = errs
+	q.Attempt = max(q.Attempt, 1) + 1
+	q.MaxAttempts = max(q.MaxAttempts, q.Attempt)
+	return r.askUp(ctx, call, cp, &q)
+}
+
+// ownExpiry is the relay's question's expiry for a sub-question that
+// expires at sub.
+func (r *relay) ownExpiry(sub time.Time) time.Time {
+	if sub.IsZero() {
+		return time.Time{}
+	}
+	now := r.cfg.Now()
+	left := sub.Sub(now)
+	if left > 2*r.cfg.Margin {
+		return sub.Add(-r.cfg.Margin)
+	}
+	return now.Add(left / 2)
+}
+
+// resolve asks the relay's resolvers, in order; nil when none answers
+// with an answer the sub-agent's schema takes.
+func (r *relay) resolve(ctx context.Context, call *askpoint.Call, sub *a2a.Task, q *question.Question) *client.Answer {
+	query := &client.Query{
+		Caller: call.Principal, TaskID: sub.ID, ContextID: sub.ContextID,
+		Request: call.Request, Status: sub.Status.Message, Question: q, Text: q.Text, Round: 1, MaxRounds: 1,
+	}
+	for _, res := range r.cfg.Resolvers {
+		ans, err := res.Resolve(ctx, query)
+		if err != nil || ans == nil || ans.Action != "" || ans.Fields == nil {
+			continue
+		}
+		raw, err := json.Marshal(ans.Fields)
+		if err != nil || len(q.Validate(raw)) > 0 {
+			continue
+		}
+		if ans.By == "" {
+			ans.By = client.ByContext
+		}
+		return ans
+	}
+	return nil
+}
+
+// answer sends ans to the sub-agent's open question. key makes the message
+// ID the same on every run of the step, so a rerun is a redelivery the
+// sub-agent deduplicates.
+func (r *relay) answer(ctx context.Context, call *askpoint.Call, c *a2aclient.Client, cp *Checkpoint, ans *client.Answer, key string) (*a2a.Task, error) {
+	q := cp.SubQuestion
+	if q == nil {
+		return nil, errors.New("relay: no open sub-question to answer")
+	}
+	obj := map[string]any{"questionId": q.ID}
+	if ans.Action != "" {
+		obj["action"] = ans.Action
+		if ans.Reason != "" {
+			obj["reason"] = ans.Reason
+		}
+	} else {
+		for k, v := range ans.Fields {
+			obj[k] = v
+		}
+	}
+	p := a2a.NewDataPart(obj)
+	p.MediaType = question.MediaTypeJSON
+	msg := &a2a.Message{
+		ID: messageID(key), Role: a2a.MessageRoleUser, TaskID: cp.SubTaskID,
+		Parts: a2a.ContentParts{p}, Extensions: []string{question.ExtensionURI},
+		Metadata: map[string]any{client.MetaAnsweredBy: ans.By},
+	}
+	sub, err := r.send(ctx, call, c, cp, msg)
+	if err != nil {
+		return nil, fmt.Errorf("send the answer to %s: %w", r.cfg.SubAgentName, err)
+	}
+	cp.SubQuestion = nil
+	return sub, nil
+}
+
+// send sends msg to the sub-agent with the relay's push configuration,
+// waiting up to SettleWithin for it to pause or finish. A sub-agent still
+// busy after that is left to notify.
+func (r *relay) send(ctx context.Context, call *askpoint.Call, c *a2aclient.Client, cp *Checkpoint, msg *a2a.Message) (*a2a.Task, error) {
+	push := &a2a.PushConfig{ID: "relay", URL: r.cfg.CallbackURL + "/wake/" + call.TaskID, Token: cp.Token}
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.SettleWithin)
+	res, err := c.SendMessage(wctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: push}})
+	cancel()
+	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+		// Still busy: the same message again is a redelivery, answered
+		// at once with the task as it stands.
+		res, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: push, ReturnImmediately: true}})
+	}
+	if err != nil {
+		return nil, err
+	}
+	sub, ok := res.(*a2a.Task)
+	if !ok {
+		return nil, fmt.Errorf("%s answered with a message instead of a task", r.cfg.SubAgentName)
+	}
+	return sub, nil
+}
+
+func (r *relay) forward(ctx context.Context, call *askpoint.Call) (*a2a.Message, error) {
+	var msg *a2a.Message
+	if r.cfg.Forward != nil {
+		m, err := r.cfg.Forward(ctx, call)
+		if err != nil {
+			return nil, err
+		}
+		msg = m
+	} else {
+		msg = &a2a.Message{Parts: call.Request.Parts}
+	}
+	out := *msg
+	out.ID = messageID(call.Key)
+	out.Role = a2a.MessageRoleUser
+	out.TaskID, out.ContextID = "", ""
+	return &out, nil
+}
+
+// messageID is a message ID derived from a step's key: the same on every
+// run of the step.
+func messageID(key string) string {
+	sum := sha256.Sum256([]byte("askpoint-relay\x00" + key))
+	return "relay-" + hex.EncodeToString(sum[:12])
+}
+
+func newToken() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func textOf(m *a2a.Message) string {
+	var out []string
+	for _, p := range m.Parts {
+		if t, ok := p.Content.(a2a.Text); ok {
+			out = append(out, string(t))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+func summary(fields map[string]any) string {
+	raw, _ := json.Marshal(fields)
+	return string(raw)
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
