@@ -42,6 +42,24 @@ type Options struct {
 	PostgresURL string
 	Agents      []askpoint.AgentSpec // added after the expense and script agents
 	Quiet       bool                 // drop logs (default: logs go to t.Log)
+	// Listener serves the server (default: a new one on 127.0.0.1:0). Pass
+	// one to know the server's URL before its agents are built, as an
+	// orchestrator that gives its own URL to its sub-agents must.
+	Listener net.Listener
+}
+
+// Listen opens a listener on 127.0.0.1 (addr "" for any free port) and
+// returns it with its base URL, for Options.Listener.
+func Listen(t testing.TB, addr string) (net.Listener, string) {
+	t.Helper()
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on %s: %v", addr, err)
+	}
+	return ln, "http://" + ln.Addr().String()
 }
 
 // Start serves the expense agent ("expense") and the script agent
@@ -90,9 +108,9 @@ func Start(t testing.TB, opts Options) *Env {
 			t.Fatalf("Register(%s) = %v", s.Name, err)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
+	ln := opts.Listener
+	if ln == nil {
+		ln, _ = Listen(t, "")
 	}
 	if err := srv.Start(ctx); err != nil {
 		t.Fatalf("Start() = %v", err)
