@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/askpoint/askpoint/internal/dbtest"
 	"github.com/askpoint/askpoint/store"
@@ -38,4 +39,80 @@ func BenchmarkUpdateTaskParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkDueTasks is the expiry sweep: one DueTasks call returning the
+// 1,000 due tasks (Limit 1000) among paused tasks whose other timers are
+// all in the future, at 1,000 and at 1,000,000 paused tasks. With the
+// partial index on wake_at the cost follows the due tasks, not the paused
+// ones. The NextDue-ns metric is the mean of NextDue calls after the loop.
+// Rows carry a status, a question and a pause (~300 bytes of JSON); the
+// due ones are spread over the table, not clustered. Seeding (one INSERT
+// from generate_series, then VACUUM ANALYZE, as autovacuum would after a
+// bulk load) is not timed.
+//
+//	TEST_DATABASE_URL=... go test -run '^$' -bench DueTasks -benchtime 3s ./store/postgres/
+func BenchmarkDueTasks(b *testing.B) {
+	const due = 1000
+	for _, paused := range []int{1000, 1_000_000} {
+		b.Run(fmt.Sprintf("paused=%d", paused), func(b *testing.B) {
+			s, err := Open(b.Context(), dbtest.Schema(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			now := ms(time.Now())
+			seedDue(b, s, paused, due, now)
+			p := store.DueParams{Timer: store.TimerWake, Now: now, Limit: due}
+			if got, err := s.DueTasks(b.Context(), p); err != nil || len(got) != due {
+				b.Fatalf("DueTasks() = %d tasks, %v, want %d", len(got), err, due)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.DueTasks(b.Context(), p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			const calls = 1000
+			start := time.Now()
+			for range calls {
+				if _, err := s.NextDue(b.Context(), store.TimerWake); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Nanoseconds())/calls, "NextDue-ns")
+		})
+	}
+}
+
+// seedDue inserts paused input-required tasks with one SQL statement:
+// every paused/due-th one has its wake_at up to 100s before now, the
+// others theirs 1 to 25 hours after now.
+func seedDue(b *testing.B, s *Store, paused, due int, now time.Time) {
+	b.Helper()
+	start := time.Now()
+	if _, err := s.pool.Exec(b.Context(), `
+		INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq,
+			status, question, pause, wake_at, created_at, updated_at)
+		SELECT format('task-%s', lpad(i::text, 8, '0')), format('ctx-%s', lpad(i::text, 8, '0')),
+			'tenant', 'alice', 'expense', 'TASK_STATE_INPUT_REQUIRED', 1, 2,
+			$3::text::json, $4::text::json, $5::text::json,
+			CASE WHEN i % $2 = 0
+				THEN $6::timestamptz - make_interval(secs => (1 + (i::bigint * 7919) % 100000) / 1000.0)
+				ELSE $6::timestamptz + make_interval(secs => (3600000 + (i::bigint * 7919) % 86400000) / 1000.0)
+			END,
+			$6, $6
+		FROM generate_series(1, $1::int) AS i`,
+		paused, paused/due,
+		`{"state":"TASK_STATE_INPUT_REQUIRED","timestamp":"2026-01-02T03:04:05Z","message":{"role":"agent","parts":[{"text":"Approve?"}]}}`,
+		`{"text":"Approve the expense of 120 EUR for the team lunch?","schema":{"type":"boolean"}}`,
+		`{"expiry":"cancel","expiresAt":"2026-01-02T04:04:05Z","reminders":["PT30M"],"sent":0}`,
+		now); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.pool.Exec(b.Context(), `VACUUM ANALYZE tasks`); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded %d paused tasks (%d due) in %v", paused, due, time.Since(start).Round(time.Millisecond))
 }

@@ -140,3 +140,72 @@ func BenchmarkUpdateTask(b *testing.B) {
 type serial struct{ n int }
 
 func (s *serial) Next() bool { s.n--; return s.n >= 0 }
+
+// BenchmarkDueTasks is the expiry sweep: one DueTasks call returning the
+// 1,000 due tasks (Limit 1000) among paused tasks whose other timers are
+// all in the future, at 1,000 and at 1,000,000 paused tasks. With the
+// partial index on wake_at the cost follows the due tasks, not the paused
+// ones. The NextDue-ns metric is the mean of NextDue calls after the loop.
+// Rows carry a status, a question and a pause (~300 bytes of JSON); the
+// due ones are spread over the table, not clustered. Seeding (one INSERT
+// through the writer) is not timed.
+//
+//	go test -run '^$' -bench DueTasks -benchtime 3s ./store/sqlite/
+func BenchmarkDueTasks(b *testing.B) {
+	const due = 1000
+	for _, paused := range []int{1000, 1_000_000} {
+		b.Run(fmt.Sprintf("paused=%d", paused), func(b *testing.B) {
+			s := benchOpen(b)
+			now := time.Now()
+			seedDue(b, s, paused, due, now)
+			p := store.DueParams{Timer: store.TimerWake, Now: now, Limit: due}
+			if got, err := s.DueTasks(b.Context(), p); err != nil || len(got) != due {
+				b.Fatalf("DueTasks() = %d tasks, %v, want %d", len(got), err, due)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.DueTasks(b.Context(), p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			const calls = 1000
+			start := time.Now()
+			for range calls {
+				if _, err := s.NextDue(b.Context(), store.TimerWake); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(time.Since(start).Nanoseconds())/calls, "NextDue-ns")
+		})
+	}
+}
+
+// seedDue inserts paused input-required tasks with one SQL statement
+// through the writer: every paused/due-th one has its wake_at up to 100s
+// before now, the others theirs 1 to 25 hours after now.
+func seedDue(b *testing.B, s *Store, paused, due int, now time.Time) {
+	b.Helper()
+	start := time.Now()
+	err := s.write(b.Context(), func(bt *batch) error {
+		_, err := bt.tx.Exec(`
+			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+			INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq,
+				status, question, pause, wake_at, created_at, updated_at)
+			SELECT printf('task-%08d', i), printf('ctx-%08d', i), 'tenant', 'alice', 'expense', 'TASK_STATE_INPUT_REQUIRED', 1, 2,
+				?3, ?4, ?5,
+				CASE WHEN i % ?2 = 0 THEN ?6 - 1 - (i * 7919) % 100000 ELSE ?6 + 3600000 + (i * 7919) % 86400000 END,
+				?6, ?6
+			FROM n`,
+			paused, paused/due,
+			`{"state":"TASK_STATE_INPUT_REQUIRED","timestamp":"2026-01-02T03:04:05Z","message":{"role":"agent","parts":[{"text":"Approve?"}]}}`,
+			`{"text":"Approve the expense of 120 EUR for the team lunch?","schema":{"type":"boolean"}}`,
+			`{"expiry":"cancel","expiresAt":"2026-01-02T04:04:05Z","reminders":["PT30M"],"sent":0}`,
+			now.UnixMilli())
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded %d paused tasks (%d due) in %v", paused, due, time.Since(start).Round(time.Millisecond))
+}
