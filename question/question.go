@@ -57,6 +57,10 @@ type Question struct {
 	Attempt     int             `json:"attempt,omitempty"` // 1 for the first ask
 	MaxAttempts int             `json:"maxAttempts,omitempty"`
 	Errors      []FieldError    `json:"errors,omitempty"`
+	// About says, when the question is asked for someone else, who: for a
+	// workflow, the participant that asks and its task. Optional; string
+	// values only.
+	About map[string]string `json:"about,omitempty"`
 }
 
 // Wire keys of the question's data part.
@@ -68,6 +72,7 @@ const (
 	keyAttempt     = "attempt"
 	keyMaxAttempts = "maxAttempts"
 	keyErrors      = "errors"
+	keyAbout       = "about"
 	keyAction      = "action"
 	keyReason      = "reason"
 )
@@ -121,6 +126,13 @@ func (q *Question) wireObject() map[string]any {
 		}
 		obj[keyOptions] = opts
 	}
+	if len(q.About) > 0 {
+		about := make(map[string]any, len(q.About))
+		for k, v := range q.About {
+			about[k] = v
+		}
+		obj[keyAbout] = about
+	}
 	if a := q.attempt(); a > 1 {
 		obj[keyAttempt] = float64(a)
 		if q.MaxAttempts > 0 {
@@ -157,6 +169,7 @@ type wireQuestion struct {
 	Attempt     int             `json:"attempt"`
 	MaxAttempts int             `json:"maxAttempts"`
 	Errors      []FieldError    `json:"errors"`
+	About       map[string]any  `json:"about"`
 }
 
 // FromMessage finds the question in an agent status message (the data part
@@ -205,6 +218,14 @@ func FromMessage(m *a2a.Message) (q *Question, ok bool, err error) {
 			Attempt:     max(w.Attempt, 1), // a first ask carries no attempt
 			MaxAttempts: w.MaxAttempts,
 			Errors:      w.Errors,
+		}
+		for k, v := range w.About {
+			if sv, ok := v.(string); ok {
+				if q.About == nil {
+					q.About = map[string]string{}
+				}
+				q.About[k] = sv
+			}
 		}
 		if w.Expires != "" {
 			t, err := time.Parse(time.RFC3339Nano, w.Expires)

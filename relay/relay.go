@@ -213,6 +213,12 @@ func (r *relay) Wakes(checkpoint json.RawMessage, event json.RawMessage) bool {
 	if json.Unmarshal(checkpoint, &cp) != nil {
 		return true
 	}
+	return wakes(&cp, event)
+}
+
+// wakes reports whether a notification about cp's sub-task says something
+// the relay does not know yet.
+func wakes(cp *Checkpoint, event json.RawMessage) bool {
 	var sr a2a.StreamResponse
 	if json.Unmarshal(event, &sr) != nil {
 		return false // not a notification
@@ -311,11 +317,21 @@ func reason(why string) string {
 
 // askUp pauses the relay's task with its own question for the sub-agent's q.
 func (r *relay) askUp(ctx context.Context, call *askpoint.Call, cp *Checkpoint, q *question.Question) (askpoint.Outcome, error) {
+	own, err := r.ownQuestion(ctx, call, q)
+	if err != nil {
+		return askpoint.Outcome{}, err
+	}
+	return askpoint.Ask(own, cp).WakeOn(cp.Token), nil
+}
+
+// ownQuestion is the relay's own question for the sub-agent's q: restated,
+// expiring Margin earlier, a re-ask when q is one.
+func (r *relay) ownQuestion(ctx context.Context, call *askpoint.Call, q *question.Question) (question.Question, error) {
 	own := question.Question{Text: q.Text, Schema: q.Schema, Options: q.Options}
 	if r.cfg.Restate != nil {
 		var err error
 		if own, err = r.cfg.Restate(ctx, call, q); err != nil {
-			return askpoint.Outcome{}, fmt.Errorf("relay: restate the question: %w", err)
+			return question.Question{}, fmt.Errorf("relay: restate the question: %w", err)
 		}
 	}
 	own.ID = ""
@@ -324,7 +340,7 @@ func (r *relay) askUp(ctx context.Context, call *askpoint.Call, cp *Checkpoint, 
 		// A re-ask below is a re-ask here, with the errors restated.
 		own.Attempt, own.MaxAttempts, own.Errors = q.Attempt, q.MaxAttempts, q.Errors
 	}
-	return askpoint.Ask(own, cp).WakeOn(cp.Token), nil
+	return own, nil
 }
 
 // reAsk asks the caller again after the translated answer failed the

@@ -1,0 +1,110 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/question"
+)
+
+// Hop is one sub-agent as the relay drives it, for agents that drive
+// several sub-agents in their own order (the workflow package): send a
+// message, carry an answer down, read the sub-task, restate its question,
+// judge a notification. The state of a hop is a [Checkpoint], which the
+// caller keeps in its own checkpoint.
+type Hop struct {
+	r *relay
+}
+
+// NewHop returns a hop to cfg's sub-agent (Config as for [Agent]).
+func NewHop(cfg Config) (*Hop, error) {
+	a, err := Agent(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Hop{r: a.(*relay)}, nil
+}
+
+// NewCheckpoint starts a hop's state with a fresh wake token.
+func NewCheckpoint() *Checkpoint { return &Checkpoint{Token: newToken()} }
+
+// Name is how the hop names its sub-agent to people.
+func (h *Hop) Name() string { return h.r.cfg.SubAgentName }
+
+// Send sends msg (with a message ID derived from key, so that a rerun of
+// the step is a redelivery) as a new sub-task, or on cp's sub-task when
+// msg.TaskID is set.
+func (h *Hop) Send(ctx context.Context, call *askpoint.Call, cp *Checkpoint, msg *a2a.Message, key string) (*a2a.Task, error) {
+	c, err := h.r.cfg.Dial(ctx, h.r.cfg.SubAgentURL)
+	if err != nil {
+		return nil, fmt.Errorf("reach %s: %w", h.r.cfg.SubAgentName, err)
+	}
+	defer c.Destroy()
+	out := *msg
+	out.ID, out.Role = messageID(key), a2a.MessageRoleUser
+	sub, err := h.r.send(ctx, call, c, cp, &out)
+	if err == nil {
+		cp.SubTaskID, cp.SubContextID = sub.ID, sub.ContextID
+	}
+	return sub, err
+}
+
+// Answer carries ans down to cp's open sub-question.
+func (h *Hop) Answer(ctx context.Context, call *askpoint.Call, cp *Checkpoint, ans *client.Answer, key string) (*a2a.Task, error) {
+	c, err := h.r.cfg.Dial(ctx, h.r.cfg.SubAgentURL)
+	if err != nil {
+		return nil, fmt.Errorf("reach %s: %w", h.r.cfg.SubAgentName, err)
+	}
+	defer c.Destroy()
+	return h.r.answer(ctx, call, c, cp, ans, key)
+}
+
+// Get reads cp's sub-task as it stands.
+func (h *Hop) Get(ctx context.Context, cp *Checkpoint) (*a2a.Task, error) {
+	c, err := h.r.cfg.Dial(ctx, h.r.cfg.SubAgentURL)
+	if err != nil {
+		return nil, fmt.Errorf("reach %s: %w", h.r.cfg.SubAgentName, err)
+	}
+	defer c.Destroy()
+	return c.GetTask(ctx, &a2a.GetTaskRequest{ID: cp.SubTaskID})
+}
+
+// Resolve asks the hop's resolvers for an answer to the sub-agent's q; nil
+// when none gives one the sub-agent's schema takes.
+func (h *Hop) Resolve(ctx context.Context, call *askpoint.Call, sub *a2a.Task, q *question.Question) *client.Answer {
+	return h.r.resolve(ctx, call, sub, q)
+}
+
+// Question is the caller-facing question for the sub-agent's q: restated,
+// expiring earlier, a re-ask when q is one. Its ID is left to the caller.
+func (h *Hop) Question(ctx context.Context, call *askpoint.Call, q *question.Question) (question.Question, error) {
+	return h.r.ownQuestion(ctx, call, q)
+}
+
+// Check validates an answer for cp's open sub-question, translated
+// (Config.Translate); errors when the sub-agent would refuse it.
+func (h *Hop) Check(ctx context.Context, call *askpoint.Call, cp *Checkpoint, fields map[string]any) (map[string]any, []question.FieldError) {
+	var err error
+	if h.r.cfg.Translate != nil {
+		if fields, err = h.r.cfg.Translate(ctx, call, cp.SubQuestion, fields); err != nil {
+			return nil, []question.FieldError{{Message: err.Error()}}
+		}
+	}
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		return nil, []question.FieldError{{Message: err.Error()}}
+	}
+	return fields, cp.SubQuestion.Validate(raw)
+}
+
+// Wakes reports whether a push notification about cp's sub-task says
+// something new (see askpoint.Waker).
+func (h *Hop) Wakes(cp *Checkpoint, event json.RawMessage) bool { return wakes(cp, event) }
+
+// Ended says, in the relay's words, how a finished sub-task ended badly.
+func (h *Hop) Ended(sub *a2a.Task) string { return h.r.endedText(sub) }
