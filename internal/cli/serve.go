@@ -24,6 +24,7 @@ import (
 	"github.com/askpoint/askpoint/examples/booking"
 	"github.com/askpoint/askpoint/examples/conformance"
 	"github.com/askpoint/askpoint/examples/expense"
+	"github.com/askpoint/askpoint/examples/planning"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/postgres"
 	"github.com/askpoint/askpoint/store/sqlite"
@@ -197,6 +198,17 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	assistant, err := expense.Assistant(expense.AssistantConfig{ExpenseURL: base + "/expense", SelfURL: base + "/assistant", Defaults: defaults})
 	if err == nil {
 		err = srv.Register(askpoint.AgentSpec{Name: "assistant", Agent: assistant, Card: expense.AssistantCard()})
+	}
+	// The workflow demo: a group chat of a planner and the expense agent
+	// that stops when the expense agent asks.
+	if err == nil {
+		err = srv.Register(askpoint.AgentSpec{Name: "planner", Agent: planning.Planner(), Card: planning.PlannerCard()})
+	}
+	if err == nil {
+		var chat askpoint.Agent
+		if chat, err = planning.Workflow(base); err == nil {
+			err = srv.Register(askpoint.AgentSpec{Name: "planning", Agent: chat, Card: planning.WorkflowCard()})
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)

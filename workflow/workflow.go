@@ -1,0 +1,455 @@
+// Package workflow runs several A2A agents as one task: in sequence, as a
+// group chat whose manager picks the next speaker, or by handoff, where
+// each participant names the next.
+//
+// A workflow suspends when a participant asks. Its participants' questions
+// are never answered by another participant or by the manager: the
+// workflow's own task moves to input-required with one request (its question
+// ID is the request ID; its data part names the participant and the
+// participant's task under "about"), no other participant is invoked while
+// it waits, and only the caller's answer to that request is carried to the
+// waiting participant. A suspended turn consumes no round. A participant may
+// be allowed to be answered from the workflow's own context first
+// (Participant.AutoAnswer), recorded in the history as answered by the
+// workflow.
+//
+// A workflow is an askpoint agent ([Agent]): a run is a task, its state is
+// the task's checkpoint, so a suspended workflow is rows in the store and
+// survives restarts; its pending requests are its tasks in input-required
+// (ListTasks). Participants are reached over A2A (local askpoint agents at
+// their own URLs, remote agents anywhere) through the relay package.
+package workflow
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/relay"
+)
+
+// Mode is how a workflow picks who speaks next.
+type Mode string
+
+// The modes.
+const (
+	// Sequential runs each participant once, in order; each gets what the
+	// one before it said.
+	Sequential Mode = "sequential"
+	// GroupChat lets a manager pick the next speaker (round robin unless
+	// Config.Next says otherwise) until MaxRounds turns were taken or the
+	// manager says stop; each speaker gets the conversation so far.
+	GroupChat Mode = "group-chat"
+	// Handoff starts with the first participant; each names the next one
+	// in its reply (a data part {"handoff": "NAME"}); a reply that names
+	// none ends the workflow.
+	Handoff Mode = "handoff"
+)
+
+// Participant is an agent in a workflow.
+type Participant struct {
+	// Name is how the workflow names it (to the manager and to people).
+	Name string
+	// URL is its A2A base URL.
+	URL string
+	// AutoAnswer, when set, lets the workflow answer this participant's
+	// questions from its own context first (client resolvers; Query.Caller
+	// is the caller's principal, Query.Request the workflow's request).
+	// An answer is recorded in the history as given by the workflow. Nil:
+	// every question suspends the workflow and goes to the caller.
+	AutoAnswer []client.Resolver
+}
+
+// Config describes a workflow.
+type Config struct {
+	Mode         Mode
+	Participants []Participant
+	// MaxRounds caps the turns of a group chat or a handoff chain (a turn
+	// is a participant's finished reply; a suspended turn is not one).
+	// Defaults to twice the number of participants.
+	MaxRounds int
+	// Next is the group chat's manager: it returns the name of the next
+	// speaker, or "" to stop. Nil: round robin.
+	Next func(s *State) string
+	// CallbackURL is the workflow agent's own base URL as participants
+	// reach it; their push notifications go to CallbackURL/wake/TASK_ID.
+	CallbackURL string
+	// Relay tunes how participants are reached (Dial, Margin, MaxWait,
+	// SettleWithin, Now); its SubAgent fields and CallbackURL are set per
+	// participant.
+	Relay relay.Config
+}
+
+// Turn is one finished reply of the conversation.
+type Turn struct {
+	Speaker string `json:"speaker"` // "caller" for the request
+	Text    string `json:"text"`
+	Handoff string `json:"handoff,omitempty"`
+}
+
+// State is a workflow run's checkpoint.
+type State struct {
+	Transcript []Turn `json:"transcript"`
+	Rounds     int    `json:"rounds"` // finished participant turns
+	// Speaker is the participant whose turn is under way ("" between
+	// turns); Hop is its sub-task.
+	Speaker string            `json:"speaker,omitempty"`
+	Hop     *relay.Checkpoint `json:"hop,omitempty"`
+	// Request is the open request to the caller while suspended.
+	Request *Request `json:"request,omitempty"`
+}
+
+// Request is what a suspended workflow asks its caller.
+type Request struct {
+	ID          string `json:"id"` // the workflow's question ID
+	Participant string `json:"participant"`
+	TaskID      string `json:"taskId"` // the participant's task
+}
+
+// About keys of a workflow's question: who asks, and in which task.
+const (
+	AboutParticipant = "participant"
+	AboutTask        = "participantTask"
+)
+
+// ErrNoMessage is the error of a turn that would invoke a participant
+// with nothing to say to it: the workflow fails instead of inventing a
+// message.
+var ErrNoMessage = errors.New("workflow: the next participant would be invoked with no message")
+
+type workflow struct {
+	cfg  Config
+	hops map[string]*relay.Hop
+}
+
+// Agent returns the workflow as an askpoint agent.
+func Agent(cfg Config) (askpoint.Agent, error) {
+	switch cfg.Mode {
+	case Sequential, GroupChat, Handoff:
+	default:
+		return nil, fmt.Errorf("workflow: unknown mode %q (use sequential, group-chat or handoff)", cfg.Mode)
+	}
+	if len(cfg.Participants) == 0 || cfg.CallbackURL == "" {
+		return nil, errors.New("workflow: Participants and CallbackURL are required")
+	}
+	if cfg.MaxRounds <= 0 {
+		cfg.MaxRounds = 2 * len(cfg.Participants)
+	}
+	w := &workflow{cfg: cfg, hops: map[string]*relay.Hop{}}
+	for _, p := range cfg.Participants {
+		if p.Name == "" || p.URL == "" || p.Name == "caller" {
+			return nil, fmt.Errorf("workflow: participant %q needs a name (not \"caller\") and a URL", p.Name)
+		}
+		if w.hops[p.Name] != nil {
+			return nil, fmt.Errorf("workflow: two participants are named %q", p.Name)
+		}
+		rc := cfg.Relay
+		rc.SubAgentURL, rc.SubAgentName, rc.CallbackURL, rc.Resolvers = p.URL, p.Name, cfg.CallbackURL, p.AutoAnswer
+		hop, err := relay.NewHop(rc)
+		if err != nil {
+			return nil, err
+		}
+		w.hops[p.Name] = hop
+	}
+	return w, nil
+}
+
+// Start begins the conversation with the caller's request.
+func (w *workflow) Start(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
+	st := &State{Transcript: []Turn{{Speaker: "caller", Text: textOf(call.Request.Parts)}}}
+	return w.advance(ctx, call, st)
+}
+
+// Resume carries the caller's answer to the waiting participant, or acts on
+// a participant's notification.
+func (w *workflow) Resume(ctx context.Context, call *askpoint.Call, res *askpoint.Resumption) (askpoint.Outcome, error) {
+	var st State
+	if err := json.Unmarshal(res.Checkpoint, &st); err != nil {
+		return askpoint.Outcome{}, fmt.Errorf("workflow: read state: %w", err)
+	}
+	hop := w.hops[st.Speaker]
+	if hop == nil || st.Hop == nil {
+		return askpoint.Fail(fmt.Sprintf("The workflow's state names participant %q, which it does not have.", st.Speaker)), nil
+	}
+	if res.Answer != nil && res.Event == nil && st.Request != nil && st.Hop.SubQuestion != nil {
+		// The caller's answer to the open request: the only thing that
+		// is ever bound to the waiting participant's task.
+		ans := &client.Answer{By: "caller"}
+		if a := res.Answer.Action; a != "" {
+			ans.Action, ans.Reason = a, res.Answer.Reason
+		} else {
+			fields := map[string]any{}
+			if err := json.Unmarshal(res.Answer.Fields, &fields); err != nil {
+				return askpoint.Outcome{}, err
+			}
+			checked, errs := hop.Check(ctx, call, st.Hop, fields)
+			if len(errs) > 0 {
+				q := *st.Hop.SubQuestion
+				q.Errors, q.Attempt = errs, max(q.Attempt, 1)+1
+				q.MaxAttempts = max(q.MaxAttempts, q.Attempt)
+				return w.suspend(ctx, call, &st, hop, &q)
+			}
+			ans.Fields = checked
+		}
+		st.Request = nil
+		sub, err := hop.Answer(ctx, call, st.Hop, ans, call.Key)
+		if err != nil {
+			return askpoint.Outcome{}, err
+		}
+		return w.turn(ctx, call, &st, hop, sub)
+	}
+	sub, err := hop.Get(ctx, st.Hop)
+	if err != nil {
+		return askpoint.Outcome{}, err
+	}
+	return w.turn(ctx, call, &st, hop, sub)
+}
+
+// Wakes implements askpoint.Waker: only news about the current
+// participant's task resumes the workflow.
+func (w *workflow) Wakes(checkpoint json.RawMessage, event json.RawMessage) bool {
+	var st State
+	if json.Unmarshal(checkpoint, &st) != nil || st.Hop == nil {
+		return false
+	}
+	hop := w.hops[st.Speaker]
+	return hop != nil && hop.Wakes(st.Hop, event)
+}
+
+// advance starts turns until one suspends, waits or the workflow ends.
+func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) (askpoint.Outcome, error) {
+	for {
+		next, done := w.nextSpeaker(st)
+		if done {
+			return w.finish(st), nil
+		}
+		msg := w.messageFor(st)
+		if strings.TrimSpace(msg) == "" {
+			return askpoint.Fail(fmt.Sprintf("%v: %s would get nothing to answer.", ErrNoMessage, next)), nil
+		}
+		hop := w.hops[next]
+		st.Speaker, st.Hop, st.Request = next, relay.NewCheckpoint(), nil
+		key := fmt.Sprintf("%s/turn-%d", call.Key, len(st.Transcript))
+		sub, err := hop.Send(ctx, call, st.Hop, &a2a.Message{Parts: a2a.ContentParts{a2a.NewTextPart(msg)}}, key)
+		if err != nil {
+			return askpoint.Fail(fmt.Sprintf("%s did not take its turn: %v", next, err)), nil
+		}
+		out, finished, err := w.settle(ctx, call, st, hop, sub)
+		if err != nil || !finished {
+			return out, err
+		}
+	}
+}
+
+// turn handles the current participant's sub-task and, when its turn is
+// finished, goes on with the next.
+func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, sub *a2a.Task) (askpoint.Outcome, error) {
+	out, finished, err := w.settle(ctx, call, st, hop, sub)
+	if err != nil || !finished {
+		return out, err
+	}
+	return w.advance(ctx, call, st)
+}
+
+// settle decides what the participant's sub-task means: a finished turn
+// (finished true, the reply in the transcript), a suspension, a wait, or
+// the workflow's end.
+func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, sub *a2a.Task) (askpoint.Outcome, bool, error) {
+	for answered := 0; ; answered++ {
+		st.Hop.SubTaskID, st.Hop.SubContextID = sub.ID, sub.ContextID
+		switch sub.Status.State {
+		case a2a.TaskStateCompleted:
+			turn := Turn{Speaker: st.Speaker, Text: replyText(sub), Handoff: handoffOf(sub)}
+			st.Transcript = append(st.Transcript, turn)
+			st.Rounds++
+			st.Speaker, st.Hop, st.Request = "", nil, nil
+			return askpoint.Outcome{}, true, nil
+		case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled:
+			return askpoint.Fail(fmt.Sprintf("The workflow stopped at %s's turn. %s", st.Speaker, hop.Ended(sub))), false, nil
+		case a2a.TaskStateAuthRequired:
+			return askpoint.Fail(fmt.Sprintf("The workflow stopped at %s's turn: it needs a credential.", st.Speaker)), false, nil
+		case a2a.TaskStateInputRequired:
+			q, ok, err := question.FromMessage(sub.Status.Message)
+			if err != nil || !ok {
+				return askpoint.Fail(fmt.Sprintf("%s asked something the workflow cannot relay (no machine-readable question).", st.Speaker)), false, nil
+			}
+			st.Hop.SubQuestion = q
+			if answered < 8 {
+				if ans := hop.Resolve(ctx, call, sub, q); ans != nil {
+					ans.By = "workflow"
+					if err := call.Progress(ctx, fmt.Sprintf("The workflow answered %s's question from its own context: %s", st.Speaker, jsonText(ans.Fields))); err != nil {
+						return askpoint.Outcome{}, false, err
+					}
+					next, err := hop.Answer(ctx, call, st.Hop, ans, fmt.Sprintf("%s/auto/%s", call.Key, q.ID))
+					if err != nil {
+						return askpoint.Outcome{}, false, err
+					}
+					sub = next
+					continue
+				}
+			}
+			out, err := w.suspend(ctx, call, st, hop, q)
+			return out, false, err
+		default: // submitted, working
+			st.Hop.SubQuestion, st.Request = nil, nil
+			return askpoint.Await(fmt.Sprintf("Waiting for %s.", st.Speaker), st, st.Hop.Token, w.now().Add(w.maxWait())), false, nil
+		}
+	}
+}
+
+// suspend asks the caller the participant's question: one request, named
+// by its question ID.
+func (w *workflow) suspend(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, q *question.Question) (askpoint.Outcome, error) {
+	own, err := hop.Question(ctx, call, q)
+	if err != nil {
+		return askpoint.Outcome{}, err
+	}
+	own.ID = newRequestID()
+	own.Text = fmt.Sprintf("%s asks: %s", st.Speaker, own.Text)
+	own.About = map[string]string{AboutParticipant: st.Speaker, AboutTask: string(st.Hop.SubTaskID)}
+	st.Request = &Request{ID: own.ID, Participant: st.Speaker, TaskID: string(st.Hop.SubTaskID)}
+	return askpoint.Ask(own, st).WakeOn(st.Hop.Token), nil
+}
+
+// nextSpeaker picks who speaks next; done when the workflow is over.
+func (w *workflow) nextSpeaker(st *State) (string, bool) {
+	ps := w.cfg.Participants
+	switch w.cfg.Mode {
+	case Sequential:
+		if st.Rounds >= len(ps) {
+			return "", true
+		}
+		return ps[st.Rounds].Name, false
+	case Handoff:
+		if st.Rounds >= w.cfg.MaxRounds {
+			return "", true
+		}
+		if st.Rounds == 0 {
+			return ps[0].Name, false
+		}
+		next := st.Transcript[len(st.Transcript)-1].Handoff
+		if next == "" || w.hops[next] == nil {
+			return "", true
+		}
+		return next, false
+	default: // group chat
+		if st.Rounds >= w.cfg.MaxRounds {
+			return "", true
+		}
+		if w.cfg.Next != nil {
+			next := w.cfg.Next(st)
+			return next, next == "" || w.hops[next] == nil
+		}
+		return ps[st.Rounds%len(ps)].Name, false
+	}
+}
+
+// messageFor is what the next speaker gets: what the one before said in a
+// sequence or a handoff, the conversation so far in a group chat.
+func (w *workflow) messageFor(st *State) string {
+	if w.cfg.Mode != GroupChat {
+		return st.Transcript[len(st.Transcript)-1].Text
+	}
+	var b strings.Builder
+	for _, t := range st.Transcript {
+		if strings.TrimSpace(t.Text) == "" {
+			continue
+		}
+		fmt.Fprintf(&b, "%s: %s\n", t.Speaker, t.Text)
+	}
+	return b.String()
+}
+
+// finish completes the workflow with its transcript.
+func (w *workflow) finish(st *State) askpoint.Outcome {
+	var b strings.Builder
+	for _, t := range st.Transcript {
+		fmt.Fprintf(&b, "%s: %s\n", t.Speaker, t.Text)
+	}
+	raw, _ := json.Marshal(st.Transcript)
+	var transcript any
+	_ = json.Unmarshal(raw, &transcript)
+	art := &a2a.Artifact{ID: a2a.NewArtifactID(), Name: "transcript", Parts: a2a.ContentParts{
+		a2a.NewTextPart(b.String()), a2a.NewDataPart(map[string]any{"transcript": transcript, "rounds": st.Rounds}),
+	}}
+	return askpoint.Complete(art).WithMessage(fmt.Sprintf("The workflow finished after %d turns.", st.Rounds))
+}
+
+func (w *workflow) now() time.Time {
+	if w.cfg.Relay.Now != nil {
+		return w.cfg.Relay.Now()
+	}
+	return time.Now()
+}
+
+func (w *workflow) maxWait() time.Duration {
+	if w.cfg.Relay.MaxWait > 0 {
+		return w.cfg.Relay.MaxWait
+	}
+	return 24 * time.Hour
+}
+
+// replyText is a finished sub-task's reply: its artifacts' text, else its
+// status message's.
+func replyText(t *a2a.Task) string {
+	var out []string
+	for _, a := range t.Artifacts {
+		if s := textOf(a.Parts); s != "" {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 && t.Status.Message != nil {
+		out = append(out, textOf(t.Status.Message.Parts))
+	}
+	return strings.Join(out, "\n")
+}
+
+// handoffOf reads {"handoff": "NAME"} from a finished sub-task's artifacts.
+func handoffOf(t *a2a.Task) string {
+	for _, a := range t.Artifacts {
+		for _, p := range a.Parts {
+			if d, ok := p.Content.(a2a.Data); ok {
+				if m, ok := d.Value.(map[string]any); ok {
+					if s, ok := m["handoff"].(string); ok {
+						return s
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+func textOf(parts a2a.ContentParts) string {
+	var out []string
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		if t, ok := p.Content.(a2a.Text); ok {
+			out = append(out, string(t))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "req-" + hex.EncodeToString(b[:])
+}
+
+func jsonText(v any) string {
+	raw, _ := json.Marshal(v)
+	return string(raw)
+}
