@@ -392,7 +392,9 @@ func (h *handler) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPush
 }
 
 // DeleteTaskPushConfig implements a2asrv.RequestHandler. What the
-// configuration was still owed is not sent.
+// configuration was still owed is not sent. Deleting a configuration that
+// does not exist succeeds (the operation is idempotent); the task must
+// still be the caller's.
 func (h *handler) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) error {
 	t, err := h.getOwned(ctx, req.Tenant, string(req.TaskID))
 	if err != nil {
@@ -400,7 +402,7 @@ func (h *handler) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskP
 	}
 	err = h.s.store.DeletePushConfig(ctx, t.ID, req.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return errNoPushConfig(t.ID, req.ID)
+		return nil // deleting is idempotent (A2A 1.0, 3.1.10): gone is gone
 	}
 	if err != nil {
 		return errInternal(err)

@@ -35,7 +35,7 @@ func TestBenchPrintsTheTableForSDKAndSQLite(t *testing.T) {
 		"| (a) | a2a-go v2.4.0 default handler (in-memory store) | 1,000 | ",
 		"| (b) | askpoint, SQLite (WAL, synchronous=FULL) | 1,000 | ",
 		"Store calls per round trip, (b): ",
-		"Sweep cost (question expiry): n/a (no sweeper yet).",
+		"Sweep cost (question expiry, reminders): measured by BenchmarkDueTasks",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q\noutput:\n%s\nstderr:\n%s", want, got, errs.String())
