@@ -25,8 +25,9 @@ const (
 	jsScript     = "expense.mjs"
 )
 
-// okLine is what the node script prints for each passing run.
-var okLine = regexp.MustCompile(`^ok (jsonrpc|rest) (blocking|streaming) task=\S+ expense=EXP-[0-9A-F]+$`)
+// okLine is what the node script prints for each passing run: the expense
+// agent's runs, then the planning workflow's ("ok planning ...").
+var okLine = regexp.MustCompile(`^ok ((?:planning )?(?:jsonrpc|rest) (?:blocking|streaming)) task=\S+ expense=EXP-[0-9A-F]+$`)
 
 func TestJavaScriptSDK(t *testing.T) {
 	node, npm := requireTool(t, "node"), requireTool(t, "npm")
@@ -64,14 +65,19 @@ func TestJavaScriptSDK(t *testing.T) {
 		t.Fatalf("node %s: %v (the JavaScript SDK run failed; see its stderr above)", jsScript, err)
 	}
 
-	want := []string{"jsonrpc blocking", "jsonrpc streaming", "rest blocking", "rest streaming"}
+	// The expense agent, then the planning workflow as an agent (the JS SDK
+	// is its caller; the expense agent's question suspends it).
+	want := []string{
+		"jsonrpc blocking", "jsonrpc streaming", "rest blocking", "rest streaming",
+		"planning jsonrpc blocking", "planning jsonrpc streaming", "planning rest blocking", "planning rest streaming",
+	}
 	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
 	if len(lines) != len(want) {
 		t.Fatalf("node printed %d lines, want %d ok lines (%s)", len(lines), len(want), strings.Join(want, ", "))
 	}
 	for i, line := range lines {
 		m := okLine.FindStringSubmatch(line)
-		if m == nil || m[1]+" "+m[2] != want[i] {
+		if m == nil || m[1] != want[i] {
 			t.Errorf("line %d = %q, want \"ok %s task=... expense=EXP-...\"", i+1, line, want[i])
 		}
 	}

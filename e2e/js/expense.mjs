@@ -1,11 +1,16 @@
 // Interoperability check: drives askpoint's expense agent with the official
 // A2A JavaScript SDK (@a2a-js/sdk, pinned in package.json), over both the
-// JSON-RPC and the HTTP+JSON (REST) transports, blocking and streaming.
+// JSON-RPC and the HTTP+JSON (REST) transports, blocking and streaming; then
+// the same SDK calls the planning workflow (a group chat of a planner and the
+// expense agent, served at /planning) as an agent: the expense agent's
+// question suspends the workflow with one request about the expense agent,
+// which the caller answers like any other question.
 //
 // Usage: node expense.mjs BASE_URL        (e.g. http://127.0.0.1:8420)
 //
 // Prints one line per run, e.g.
 //   ok jsonrpc blocking task=... expense=EXP-...
+//   ok planning jsonrpc blocking task=... expense=EXP-...
 // and exits non-zero with a message on stderr at the first mismatch.
 // EXPENSE_E2E_VERBOSE=1 also prints each stream's event sequence on stderr.
 
@@ -54,7 +59,7 @@ const BINDINGS = {
   rest: 'HTTP+JSON',
 };
 
-async function newClient(base, kind) {
+async function newClient(base, kind, agent = 'expense') {
   const binding = BINDINGS[kind];
   const factory = new ClientFactory(
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
@@ -66,9 +71,9 @@ async function newClient(base, kind) {
       cardResolver: new DefaultAgentCardResolver({ fetchImpl: checkingFetch }),
     }),
   );
-  // The card lives at BASE/expense/.well-known/agent-card.json; the SDK's
+  // The card lives at BASE/AGENT/.well-known/agent-card.json; the SDK's
   // default card path is relative, so a base ending in "/" resolves there.
-  const client = await factory.createFromUrl(`${base}/expense/`);
+  const client = await factory.createFromUrl(`${base}/${agent}/`);
   check(client.transport.protocolName === binding, `client for ${kind}: SDK picked transport ${client.transport.protocolName}, want ${binding}`);
   check(client.protocolVersion === '1.0', `client for ${kind}: protocolVersion`, client.protocolVersion);
   return client;
@@ -224,6 +229,68 @@ async function runStreaming(client, kind) {
   return { task: first.task, expenseId };
 }
 
+// checkRequest checks the planning workflow's input-required status: the
+// expense agent's question, relayed as the workflow's own request, with an
+// "about" naming the participant that asks and its task. Returns the
+// request's questionId.
+function checkRequest(status, where) {
+  const questionId = checkQuestion(status, where);
+  const msg = status.message;
+  const text = msg.parts.find((p) => p.content?.$case === 'text').content.value;
+  check(text.startsWith('expense asks: '), `${where}: request text, want it to say the expense agent asks`, text);
+  const q = msg.parts.find((p) => p.content?.$case === 'data').content.value;
+  check(q.about && typeof q.about === 'object', `${where}: request has no "about"`, q);
+  check(q.about.participant === 'expense', `${where}: about.participant, want "expense"`, q.about);
+  check(typeof q.about.participantTask === 'string' && q.about.participantTask.length > 0, `${where}: about.participantTask`, q.about);
+  return questionId;
+}
+
+// checkTranscript reads the planning workflow's "transcript" artifact: the
+// planner, the expense agent (which filed the expense with the caller's cost
+// centre) and the planner again. Returns the filed expense's ID.
+function checkTranscript(artifacts, where) {
+  const art = artifacts.find((a) => a.name === 'transcript');
+  check(art, `${where}: no artifact named "transcript"`, artifacts.map((a) => a.name));
+  const data = art.parts.find((p) => p.content?.$case === 'data');
+  check(data, `${where}: transcript artifact has no data part`, art.parts);
+  const { transcript, rounds } = data.content.value;
+  check(Array.isArray(transcript), `${where}: transcript is not an array`, data.content.value);
+  const speakers = transcript.map((t) => t.speaker);
+  check(JSON.stringify(speakers) === JSON.stringify(['caller', 'planner', 'expense', 'planner']),
+    `${where}: speakers, want caller, planner, expense, planner`, speakers);
+  check(rounds === 3, `${where}: rounds, want 3`, rounds);
+  check(transcript[0].text === REQUEST_TEXT, `${where}: the caller's turn`, transcript[0].text);
+  const filed = /^Filed expense (EXP-[0-9A-F]+): 42\.00 .* charged to (CC-\d+)\.$/.exec(transcript[2].text);
+  check(filed, `${where}: the expense agent's turn does not say it filed the expense`, transcript[2].text);
+  check(filed[2] === ANSWER, `${where}: the expense was charged to ${filed[2]}, want ${ANSWER}`);
+  check(transcript[3].text.startsWith('Checked: Filed expense ' + filed[1]), `${where}: the planner's check`, transcript[3].text);
+  return filed[1];
+}
+
+async function runPlanningBlocking(client, kind) {
+  const where = `planning ${kind} blocking`;
+  const first = checkTask(await client.sendMessage(request(userMessage([textPart(REQUEST_TEXT)])), opts()), `${where} send`);
+  const questionId = checkRequest(first.status, `${where} send`);
+
+  const answer = userMessage([dataPart({ questionId, costCentre: ANSWER })], first);
+  const done = checkTask(await client.sendMessage(request(answer), opts()), `${where} answer`);
+  check(done.id === first.id, `${where} answer: task id changed from ${first.id}`, done.id);
+  check(done.status?.state === TaskState.TASK_STATE_COMPLETED, `${where} answer: state is ${stateName(done.status)}, want TASK_STATE_COMPLETED`, done.status);
+  return { task: done, expenseId: checkTranscript(done.artifacts, `${where} answer`) };
+}
+
+async function runPlanningStreaming(client, kind) {
+  const where = `planning ${kind} streaming`;
+  const first = await collect(client.sendMessageStream(request(userMessage([textPart(REQUEST_TEXT)])), opts()), `${where} send`);
+  const questionId = checkRequest(first.status, `${where} send (events ${first.events.join(',')})`);
+
+  const answer = userMessage([dataPart({ questionId, costCentre: ANSWER })], first.task);
+  const done = await collect(client.sendMessageStream(request(answer), opts()), `${where} answer`, first.task);
+  check(done.status?.state === TaskState.TASK_STATE_COMPLETED,
+    `${where} answer: stream ended in ${stateName(done.status)}, want TASK_STATE_COMPLETED (events ${done.events.join(',')})`);
+  return { task: first.task, expenseId: checkTranscript(done.artifacts, `${where} answer (events ${done.events.join(',')})`) };
+}
+
 async function main() {
   const base = (process.argv[2] ?? '').replace(/\/+$/, '');
   if (!/^https?:\/\//.test(base)) {
@@ -240,6 +307,18 @@ async function main() {
       const stored = checkExpenseArtifact(got.artifacts, `${kind} ${mode} getTask`);
       check(stored === expenseId, `${kind} ${mode} getTask: expenseId ${stored}, want ${expenseId}`);
       console.log(`ok ${kind} ${mode} task=${task.id} expense=${expenseId}`);
+    }
+  }
+  // The planning workflow as an agent: the SDK is its caller.
+  for (const kind of ['jsonrpc', 'rest']) {
+    for (const mode of ['blocking', 'streaming']) {
+      const client = await newClient(base, kind, 'planning');
+      const { task, expenseId } = mode === 'blocking' ? await runPlanningBlocking(client, kind) : await runPlanningStreaming(client, kind);
+      const got = checkTask(await client.getTask({ tenant: '', id: task.id }, opts()), `planning ${kind} ${mode} getTask`);
+      check(got.status?.state === TaskState.TASK_STATE_COMPLETED, `planning ${kind} ${mode} getTask: state is ${stateName(got.status)}`);
+      const stored = checkTranscript(got.artifacts, `planning ${kind} ${mode} getTask`);
+      check(stored === expenseId, `planning ${kind} ${mode} getTask: expense ${stored}, want ${expenseId}`);
+      console.log(`ok planning ${kind} ${mode} task=${task.id} expense=${expenseId}`);
     }
   }
 }
