@@ -468,6 +468,22 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 				fail(w, env.ID, err)
 				return
 			}
+		case "DeleteTaskPushNotificationConfig":
+			// Answered here: the SDK's transport drops the result member of
+			// a call whose result is empty, and JSON-RPC 2.0 requires one on
+			// every success.
+			var p a2a.DeleteTaskPushConfigRequest
+			if err := json.Unmarshal(env.Params, &p); err != nil || p.TaskID == "" {
+				fail(w, env.ID, errInvalidParams("params must be an object holding taskId and id"))
+				return
+			}
+			if err := h.DeleteTaskPushConfig(r.Context(), &p); err != nil {
+				fail(w, env.ID, err)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": env.ID, "result": map[string]any{}})
+			return
 		case "SubscribeToTask":
 			var p a2a.SubscribeToTaskRequest
 			if err := json.Unmarshal(env.Params, &p); err != nil {

@@ -6,6 +6,7 @@ package askpoint_test
 // that are not JSON.
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -152,4 +153,32 @@ func TestTCKVersionPatchReleasesAreAccepted(t *testing.T) {
 	r := tckDo(t, http.MethodPost, env.AgentURL("conformance")+"/jsonrpc",
 		[]byte(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}`), "Content-Type", "application/json", "A2A-Version", "1.1")
 	r.wantRPCError(t, "ListTasks with A2A-Version 1.1", -32009)
+}
+
+func TestTCKDeletingAPushConfigAnswersWithAResultMember(t *testing.T) {
+	t.Parallel()
+	env := startTCK(t)
+	task := tckRPC(t, env, "conformance", "SendMessage", map[string]any{"message": map[string]any{
+		"messageId": "m-del-result", "role": "ROLE_USER", "parts": []any{map[string]any{"text": "hello"}},
+	}})
+	var res struct {
+		Result struct {
+			Task struct {
+				ID string `json:"id"`
+			} `json:"task"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(task.Raw, &res); err != nil || res.Result.Task.ID == "" {
+		t.Fatalf("SendMessage: %s (%v), want a task", task.Raw, err)
+	}
+	for i := range 2 { // the second delete finds nothing and still succeeds
+		r := tckRPC(t, env, "conformance", "DeleteTaskPushNotificationConfig", map[string]any{"taskId": res.Result.Task.ID, "id": "nope"})
+		var out map[string]json.RawMessage
+		if err := json.Unmarshal(r.Raw, &out); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := out["result"]; !ok || out["error"] != nil {
+			t.Fatalf("delete %d: %s, want a success with a result member", i+1, r.Raw)
+		}
+	}
 }
