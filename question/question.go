@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -283,6 +284,7 @@ func (q *Question) ReAsk(newID string, errs []FieldError) *Question {
 		Attempt:     q.attempt() + 1,
 		MaxAttempts: q.MaxAttempts,
 		Errors:      append([]FieldError(nil), errs...),
+		About:       maps.Clone(q.About),
 	}
 }
 

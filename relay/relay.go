@@ -96,6 +96,12 @@ type Checkpoint struct {
 	SubContextID string             `json:"subContextId,omitempty"`
 	SubQuestion  *question.Question `json:"subQuestion,omitempty"` // the sub-agent's open question, nil while it works
 	Token        string             `json:"token"`                 // wake token, also the push token
+	// OwnQuestionID is the ID of the relay's own open question, kept
+	// when a notification wakes the relay to the same sub-question.
+	OwnQuestionID string `json:"ownQuestionId,omitempty"`
+	// SubAskedAt is the timestamp of the sub-task's status that asked
+	// SubQuestion: a notification of an older status is stale.
+	SubAskedAt *time.Time `json:"subAskedAt,omitempty"`
 }
 
 // Agent returns the relay agent for cfg.
@@ -243,6 +249,9 @@ func wakes(cp *Checkpoint, event json.RawMessage) bool {
 	}
 	switch status.State {
 	case a2a.TaskStateWorking, a2a.TaskStateSubmitted:
+		if cp.SubAskedAt != nil && status.Timestamp != nil && !status.Timestamp.After(*cp.SubAskedAt) {
+			return false // from before the question: stale
+		}
 		return cp.SubQuestion != nil // our question is moot: someone answered it
 	case a2a.TaskStateInputRequired:
 		q, ok, _ := question.FromMessage(status.Message)
@@ -281,7 +290,10 @@ func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 					continue
 				}
 			}
-			cp.SubQuestion = q
+			if cp.SubQuestion == nil || cp.SubQuestion.ID != q.ID {
+				cp.OwnQuestionID = "" // a new question below: a new one here
+			}
+			cp.SubQuestion, cp.SubAskedAt = q, sub.Status.Timestamp
 			return r.askUp(ctx, call, cp, q)
 		default: // submitted, working
 			cp.SubQuestion = nil
@@ -321,6 +333,10 @@ func (r *relay) askUp(ctx context.Context, call *askpoint.Call, cp *Checkpoint, 
 	if err != nil {
 		return askpoint.Outcome{}, err
 	}
+	if cp.OwnQuestionID == "" {
+		cp.OwnQuestionID = "q-" + newToken()[:16]
+	}
+	own.ID = cp.OwnQuestionID
 	return askpoint.Ask(own, cp).WakeOn(cp.Token), nil
 }
 
@@ -350,6 +366,7 @@ func (r *relay) reAsk(ctx context.Context, call *askpoint.Call, cp *Checkpoint, 
 	q.Errors = errs
 	q.Attempt = max(q.Attempt, 1) + 1
 	q.MaxAttempts = max(q.MaxAttempts, q.Attempt)
+	cp.OwnQuestionID = "" // a re-ask is a new question
 	return r.askUp(ctx, call, cp, &q)
 }
 

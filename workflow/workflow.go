@@ -233,6 +233,9 @@ func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) 
 		if done {
 			return w.finish(st), nil
 		}
+		if w.hops[next] == nil {
+			return askpoint.Fail(fmt.Sprintf("The workflow was handed to %q, which is not one of its participants.", next)), nil
+		}
 		msg := w.messageFor(st)
 		if strings.TrimSpace(msg) == "" {
 			return askpoint.Fail(fmt.Sprintf("%v: %s would get nothing to answer.", ErrNoMessage, next)), nil
@@ -283,7 +286,13 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 			if err != nil || !ok {
 				return askpoint.Fail(fmt.Sprintf("%s asked something the workflow cannot relay (no machine-readable question).", st.Speaker)), false, nil
 			}
-			st.Hop.SubQuestion = q
+			if st.Request != nil && st.Hop.SubQuestion != nil && st.Hop.SubQuestion.ID == q.ID {
+				// Woken by news that was not news (a late notification):
+				// the same request stays open, under the same ID.
+				out, err := w.suspendAs(ctx, call, st, hop, q, st.Request.ID)
+				return out, false, err
+			}
+			st.Hop.SubQuestion, st.Hop.SubAskedAt = q, sub.Status.Timestamp
 			if answered < 8 {
 				if ans := hop.Resolve(ctx, call, sub, q); ans != nil {
 					ans.By = "workflow"
@@ -310,11 +319,16 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 // suspend asks the caller the participant's question: one request, named
 // by its question ID.
 func (w *workflow) suspend(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, q *question.Question) (askpoint.Outcome, error) {
+	return w.suspendAs(ctx, call, st, hop, q, newRequestID())
+}
+
+// suspendAs is suspend with the request ID given.
+func (w *workflow) suspendAs(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, q *question.Question, id string) (askpoint.Outcome, error) {
 	own, err := hop.Question(ctx, call, q)
 	if err != nil {
 		return askpoint.Outcome{}, err
 	}
-	own.ID = newRequestID()
+	own.ID = id
 	own.Text = fmt.Sprintf("%s asks: %s", st.Speaker, own.Text)
 	own.About = map[string]string{AboutParticipant: st.Speaker, AboutTask: string(st.Hop.SubTaskID)}
 	st.Request = &Request{ID: own.ID, Participant: st.Speaker, TaskID: string(st.Hop.SubTaskID)}
@@ -338,17 +352,14 @@ func (w *workflow) nextSpeaker(st *State) (string, bool) {
 			return ps[0].Name, false
 		}
 		next := st.Transcript[len(st.Transcript)-1].Handoff
-		if next == "" || w.hops[next] == nil {
-			return "", true
-		}
-		return next, false
+		return next, next == ""
 	default: // group chat
 		if st.Rounds >= w.cfg.MaxRounds {
 			return "", true
 		}
 		if w.cfg.Next != nil {
 			next := w.cfg.Next(st)
-			return next, next == "" || w.hops[next] == nil
+			return next, next == ""
 		}
 		return ps[st.Rounds%len(ps)].Name, false
 	}
@@ -382,7 +393,11 @@ func (w *workflow) finish(st *State) askpoint.Outcome {
 	art := &a2a.Artifact{ID: a2a.NewArtifactID(), Name: "transcript", Parts: a2a.ContentParts{
 		a2a.NewTextPart(b.String()), a2a.NewDataPart(map[string]any{"transcript": transcript, "rounds": st.Rounds}),
 	}}
-	return askpoint.Complete(art).WithMessage(fmt.Sprintf("The workflow finished after %d turns.", st.Rounds))
+	turns := "turns"
+	if st.Rounds == 1 {
+		turns = "turn"
+	}
+	return askpoint.Complete(art).WithMessage(fmt.Sprintf("The workflow finished after %d %s.", st.Rounds, turns))
 }
 
 func (w *workflow) now() time.Time {
