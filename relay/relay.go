@@ -102,6 +102,9 @@ type Checkpoint struct {
 	// SubAskedAt is the timestamp of the sub-task's status that asked
 	// SubQuestion: a notification of an older status is stale.
 	SubAskedAt *time.Time `json:"subAskedAt,omitempty"`
+	// Refused counts the caller's answers to SubQuestion that the relay
+	// refused (they failed the sub-agent's schema): the caller's attempts.
+	Refused int `json:"refused,omitempty"`
 }
 
 // Agent returns the relay agent for cfg.
@@ -277,6 +280,10 @@ func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 			if err != nil || !ok {
 				return askpoint.Fail(capitalize(name) + " asked something I cannot relay (its question has no machine-readable part)."), nil
 			}
+			if cp.SubQuestion == nil || cp.SubQuestion.ID != q.ID {
+				cp.OwnQuestionID, cp.Refused = "", 0 // a new question below: a new one here
+			}
+			cp.SubQuestion, cp.SubAskedAt = q, sub.Status.Timestamp
 			if resolved < maxResolved {
 				if ans := r.resolve(ctx, call, sub, q); ans != nil {
 					if err := call.Progress(ctx, fmt.Sprintf("I answered %s's question myself (%s): %s", name, ans.By, summary(ans.Fields))); err != nil {
@@ -290,10 +297,6 @@ func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 					continue
 				}
 			}
-			if cp.SubQuestion == nil || cp.SubQuestion.ID != q.ID {
-				cp.OwnQuestionID = "" // a new question below: a new one here
-			}
-			cp.SubQuestion, cp.SubAskedAt = q, sub.Status.Timestamp
 			return r.askUp(ctx, call, cp, q)
 		default: // submitted, working
 			cp.SubQuestion = nil
@@ -363,9 +366,15 @@ func (r *relay) ownQuestion(ctx context.Context, call *askpoint.Call, q *questio
 // sub-agent's schema.
 func (r *relay) reAsk(ctx context.Context, call *askpoint.Call, cp *Checkpoint, errs []question.FieldError) (askpoint.Outcome, error) {
 	q := *cp.SubQuestion
+	cp.Refused++
 	q.Errors = errs
-	q.Attempt = max(q.Attempt, 1) + 1
-	q.MaxAttempts = max(q.MaxAttempts, q.Attempt)
+	q.Attempt = max(q.Attempt, 1) + cp.Refused
+	if q.MaxAttempts <= 0 {
+		q.MaxAttempts = question.DefaultMaxAttempts
+	}
+	if q.Attempt > q.MaxAttempts {
+		return askpoint.Fail(fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt-1, question.ErrorsText(errs))), nil
+	}
 	cp.OwnQuestionID = "" // a re-ask is a new question
 	return r.askUp(ctx, call, cp, &q)
 }

@@ -194,9 +194,17 @@ func (w *workflow) Resume(ctx context.Context, call *askpoint.Call, res *askpoin
 			}
 			checked, errs := hop.Check(ctx, call, st.Hop, fields)
 			if len(errs) > 0 {
+				// Refused before it reaches the participant: the caller's
+				// attempts count, and run out.
 				q := *st.Hop.SubQuestion
-				q.Errors, q.Attempt = errs, max(q.Attempt, 1)+1
-				q.MaxAttempts = max(q.MaxAttempts, q.Attempt)
+				st.Hop.Refused++
+				q.Errors, q.Attempt = errs, max(q.Attempt, 1)+st.Hop.Refused
+				if q.MaxAttempts <= 0 {
+					q.MaxAttempts = question.DefaultMaxAttempts
+				}
+				if q.Attempt > q.MaxAttempts {
+					return askpoint.Fail(fmt.Sprintf("No valid answer for %s after %d attempts. Last errors: %s", st.Speaker, q.Attempt-1, question.ErrorsText(errs))), nil
+				}
 				return w.suspend(ctx, call, &st, hop, &q)
 			}
 			ans.Fields = checked
@@ -291,6 +299,9 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 				// the same request stays open, under the same ID.
 				out, err := w.suspendAs(ctx, call, st, hop, q, st.Request.ID)
 				return out, false, err
+			}
+			if st.Hop.SubQuestion == nil || st.Hop.SubQuestion.ID != q.ID {
+				st.Hop.Refused = 0
 			}
 			st.Hop.SubQuestion, st.Hop.SubAskedAt = q, sub.Status.Timestamp
 			if answered < 8 {
