@@ -99,9 +99,9 @@ type Checkpoint struct {
 	// OwnQuestionID is the ID of the relay's own open question, kept
 	// when a notification wakes the relay to the same sub-question.
 	OwnQuestionID string `json:"ownQuestionId,omitempty"`
-	// SubAskedAt is the timestamp of the sub-task's status that asked
-	// SubQuestion: a notification of an older status is stale.
-	SubAskedAt *time.Time `json:"subAskedAt,omitempty"`
+	// SubSeenAt is the timestamp of the newest sub-task status the relay
+	// acted on: a notification of a status no newer is stale.
+	SubSeenAt *time.Time `json:"subSeenAt,omitempty"`
 	// Refused counts the caller's answers to SubQuestion that the relay
 	// refused (they failed the sub-agent's schema): the caller's attempts.
 	Refused int `json:"refused,omitempty"`
@@ -250,11 +250,11 @@ func wakes(cp *Checkpoint, event json.RawMessage) bool {
 	default:
 		return false // artifacts arrive with the task at its end
 	}
+	if cp.SubSeenAt != nil && status.Timestamp != nil && !status.Timestamp.After(*cp.SubSeenAt) {
+		return false // late: the relay has seen a newer status already
+	}
 	switch status.State {
 	case a2a.TaskStateWorking, a2a.TaskStateSubmitted:
-		if cp.SubAskedAt != nil && status.Timestamp != nil && !status.Timestamp.After(*cp.SubAskedAt) {
-			return false // from before the question: stale
-		}
 		return cp.SubQuestion != nil // our question is moot: someone answered it
 	case a2a.TaskStateInputRequired:
 		q, ok, _ := question.FromMessage(status.Message)
@@ -268,6 +268,9 @@ func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 	name := r.cfg.SubAgentName
 	for resolved := 0; ; resolved++ {
 		cp.SubTaskID, cp.SubContextID = sub.ID, sub.ContextID
+		if ts := sub.Status.Timestamp; ts != nil {
+			cp.SubSeenAt = ts
+		}
 		switch st := sub.Status.State; st {
 		case a2a.TaskStateCompleted:
 			return askpoint.Complete(sub.Artifacts...).WithMessage(capitalize(name) + " finished the task."), nil
@@ -283,7 +286,7 @@ func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 			if cp.SubQuestion == nil || cp.SubQuestion.ID != q.ID {
 				cp.OwnQuestionID, cp.Refused = "", 0 // a new question below: a new one here
 			}
-			cp.SubQuestion, cp.SubAskedAt = q, sub.Status.Timestamp
+			cp.SubQuestion = q
 			if resolved < maxResolved {
 				if ans := r.resolve(ctx, call, sub, q); ans != nil {
 					if err := call.Progress(ctx, fmt.Sprintf("I answered %s's question myself (%s): %s", name, ans.By, summary(ans.Fields))); err != nil {

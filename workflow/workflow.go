@@ -278,6 +278,9 @@ func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop
 func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, sub *a2a.Task) (askpoint.Outcome, bool, error) {
 	for answered := 0; ; answered++ {
 		st.Hop.SubTaskID, st.Hop.SubContextID = sub.ID, sub.ContextID
+		if ts := sub.Status.Timestamp; ts != nil {
+			st.Hop.SubSeenAt = ts
+		}
 		switch sub.Status.State {
 		case a2a.TaskStateCompleted:
 			turn := Turn{Speaker: st.Speaker, Text: replyText(sub), Handoff: handoffOf(sub)}
@@ -303,7 +306,7 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 			if st.Hop.SubQuestion == nil || st.Hop.SubQuestion.ID != q.ID {
 				st.Hop.Refused = 0
 			}
-			st.Hop.SubQuestion, st.Hop.SubAskedAt = q, sub.Status.Timestamp
+			st.Hop.SubQuestion = q
 			if answered < 8 {
 				if ans := hop.Resolve(ctx, call, sub, q); ans != nil {
 					ans.By = "workflow"
