@@ -587,6 +587,9 @@ func (s *Server) prepareQuestion(in *question.Question, now time.Time) (*questio
 	if q.Attempt <= 0 {
 		q.Attempt = 1
 	}
+	if len(q.Errors) > 0 && q.Attempt < 2 {
+		q.Attempt = 2 // errors travel only with a re-ask
+	}
 	if q.Text == "" {
 		return nil, errors.New("the question has no text for a person to read")
 	}

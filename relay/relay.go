@@ -287,7 +287,9 @@ func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 				cp.OwnQuestionID, cp.Refused = "", 0 // a new question below: a new one here
 			}
 			cp.SubQuestion = q
-			if resolved < maxResolved {
+			// A re-ask refused what was sent; the relay's own answer
+			// would be refused again, so the caller is asked.
+			if resolved < maxResolved && len(q.Errors) == 0 {
 				if ans := r.resolve(ctx, call, sub, q); ans != nil {
 					if err := call.Progress(ctx, fmt.Sprintf("I answered %s's question myself (%s): %s", name, ans.By, summary(ans.Fields))); err != nil {
 						return askpoint.Outcome{}, err
@@ -343,7 +345,34 @@ func (r *relay) askUp(ctx context.Context, call *askpoint.Call, cp *Checkpoint, 
 		cp.OwnQuestionID = "q-" + newToken()[:16]
 	}
 	own.ID = cp.OwnQuestionID
-	return askpoint.Ask(own, cp).WakeOn(cp.Token), nil
+	// The sub-task is what the relay holds while its caller thinks: if the
+	// relay's task ends unanswered (the caller cancels, the question
+	// expires), the sub-task is canceled instead of waiting for its own
+	// expiry.
+	hold := askpoint.Hold{Name: "sub-task", Data: map[string]string{"subTaskId": string(cp.SubTaskID)}}
+	return askpoint.Ask(own, cp).WakeOn(cp.Token).Hold(hold), nil
+}
+
+// Release implements askpoint.Releaser: it cancels the sub-task the relay
+// held when its own task ended without an answer (or its question's
+// deadline passed). A sub-task that has ended already is fine.
+func (r *relay) Release(ctx context.Context, call *askpoint.Call, h askpoint.HoldStatus) error {
+	var data struct {
+		SubTaskID string `json:"subTaskId"`
+	}
+	if err := json.Unmarshal(h.Data, &data); err != nil || data.SubTaskID == "" {
+		return nil // nothing the relay can name
+	}
+	c, err := r.cfg.Dial(ctx, r.cfg.SubAgentURL)
+	if err != nil {
+		return fmt.Errorf("reach %s: %w", r.cfg.SubAgentName, err)
+	}
+	defer c.Destroy()
+	_, err = c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: a2a.TaskID(data.SubTaskID)})
+	if err != nil && (errors.Is(err, a2a.ErrTaskNotCancelable) || errors.Is(err, a2a.ErrUnsupportedOperation) || errors.Is(err, a2a.ErrTaskNotFound)) {
+		return nil // ended already, or gone
+	}
+	return err
 }
 
 // ownQuestion is the relay's own question for the sub-agent's q: restated,
@@ -359,8 +388,12 @@ func (r *relay) ownQuestion(ctx context.Context, call *askpoint.Call, q *questio
 	own.ID = ""
 	own.Expires = r.ownExpiry(q.Expires)
 	if len(q.Errors) > 0 {
-		// A re-ask below is a re-ask here, with the errors restated.
-		own.Attempt, own.MaxAttempts, own.Errors = q.Attempt, q.MaxAttempts, q.Errors
+		// A re-ask below is a re-ask here: the errors as Restate put
+		// them, else as the sub-agent did.
+		own.Attempt, own.MaxAttempts = max(q.Attempt, 2), q.MaxAttempts
+		if len(own.Errors) == 0 {
+			own.Errors = q.Errors
+		}
 	}
 	return own, nil
 }

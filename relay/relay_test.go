@@ -639,3 +639,31 @@ func TestAnswersTheSubAgentWouldRefuseRunOutOfAttemptsAtTheTop(t *testing.T) {
 		}
 	}
 }
+
+// The sub-task is what the relay holds while its caller thinks: when the
+// caller cancels instead of answering, the sub-task is canceled too, not
+// left waiting for its own expiry.
+func TestCancelingAtTheTopCancelsTheSubTask(t *testing.T) {
+	for _, how := range []string{"CancelTask", "cancel action"} {
+		t.Run(how, func(t *testing.T) {
+			w := startWorld(t, nil, nil, nil)
+			ctx := testCtx(t)
+			bob := w.bob(t)
+			task := sendState(t, ctx, bob, userText(receipt), a2a.TaskStateInputRequired)
+			subC := w.subClient(t, "expenses")
+			sub := onlyTask(t, ctx, subC)
+			if how == "CancelTask" {
+				if _, err := bob.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err != nil {
+					t.Fatalf("CancelTask: %v", err)
+				}
+			} else {
+				q := questionOf(t, task)
+				sendState(t, ctx, bob, answer(task.ID, q.ID, map[string]any{"action": "cancel", "reason": "changed my mind"}), a2a.TaskStateCanceled)
+			}
+			waitState(t, ctx, subC, sub.ID, a2a.TaskStateCanceled)
+			if n := len(w.ledger.filed()); n != 0 {
+				t.Fatalf("%d expenses filed after the cancel, want none", n)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -27,6 +28,9 @@ type AssistantConfig struct {
 	// Defaults maps a caller (principal) to the cost centre the assistant
 	// charges when the expense agent asks; callers not in it are asked.
 	Defaults map[string]string
+	// Margin and Now tune the relay (see relay.Config); zero: defaults.
+	Margin time.Duration
+	Now    func() time.Time
 }
 
 // Assistant is the worked example's finance assistant: an orchestrator in
@@ -42,6 +46,8 @@ func Assistant(cfg AssistantConfig) (askpoint.Agent, error) {
 		CallbackURL:  cfg.SelfURL,
 		Resolvers:    []client.Resolver{defaultCostCentre(cfg.Defaults)},
 		Restate:      restateForCaller,
+		Margin:       cfg.Margin,
+		Now:          cfg.Now,
 	})
 }
 
