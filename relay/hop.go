@@ -108,3 +108,16 @@ func (h *Hop) Wakes(cp *Checkpoint, event json.RawMessage) bool { return wakes(c
 
 // Ended says, in the relay's words, how a finished sub-task ended badly.
 func (h *Hop) Ended(sub *a2a.Task) string { return h.r.endedText(sub) }
+
+// Release cancels the sub-task a hold names (see askpoint.Releaser): hold a
+// sub-task with [Hop.Hold] while the caller is asked, and call Release from
+// the agent's own release.
+func (h *Hop) Release(ctx context.Context, call *askpoint.Call, hs askpoint.HoldStatus) error {
+	return h.r.Release(ctx, call, hs)
+}
+
+// Hold is the hold of cp's sub-task: released (the sub-task canceled) when
+// the caller's task ends without an answer.
+func (h *Hop) Hold(cp *Checkpoint) askpoint.Hold {
+	return h.r.subTaskHold(cp)
+}

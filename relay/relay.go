@@ -349,8 +349,11 @@ func (r *relay) askUp(ctx context.Context, call *askpoint.Call, cp *Checkpoint, 
 	// relay's task ends unanswered (the caller cancels, the question
 	// expires), the sub-task is canceled instead of waiting for its own
 	// expiry.
-	hold := askpoint.Hold{Name: "sub-task", Data: map[string]string{"subTaskId": string(cp.SubTaskID)}}
-	return askpoint.Ask(own, cp).WakeOn(cp.Token).Hold(hold), nil
+	return askpoint.Ask(own, cp).WakeOn(cp.Token).Hold(r.subTaskHold(cp)), nil
+}
+
+func (r *relay) subTaskHold(cp *Checkpoint) askpoint.Hold {
+	return askpoint.Hold{Name: "sub-task", Data: map[string]string{"subTaskId": string(cp.SubTaskID), "agent": r.cfg.SubAgentName}}
 }
 
 // Release implements askpoint.Releaser: it cancels the sub-task the relay

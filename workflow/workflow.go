@@ -346,7 +346,23 @@ func (w *workflow) suspendAs(ctx context.Context, call *askpoint.Call, st *State
 	own.Text = fmt.Sprintf("%s asks: %s", st.Speaker, own.Text)
 	own.About = map[string]string{AboutParticipant: st.Speaker, AboutTask: string(st.Hop.SubTaskID)}
 	st.Request = &Request{ID: own.ID, Participant: st.Speaker, TaskID: string(st.Hop.SubTaskID)}
-	return askpoint.Ask(own, st).WakeOn(st.Hop.Token), nil
+	// The participant's task is held while the caller thinks: if the run
+	// ends without an answer, it is canceled.
+	return askpoint.Ask(own, st).WakeOn(st.Hop.Token).Hold(hop.Hold(st.Hop)), nil
+}
+
+// Release implements askpoint.Releaser: it cancels the participant's task
+// a suspended run held when the run ended without the caller's answer.
+func (w *workflow) Release(ctx context.Context, call *askpoint.Call, h askpoint.HoldStatus) error {
+	var data struct {
+		Agent string `json:"agent"`
+	}
+	_ = json.Unmarshal(h.Data, &data)
+	hop := w.hops[data.Agent]
+	if hop == nil {
+		return nil // a participant the workflow no longer has
+	}
+	return hop.Release(ctx, call, h)
 }
 
 // nextSpeaker picks who speaks next; done when the workflow is over.

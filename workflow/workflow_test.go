@@ -507,3 +507,26 @@ func TestLateParticipantNotificationKeepsTheRequest(t *testing.T) {
 		t.Fatalf("the asker got %q, want the caller's answer", got)
 	}
 }
+
+// TestCancelingASuspendedRunCancelsTheWaitingParticipantsTask: the
+// participant's task is held while the caller is asked; when the caller
+// cancels the run instead of answering, the participant's task is
+// canceled too (not left waiting for its own expiry), and the chatter is
+// never invoked.
+func TestCancelingASuspendedRunCancelsTheWaitingParticipantsTask(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, "", map[string]workflow.Config{
+		"flow": {Mode: workflow.GroupChat, Participants: participants("asker", "chatter")},
+	})
+	ctx := testCtx(t)
+	flow := r.client("flow")
+	task, _, askerTask := suspendedRun(t, r, "flow", "Book the 9:40 train to Lyon")
+	if _, err := flow.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err != nil {
+		t.Fatalf("CancelTask: %v", err)
+	}
+	waitState(t, ctx, r.client("asker"), askerTask, a2a.TaskStateCanceled)
+	time.Sleep(quiet)
+	if n := r.chatter.count(); n != 0 {
+		t.Fatalf("the chatter was invoked %d times after the cancel, want never", n)
+	}
+}
