@@ -222,6 +222,20 @@ func (s *Server) CredentialArrived(ctx context.Context, taskID string, data any)
 	if err != nil {
 		return fmt.Errorf("askpoint: encode credential notice: %w", err)
 	}
+	return s.resumeFromOutside(ctx, taskID, func(t *store.Task) (*runInput, error) {
+		if t.State != a2a.TaskStateAuthRequired {
+			return nil, a2a.NewError(a2a.ErrUnsupportedOperation,
+				fmt.Sprintf("task %q is %s, not waiting for a credential", taskID, stateWord(t.State)))
+		}
+		return &runInput{Kind: inputAuth, AuthData: raw, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}, nil
+	})
+}
+
+// resumeFromOutside resumes a paused task from a Go call (a credential, an
+// event): decide reads the task as it stands and returns what the run gets,
+// nil to leave the task as it is, or an error; the write is a
+// compare-and-set, decided again if the task changed meanwhile.
+func (s *Server) resumeFromOutside(ctx context.Context, taskID string, decide func(*store.Task) (*runInput, error)) error {
 	for range maxCASRetries {
 		t, err := s.store.GetTask(ctx, taskID)
 		if errors.Is(err, store.ErrNotFound) {
@@ -230,12 +244,11 @@ func (s *Server) CredentialArrived(ctx context.Context, taskID string, data any)
 		if err != nil {
 			return err
 		}
-		if t.State != a2a.TaskStateAuthRequired {
-			return a2a.NewError(a2a.ErrUnsupportedOperation,
-				fmt.Sprintf("task %q is %s, not waiting for a credential", taskID, stateWord(t.State)))
+		in, err := decide(t)
+		if err != nil || in == nil {
+			return err
 		}
-		in := runInput{Kind: inputAuth, AuthData: raw, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}
-		next, entries, err := s.resumeRow(t, in, nil, "")
+		next, entries, err := s.resumeRow(t, *in, nil, "")
 		if err != nil {
 			return err
 		}
@@ -250,7 +263,7 @@ func (s *Server) CredentialArrived(ctx context.Context, taskID string, data any)
 		s.dispatch(saved)
 		return nil
 	}
-	return errInternal(errors.New("task kept changing; try again"))
+	return errInternal(errors.New("the task kept changing; try again"))
 }
 
 const maxCASRetries = 8

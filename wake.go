@@ -85,55 +85,33 @@ func (s *Server) Wake(ctx context.Context, taskID, token string, event json.RawM
 
 // wake is Wake for a task of the named agent ("" for any).
 func (s *Server) wake(ctx context.Context, agent, taskID, token string, event json.RawMessage) error {
-	for range maxCASRetries {
-		t, err := s.store.GetTask(ctx, taskID)
-		if errors.Is(err, store.ErrNotFound) {
-			return errTaskNotFound(taskID)
-		}
-		if err != nil {
-			return err
-		}
+	return s.resumeFromOutside(ctx, taskID, func(t *store.Task) (*runInput, error) {
 		if agent != "" && t.Agent != agent {
-			return errTaskNotFound(taskID)
+			return nil, errTaskNotFound(taskID)
 		}
 		p, err := decodePause(t)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if p.WakeDigest == "" || subtle.ConstantTimeCompare([]byte(p.WakeDigest), []byte(tokenDigest(token))) != 1 {
-			return errTaskNotFound(taskID)
+			return nil, errTaskNotFound(taskID)
 		}
 		awaiting := t.State == a2a.TaskStateWorking && !t.Runnable && p.Await != ""
 		switch {
 		case t.State.Terminal():
-			return ErrNotWaiting
+			return nil, ErrNotWaiting
 		case !awaiting && t.State != a2a.TaskStateInputRequired:
-			return ErrBusy
+			return nil, ErrBusy
 		}
 		entry := s.agentByName(t.Agent)
 		if entry == nil {
-			return fmt.Errorf("askpoint: task %s belongs to agent %q, which is not served here", t.ID, t.Agent)
+			return nil, fmt.Errorf("askpoint: task %s belongs to agent %q, which is not served here", t.ID, t.Agent)
 		}
 		if w, ok := entry.spec.Agent.(Waker); ok && !w.Wakes(t.Checkpoint, event) {
-			return nil
+			return nil, nil // nothing new: the task stays as it is
 		}
-		in := runInput{Kind: inputEvent, Event: event, Key: fmt.Sprintf("%s/event-%d", t.ID, t.Version)}
-		next, entries, err := s.resumeRow(t, in, nil, "")
-		if err != nil {
-			return err
-		}
-		saved, err := s.store.UpdateTask(ctx, next, entries)
-		if errors.Is(err, store.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		s.committed(saved)
-		s.dispatch(saved)
-		return nil
-	}
-	return errInternal(errors.New("the task kept changing; try again"))
+		return &runInput{Kind: inputEvent, Event: event, Key: fmt.Sprintf("%s/event-%d", t.ID, t.Version)}, nil
+	})
 }
 
 // serveWake is POST /NAME/wake/{task}: a push notification (or any JSON
