@@ -503,6 +503,12 @@ func (r *relay) send(ctx context.Context, call *askpoint.Call, c *a2aclient.Clie
 		// at once with the task as it stands.
 		res, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: push, ReturnImmediately: true}})
 	}
+	if errors.Is(err, a2a.ErrPushNotificationNotSupported) {
+		// A sub-agent without push notifications cannot wake the relay:
+		// the step waits for it to pause or finish (a blocking call, the
+		// one case where a goroutine waits on a sub-agent).
+		res, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+	}
 	if err != nil {
 		return nil, err
 	}
