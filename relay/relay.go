@@ -497,8 +497,9 @@ func (r *relay) send(ctx context.Context, call *askpoint.Call, c *a2aclient.Clie
 	push := &a2a.PushConfig{ID: "relay", URL: r.cfg.CallbackURL + "/wake/" + call.TaskID, Token: cp.Token}
 	wctx, cancel := context.WithTimeout(ctx, r.cfg.SettleWithin)
 	res, err := c.SendMessage(wctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: push}})
+	busy := err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded)
 	cancel()
-	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
+	if busy {
 		// Still busy: the same message again is a redelivery, answered
 		// at once with the task as it stands.
 		res, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: push, ReturnImmediately: true}})
