@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
@@ -28,9 +29,11 @@ type AssistantConfig struct {
 	// Defaults maps a caller (principal) to the cost centre the assistant
 	// charges when the expense agent asks; callers not in it are asked.
 	Defaults map[string]string
-	// Margin and Now tune the relay (see relay.Config); zero: defaults.
+	// Margin, Now and Dial tune the relay (see relay.Config); zero:
+	// defaults.
 	Margin time.Duration
 	Now    func() time.Time
+	Dial   func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
 }
 
 // Assistant is the worked example's finance assistant: an orchestrator in
@@ -48,6 +51,7 @@ func Assistant(cfg AssistantConfig) (askpoint.Agent, error) {
 		Restate:      restateForCaller,
 		Margin:       cfg.Margin,
 		Now:          cfg.Now,
+		Dial:         cfg.Dial,
 	})
 }
 

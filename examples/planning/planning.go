@@ -11,8 +11,10 @@ import (
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/relay"
 	"github.com/askpoint/askpoint/workflow"
 )
 
@@ -40,8 +42,9 @@ func PlannerCard() a2a.AgentCard {
 
 // Workflow is the planning group chat: planner, expense agent, planner.
 // base is the server's base URL (http://HOST:PORT), where the planner and
-// the expense agent are served and where the workflow hears from them.
-func Workflow(base string) (askpoint.Agent, error) {
+// the expense agent are served and where the workflow hears from them;
+// dial, when not nil, opens the clients that reach them (with credentials).
+func Workflow(base string, dial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)) (askpoint.Agent, error) {
 	return workflow.Agent(workflow.Config{
 		Mode: workflow.GroupChat,
 		Participants: []workflow.Participant{
@@ -50,6 +53,7 @@ func Workflow(base string) (askpoint.Agent, error) {
 		},
 		MaxRounds:   3,
 		CallbackURL: base + "/planning",
+		Relay:       relay.Config{Dial: dial},
 	})
 }
 

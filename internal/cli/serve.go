@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,9 +20,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx", for the expense ledger on PostgreSQL
 
 	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/examples/booking"
 	"github.com/askpoint/askpoint/examples/conformance"
 	"github.com/askpoint/askpoint/examples/expense"
@@ -60,7 +64,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 2
 	}
-	if len(tokens) == 0 {
+	callers := len(tokens)
+	// The finance assistant and the planning workflow call this server's
+	// own agents over A2A; with tokens required they need one too, known
+	// only to this process.
+	var internalDial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
+	if callers > 0 {
+		internal := randomToken()
+		tokens[internal] = internalPrincipal
+		hc := &http.Client{Transport: bearerTransport{token: internal}}
+		internalDial = func(ctx context.Context, u string) (*a2aclient.Client, error) { return client.Dial(ctx, u, hc) }
+	}
+	if callers == 0 {
 		if err := loopbackOnly(*addr); err != nil {
 			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 			return 2
@@ -195,7 +210,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	// The finance assistant: an orchestrator in front of the expense
 	// agent, reaching it over A2A on this server's own address.
-	assistant, err := expense.Assistant(expense.AssistantConfig{ExpenseURL: base + "/expense", SelfURL: base + "/assistant", Defaults: defaults})
+	assistant, err := expense.Assistant(expense.AssistantConfig{ExpenseURL: base + "/expense", SelfURL: base + "/assistant", Defaults: defaults, Dial: internalDial})
 	if err == nil {
 		err = srv.Register(askpoint.AgentSpec{Name: "assistant", Agent: assistant, Card: expense.AssistantCard()})
 	}
@@ -206,7 +221,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	if err == nil {
 		var chat askpoint.Agent
-		if chat, err = planning.Workflow(base); err == nil {
+		if chat, err = planning.Workflow(base, internalDial); err == nil {
 			err = srv.Register(askpoint.AgentSpec{Name: "planning", Agent: chat, Card: planning.WorkflowCard()})
 		}
 	}
@@ -221,10 +236,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "askpoint: data in %s\n", where)
 	fmt.Fprintf(stdout, "askpoint: listening on %s\n", base)
-	if len(tokens) == 0 {
+	if callers == 0 {
 		fmt.Fprintln(stdout, "askpoint: no tokens configured: callers are anonymous, so askpoint listens on loopback only")
 	} else {
-		fmt.Fprintf(stdout, "askpoint: %d bearer tokens configured: every request must carry one\n", len(tokens))
+		fmt.Fprintf(stdout, "askpoint: %d bearer tokens configured: every request must carry one\n", callers)
 	}
 	for _, name := range srv.Agents() {
 		fmt.Fprintf(stdout, "askpoint: agent %q card: %s/%s/.well-known/agent-card.json\n", name, base, name)
@@ -253,6 +268,25 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// internalPrincipal is the principal of this process's own calls to its
+// agents (the finance assistant's and the planning workflow's).
+const internalPrincipal = "askpoint-internal"
+
+func randomToken() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// bearerTransport adds a bearer token to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // parseReminders reads --reminders: fractions like "0.5,0.9", or "none".
