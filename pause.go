@@ -45,8 +45,9 @@ func (o Outcome) DefaultAnswer(answer any) Outcome {
 	return o
 }
 
-// Hold declares something the task holds while its question is open (a
-// seat, stock, a budget reservation). The runtime calls the agent's
+// Hold declares something the task holds while its question is open, or
+// while it awaits an event ([Await]): a seat, stock, a budget reservation,
+// a sub-agent's task. The runtime calls the agent's
 // release ([Releaser], or Steps.OnRelease) for it at h.Until if the task
 // has not resumed by then, or as soon as the task ends without resuming
 // (it expires, or the caller cancels). A task that resumes first gets its
@@ -197,11 +198,23 @@ func (s *Server) preparePause(o Outcome, q *question.Question, agent Agent, now 
 	default:
 		return nil, fmt.Errorf("unknown expiry action %q (use ExpireFail, ExpireCancel or DefaultAnswer)", p.OnExpiry)
 	}
-	if len(o.holds) > 0 && !canRelease(agent) {
+	holds, err := prepareHolds(o.holds, q.Expires, "the question expires", agent)
+	if err != nil {
+		return nil, err
+	}
+	p.Holds = holds
+	return p, nil
+}
+
+// prepareHolds checks an outcome's holds against the end of the pause
+// (until, what ends it) and returns them as the pause keeps them.
+func prepareHolds(hs []Hold, end time.Time, ends string, agent Agent) ([]heldThing, error) {
+	if len(hs) > 0 && !canRelease(agent) {
 		return nil, errors.New("it holds something but has no release (implement Releaser, or set Steps.OnRelease)")
 	}
+	var out []heldThing
 	seen := map[string]bool{}
-	for _, h := range o.holds {
+	for _, h := range hs {
 		if h.Name == "" {
 			return nil, errors.New("a hold has no name")
 		}
@@ -211,19 +224,19 @@ func (s *Server) preparePause(o Outcome, q *question.Question, agent Agent, now 
 		seen[h.Name] = true
 		until := h.Until.UTC().Truncate(time.Millisecond)
 		if h.Until.IsZero() {
-			until = q.Expires
+			until = end
 		}
-		if until.After(q.Expires) {
-			return nil, fmt.Errorf("hold %q is kept until %s, after the question expires at %s; a hold must be released no later than its question's expiry",
-				h.Name, until.Format(time.RFC3339), q.Expires.Format(time.RFC3339))
+		if until.After(end) {
+			return nil, fmt.Errorf("hold %q is kept until %s, after %s at %s; a hold must be released no later than that",
+				h.Name, until.Format(time.RFC3339), ends, end.Format(time.RFC3339))
 		}
 		data, err := json.Marshal(h.Data)
 		if err != nil {
 			return nil, fmt.Errorf("hold %q: its data cannot be encoded: %v", h.Name, err)
 		}
-		p.Holds = append(p.Holds, heldThing{Name: h.Name, Until: until, Data: data})
+		out = append(out, heldThing{Name: h.Name, Until: until, Data: data})
 	}
-	return p, nil
+	return out, nil
 }
 
 // setPause stores p on next and sets the task's timers from it: the wake

@@ -533,11 +533,18 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		}
 		next.Checkpoint = cp
 		p := &pauseState{Asked: now, Await: o.text, Expires: o.deadline.UTC().Truncate(time.Millisecond), WakeDigest: tokenDigest(o.wakeToken)}
+		var agent Agent
+		if e := s.agentByName(next.Agent); e != nil {
+			agent = e.spec.Agent
+		}
+		if p.Holds, err = prepareHolds(o.holds, p.Expires, "the wait's deadline", agent); err != nil {
+			return s.applyOutcome(next, Fail("The agent waits while holding what the runtime cannot keep: "+err.Error()), now)
+		}
 		raw, err := json.Marshal(p)
 		if err != nil {
 			return nil, err
 		}
-		next.Pause, next.WakeAt = raw, p.Expires
+		next.Pause, next.WakeAt, next.HoldAt = raw, p.Expires, p.nextRelease()
 		state, msg = a2a.TaskStateWorking, agentMessage(next, o.text)
 	case OutcomeComplete:
 		for _, a := range o.artifacts {

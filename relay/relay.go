@@ -305,7 +305,8 @@ func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 			return r.askUp(ctx, call, cp, q)
 		default: // submitted, working
 			cp.SubQuestion = nil
-			return askpoint.Await(fmt.Sprintf("Waiting for %s to finish.", name), cp, cp.Token, r.cfg.Now().Add(r.cfg.MaxWait)), nil
+			return askpoint.Await(fmt.Sprintf("Waiting for %s to finish.", name), cp, cp.Token, r.cfg.Now().Add(r.cfg.MaxWait)).
+				Hold(r.subTaskHold(cp)), nil
 		}
 	}
 }

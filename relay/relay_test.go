@@ -667,3 +667,34 @@ func TestCancelingAtTheTopCancelsTheSubTask(t *testing.T) {
 		})
 	}
 }
+
+// While the sub-agent works, the relay's task waits without a run and
+// holds the sub-task: canceling the relay's task cancels the sub-task.
+func TestCancelingWhileTheSubAgentWorksCancelsTheSubTask(t *testing.T) {
+	slow := askpoint.Steps[struct{}, struct{}]{
+		OnStart: func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
+			<-ctx.Done() // works until canceled
+			return askpoint.Outcome{}, ctx.Err()
+		},
+	}
+	w := startWorld(t, nil, nil, func(topBase, subBase string) []askpoint.AgentSpec {
+		return []askpoint.AgentSpec{relaySpec(t, relay.Config{SubAgentURL: subBase + "/slow", CallbackURL: topBase + "/assistant", SettleWithin: 100 * time.Millisecond})}
+	}, askpoint.AgentSpec{Name: "slow", Agent: slow, Card: a2a.AgentCard{Name: "Slow", Description: "Works until canceled."}})
+	ctx := testCtx(t)
+	bob := w.bob(t)
+	res, err := bob.SendMessage(ctx, &a2a.SendMessageRequest{Message: userText("take your time"), Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+	if err != nil {
+		t.Fatalf("SendMessage: %v", err)
+	}
+	task := res.(*a2a.Task)
+	eventually(t, "the relay's task waiting for the sub-agent", func() bool {
+		got := getTask(t, ctx, bob, task.ID)
+		return got.Status.State == a2a.TaskStateWorking && strings.Contains(statusText(got), "Waiting for")
+	})
+	subC := w.subClient(t, "slow")
+	sub := onlyTask(t, ctx, subC)
+	if _, err := bob.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err != nil {
+		t.Fatalf("CancelTask: %v", err)
+	}
+	waitState(t, ctx, subC, sub.ID, a2a.TaskStateCanceled)
+}

@@ -325,7 +325,8 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 			return out, false, err
 		default: // submitted, working
 			st.Hop.SubQuestion, st.Request = nil, nil
-			return askpoint.Await(fmt.Sprintf("Waiting for %s.", st.Speaker), st, st.Hop.Token, w.now().Add(w.maxWait())), false, nil
+			return askpoint.Await(fmt.Sprintf("Waiting for %s.", st.Speaker), st, st.Hop.Token, w.now().Add(w.maxWait())).
+				Hold(hop.Hold(st.Hop)), false, nil
 		}
 	}
 }
