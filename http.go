@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -509,6 +510,10 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 	})
 }
 
+// restPushConfigPath is an HTTP+JSON push configuration's path:
+// [/TENANT]/tasks/TASK/pushNotificationConfigs/ID.
+var restPushConfigPath = regexp.MustCompile(`^(?:/([^/]+))?/tasks/([^/]+)/pushNotificationConfigs/([^/]+)$`)
+
 func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ar, err := s.authenticate(r)
@@ -557,6 +562,18 @@ func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
 				writeRESTError(w, err)
 				return
 			}
+		case r.Method == http.MethodDelete && restPushConfigPath.MatchString(r.URL.Path):
+			// Answered here with {}: the SDK's transport sends an empty
+			// body under Content-Type application/json.
+			m := restPushConfigPath.FindStringSubmatch(r.URL.Path)
+			req := &a2a.DeleteTaskPushConfigRequest{Tenant: m[1], TaskID: a2a.TaskID(m[2]), ID: m[3]}
+			if err := h.DeleteTaskPushConfig(r.Context(), req); err != nil {
+				writeRESTError(w, err)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte("{}\n"))
+			return
 		case strings.HasPrefix(r.URL.Path, "/tasks/") && strings.HasSuffix(r.URL.Path, ":subscribe"):
 			id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/tasks/"), ":subscribe")
 			if _, err := h.subscribable(r.Context(), &a2a.SubscribeToTaskRequest{ID: a2a.TaskID(id)}); err != nil {

@@ -182,3 +182,27 @@ func TestTCKDeletingAPushConfigAnswersWithAResultMember(t *testing.T) {
 		}
 	}
 }
+
+func TestTCKDeletingAPushConfigOverHTTPJSONAnswersWithAnEmptyObject(t *testing.T) {
+	t.Parallel()
+	env := startTCK(t)
+	r := tckREST(t, env, "conformance", http.MethodPost, "/message:send", map[string]any{"message": map[string]any{
+		"messageId": "m-rest-del", "role": "ROLE_USER", "parts": []any{map[string]any{"text": "hello"}},
+	}})
+	var res struct {
+		Task struct {
+			ID string `json:"id"`
+		} `json:"task"`
+	}
+	if err := json.Unmarshal(r.Raw, &res); err != nil || res.Task.ID == "" {
+		t.Fatalf("send: %s (%v), want a task", r.Raw, err)
+	}
+	for i := range 2 {
+		d := tckREST(t, env, "conformance", http.MethodDelete, "/tasks/"+res.Task.ID+"/pushNotificationConfigs/nope", nil)
+		if d.Status != http.StatusOK || strings.TrimSpace(string(d.Raw)) != "{}" {
+			t.Fatalf("delete %d: status %d, body %q; want 200 with {}", i+1, d.Status, d.Raw)
+		}
+	}
+	d := tckREST(t, env, "conformance", http.MethodDelete, "/tasks/no-such-task/pushNotificationConfigs/nope", nil)
+	d.wantRESTError(t, "delete on an unknown task", http.StatusNotFound)
+}
