@@ -223,8 +223,8 @@ func prepareHolds(hs []Hold, end time.Time, ends string, agent Agent) ([]heldThi
 		}
 		seen[h.Name] = true
 		until := h.Until.UTC().Truncate(time.Millisecond)
-		if h.Until.IsZero() {
-			until = end
+		if h.Until.IsZero() || (until.After(end) && !until.Truncate(time.Second).After(end)) {
+			until = end // the end, or within the second the end was rounded to
 		}
 		if until.After(end) {
 			return nil, fmt.Errorf("hold %q is kept until %s, after %s at %s; a hold must be released no later than that",
@@ -306,15 +306,33 @@ func holdsOnResume(p *pauseState, now time.Time) []HoldStatus {
 	return out
 }
 
+// keepDigest leaves on next, which keeps no pause of its own, the wake
+// digest of the pause it had: a wake that comes while the task runs is then
+// told it is busy (and sent again), and one that comes after it ended is
+// told it is late, instead of not found.
+func keepDigest(next *store.Task, digest string) {
+	if digest == "" || len(next.Pause) > 0 {
+		return
+	}
+	raw, err := json.Marshal(pauseState{WakeDigest: digest})
+	if err == nil {
+		next.Pause = raw
+	}
+}
+
 // keepHoldsOnEnd keeps the unreleased holds of a paused task that ends
 // without resuming, due for release at once.
 func (s *Server) keepHoldsOnEnd(t, next *store.Task, now time.Time) {
 	next.WakeAt, next.HoldAt, next.Pause = time.Time{}, time.Time{}, nil
 	p, err := decodePause(t)
-	if err != nil || len(p.Holds) == 0 {
+	if err != nil {
 		return
 	}
-	rest := &pauseState{Question: p.Question}
+	defer keepDigest(next, p.WakeDigest)
+	if len(p.Holds) == 0 {
+		return
+	}
+	rest := &pauseState{Question: p.Question, WakeDigest: p.WakeDigest}
 	for _, h := range p.Holds {
 		if h.Released {
 			continue

@@ -150,7 +150,7 @@ func (s *Server) settlePush(ctx context.Context, log *slog.Logger, c *store.Push
 	switch {
 	case err == nil:
 		if !saved.DueAt.IsZero() && !saved.DueAt.After(time.Now()) {
-			s.pusher.wake(saved.DueAt) // more to send now
+			s.pusher.kick() // more to send now
 		}
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrConflict):
 		// Deleted, or the claim lapsed and another round took it over.
@@ -310,7 +310,7 @@ func (s *Server) putPushConfig(ctx context.Context, t *store.Task, c *a2a.PushCo
 		return nil, errInternal(err)
 	}
 	if !saved.DueAt.IsZero() {
-		s.pusher.wake(saved.DueAt)
+		s.pusher.kick()
 	}
 	return &cfg, nil
 }

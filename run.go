@@ -59,6 +59,7 @@ func (s *Server) resumeRow(t *store.Task, in runInput, msg *a2a.Message, note st
 	}
 	next := *t
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
+	keepDigest(&next, p.WakeDigest)
 	next.Input = raw
 	next.Question = nil
 	next.Runnable = true
@@ -474,7 +475,15 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 	next.LeaseUntil = time.Time{}
 	next.Input = nil
 	next.Question = nil
+	var digest string
+	if p, err := decodePause(next); err == nil {
+		digest = p.WakeDigest
+	}
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
+	if o.kind == OutcomeComplete || o.kind == OutcomeFail || o.kind == OutcomeReject {
+		// A wake that comes after the end is told it is late.
+		defer keepDigest(next, digest)
+	}
 
 	var entries []store.LogEntry
 	var state a2a.TaskState
@@ -532,7 +541,9 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 			return s.applyOutcome(next, Fail("The agent's checkpoint could not be saved: "+err.Error()), now)
 		}
 		next.Checkpoint = cp
-		p := &pauseState{Asked: now, Await: o.text, Expires: o.deadline.UTC().Truncate(time.Millisecond), WakeDigest: tokenDigest(o.wakeToken)}
+		// Question names the pause in hold keys: unique per pause.
+		p := &pauseState{Asked: now, Await: o.text, Question: fmt.Sprintf("await-%d", next.Version),
+			Expires: o.deadline.UTC().Truncate(time.Millisecond), WakeDigest: tokenDigest(o.wakeToken)}
 		var agent Agent
 		if e := s.agentByName(next.Agent); e != nil {
 			agent = e.spec.Agent

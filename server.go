@@ -285,7 +285,7 @@ func (s *Server) committed(t *store.Task) {
 	s.releaser.wake(t.HoldAt)
 	if interrupted(t.State) || t.State.Terminal() {
 		// What is notified: pauses, reminders and endings.
-		s.pusher.wake(s.now())
+		s.pusher.kick()
 	}
 }
 

@@ -31,12 +31,12 @@ const dueBatch = 256
 // whichever comes first.
 type timerLoop struct {
 	name    string
-	kick    chan struct{}
+	kicks   chan struct{}
 	planned atomic.Int64 // unix ms of the next planned round; 0 when unknown
 }
 
 func newTimerLoop(name string) *timerLoop {
-	return &timerLoop{name: name, kick: make(chan struct{}, 1)}
+	return &timerLoop{name: name, kicks: make(chan struct{}, 1)}
 }
 
 // wake makes the loop run a round soon, if at is before its next planned round.
@@ -48,7 +48,15 @@ func (l *timerLoop) wake(at time.Time) {
 		return
 	}
 	select {
-	case l.kick <- struct{}{}:
+	case l.kicks <- struct{}{}:
+	default:
+	}
+}
+
+// kick makes the loop run a round soon, whenever it planned the next.
+func (l *timerLoop) kick() {
+	select {
+	case l.kicks <- struct{}{}:
 	default:
 	}
 }
@@ -79,7 +87,7 @@ func (s *Server) runTimerLoop(ctx context.Context, l *timerLoop, work func(conte
 		case <-ctx.Done():
 			timer.Stop()
 			return
-		case <-l.kick:
+		case <-l.kicks:
 		case <-timer.C:
 		}
 		timer.Stop()
@@ -227,7 +235,7 @@ func (s *Server) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 	s.log.Info("question expired", slog.String("task", t.ID), slog.String("question", q.ID), slog.String("then", expiryResult(saved)))
 	s.committed(saved)
 	if saved.Runnable {
-		s.pusher.wake(now) // the resume's note is notified
+		s.pusher.kick() // the resume's note is notified
 		s.dispatch(saved)
 	}
 	return saved, nil
@@ -311,7 +319,7 @@ func (s *Server) releaseHolds(ctx context.Context, t *store.Task) error {
 	}
 
 	agent := s.agentByName(t.Agent)
-	var released []string
+	released := map[string]time.Time{}
 	for _, i := range claimed {
 		h := p.Holds[i]
 		status := HoldStatus{Name: h.Name, Until: h.Until, Data: h.Data, Lapsed: true, Released: true}
@@ -319,13 +327,16 @@ func (s *Server) releaseHolds(ctx context.Context, t *store.Task) error {
 			s.log.Error("cannot release a hold: its agent is not served here", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.String("hold", h.Name))
 			continue
 		}
-		if err := s.callRelease(ctx, agent.spec.Agent, t, holdKey(t.ID, p.Question, h.Name), status); err != nil {
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.LeaseDuration)
+		err := s.callRelease(rctx, agent.spec.Agent, t, holdKey(t.ID, p.Question, h.Name), status)
+		cancel()
+		if err != nil {
 			s.log.Warn("release failed; it will be tried again", slog.String("task", t.ID), slog.String("hold", h.Name),
 				slog.Duration("after", s.cfg.LeaseDuration), slog.Any("err", err))
 			continue
 		}
 		s.log.Info("released a hold", slog.String("task", t.ID), slog.String("hold", h.Name), slog.Time("deadline", h.Until))
-		released = append(released, h.Name)
+		released[h.Name] = h.Releasing
 	}
 	if len(released) == 0 {
 		return nil
@@ -368,7 +379,7 @@ func (s *Server) callRelease(ctx context.Context, agent Agent, t *store.Task, ke
 // markReleased records released holds on the task, retrying the
 // compare-and-set while the task changes under it. A task that resumed in
 // the meantime took its holds back; there is nothing left to record.
-func (s *Server) markReleased(ctx context.Context, t *store.Task, names []string) error {
+func (s *Server) markReleased(ctx context.Context, t *store.Task, claims map[string]time.Time) error {
 	for range maxCASRetries {
 		p, err := decodePause(t)
 		if err != nil {
@@ -376,10 +387,10 @@ func (s *Server) markReleased(ctx context.Context, t *store.Task, names []string
 		}
 		changed := false
 		for i := range p.Holds {
-			for _, n := range names {
-				if p.Holds[i].Name == n && !p.Holds[i].Released {
-					p.Holds[i].Released, p.Holds[i].Releasing, changed = true, time.Time{}, true
-				}
+			// Only the holds this node claimed: the same name in a later
+			// pause is another hold.
+			if at, ok := claims[p.Holds[i].Name]; ok && !p.Holds[i].Released && p.Holds[i].Releasing.Equal(at) {
+				p.Holds[i].Released, p.Holds[i].Releasing, changed = true, time.Time{}, true
 			}
 		}
 		if !changed || t.Runnable {
@@ -389,8 +400,9 @@ func (s *Server) markReleased(ctx context.Context, t *store.Task, names []string
 		if err := s.setPauseKeepingTimers(&next, p); err != nil {
 			return err
 		}
-		if next.HoldAt.IsZero() && len(next.Question) == 0 {
-			next.Pause = nil // an ended task has nothing left to keep
+		if next.HoldAt.IsZero() && next.State.Terminal() {
+			next.Pause = nil // an ended task keeps only its wake digest
+			keepDigest(&next, p.WakeDigest)
 		}
 		saved, err := s.store.UpdateTask(ctx, &next, nil)
 		if err == nil {

@@ -102,6 +102,10 @@ func (s *Server) wake(ctx context.Context, agent, taskID, token string, event js
 			return nil, ErrNotWaiting
 		case !awaiting && t.State != a2a.TaskStateInputRequired:
 			return nil, ErrBusy
+		case awaiting && !s.now().Before(p.Expires):
+			return nil, ErrNotWaiting // past its deadline: the sweeper ends it
+		case t.State == a2a.TaskStateInputRequired && questionExpired(t, s.now()):
+			return nil, ErrNotWaiting // past its expiry, like a late answer
 		}
 		entry := s.agentByName(t.Agent)
 		if entry == nil {
@@ -143,4 +147,15 @@ func (s *Server) serveWake(w http.ResponseWriter, r *http.Request, agent string)
 		s.log.Error("wake a task", slog.String("task", id), slog.Any("err", err))
 		http.Error(w, "internal error", http.StatusInternalServerError)
 	}
+}
+
+// questionExpired reports whether t's open question's expiry has passed.
+func questionExpired(t *store.Task, now time.Time) bool {
+	var q struct {
+		Expires time.Time `json:"expires"`
+	}
+	if json.Unmarshal(t.Question, &q) != nil || q.Expires.IsZero() {
+		return false
+	}
+	return !now.Before(q.Expires)
 }
