@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -105,6 +106,9 @@ type Checkpoint struct {
 	// Refused counts the caller's answers to SubQuestion that the relay
 	// refused (they failed the sub-agent's schema): the caller's attempts.
 	Refused int `json:"refused,omitempty"`
+	// Resolved counts the sub-agent's questions the relay answered itself
+	// since the caller last answered, across steps.
+	Resolved int `json:"resolved,omitempty"`
 }
 
 // Agent returns the relay agent for cfg.
@@ -150,15 +154,22 @@ func (r *relay) Start(ctx context.Context, call *askpoint.Call) (askpoint.Outcom
 	}
 	c, err := r.cfg.Dial(ctx, r.cfg.SubAgentURL)
 	if err != nil {
-		return askpoint.Fail(fmt.Sprintf("I could not reach %s: %v", r.cfg.SubAgentName, err)), nil
+		return r.unreachable("reach", err), nil
 	}
 	defer c.Destroy()
 	cp := &Checkpoint{Token: newToken()}
 	sub, err := r.send(ctx, call, c, cp, msg)
 	if err != nil {
-		return askpoint.Fail(fmt.Sprintf("%s did not take the request: %v", capitalize(r.cfg.SubAgentName), err)), nil
+		return r.unreachable("send the request to", err), nil
 	}
 	return r.handle(ctx, call, c, cp, sub)
+}
+
+// unreachable fails the relay's task in words that name the sub-agent
+// only; the error itself (URLs, addresses) goes to the log.
+func (r *relay) unreachable(what string, err error) askpoint.Outcome {
+	slog.Default().Warn("relay: cannot "+what+" the sub-agent", slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
+	return askpoint.Fail(fmt.Sprintf("I could not reach %s, so the task could not be done.", r.cfg.SubAgentName))
 }
 
 // Resume carries the caller's answer down, or acts on the sub-agent's
@@ -168,9 +179,25 @@ func (r *relay) Resume(ctx context.Context, call *askpoint.Call, res *askpoint.R
 	if err := json.Unmarshal(res.Checkpoint, &cp); err != nil {
 		return askpoint.Outcome{}, fmt.Errorf("relay: read checkpoint: %w", err)
 	}
+	out, err := r.resume(ctx, call, res, &cp)
+	if err != nil {
+		slog.Default().Warn("relay: step failed", slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
+		out, err = askpoint.Fail(fmt.Sprintf("I lost touch with %s, so the task could not be done.", r.cfg.SubAgentName)), nil
+	}
+	if out.Kind() == askpoint.OutcomeFail && cp.SubTaskID != "" {
+		// The sub-task was handed back with the resume: the relay ends,
+		// so it cancels what it held (best effort; it may have ended).
+		_ = r.Release(context.WithoutCancel(ctx), call, askpoint.HoldStatus{Name: "sub-task", Data: mustJSON(r.subTaskHold(&cp).Data)})
+	}
+	return out, err
+}
+
+func (r *relay) resume(ctx context.Context, call *askpoint.Call, res *askpoint.Resumption, cpp *Checkpoint) (askpoint.Outcome, error) {
+	cp := *cpp
+	defer func() { *cpp = cp }()
 	c, err := r.cfg.Dial(ctx, r.cfg.SubAgentURL)
 	if err != nil {
-		return askpoint.Outcome{}, fmt.Errorf("reach %s: %w", r.cfg.SubAgentName, err) // the step is retried
+		return askpoint.Outcome{}, fmt.Errorf("reach %s: %w", r.cfg.SubAgentName, err)
 	}
 	defer c.Destroy()
 	if res.Event != nil || res.Answer == nil || cp.SubQuestion == nil {
@@ -207,11 +234,22 @@ func (r *relay) Resume(ctx context.Context, call *askpoint.Call, res *askpoint.R
 		}
 		ans.Fields = fields
 	}
+	cp.Resolved = 0 // the caller has spoken: the relay may answer again
 	sub, err := r.answer(ctx, call, c, &cp, ans, call.Key)
+	if errors.Is(err, a2a.ErrInvalidParams) || errors.Is(err, a2a.ErrUnsupportedOperation) {
+		// The sub-task moved on before the answer reached it (its
+		// question changed, or it ended): it decides as it stands.
+		sub, err = c.GetTask(ctx, &a2a.GetTaskRequest{ID: cp.SubTaskID})
+	}
 	if err != nil {
 		return askpoint.Outcome{}, err
 	}
 	return r.handle(ctx, call, c, &cp, sub)
+}
+
+func mustJSON(v any) json.RawMessage {
+	raw, _ := json.Marshal(v)
+	return raw
 }
 
 // Wakes implements askpoint.Waker: a notification that says nothing new
@@ -266,7 +304,7 @@ func wakes(cp *Checkpoint, event json.RawMessage) bool {
 // handle decides what the sub-task's state means for the relay's task.
 func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Client, cp *Checkpoint, sub *a2a.Task) (askpoint.Outcome, error) {
 	name := r.cfg.SubAgentName
-	for resolved := 0; ; resolved++ {
+	for {
 		cp.SubTaskID, cp.SubContextID = sub.ID, sub.ContextID
 		if ts := sub.Status.Timestamp; ts != nil {
 			cp.SubSeenAt = ts
@@ -289,8 +327,9 @@ func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 			cp.SubQuestion = q
 			// A re-ask refused what was sent; the relay's own answer
 			// would be refused again, so the caller is asked.
-			if resolved < maxResolved && len(q.Errors) == 0 {
+			if cp.Resolved < maxResolved && len(q.Errors) == 0 {
 				if ans := r.resolve(ctx, call, sub, q); ans != nil {
+					cp.Resolved++
 					if err := call.Progress(ctx, fmt.Sprintf("I answered %s's question myself (%s): %s", name, ans.By, summary(ans.Fields))); err != nil {
 						return askpoint.Outcome{}, err
 					}
@@ -338,6 +377,9 @@ func reason(why string) string {
 
 // askUp pauses the relay's task with its own question for the sub-agent's q.
 func (r *relay) askUp(ctx context.Context, call *askpoint.Call, cp *Checkpoint, q *question.Question) (askpoint.Outcome, error) {
+	if !q.Expires.IsZero() && !r.cfg.Now().Before(q.Expires) {
+		return askpoint.Fail(capitalize(r.cfg.SubAgentName) + "'s question expired before it could be asked, so the task could not be done."), nil
+	}
 	own, err := r.ownQuestion(ctx, call, q)
 	if err != nil {
 		return askpoint.Outcome{}, err
@@ -491,25 +533,29 @@ func (r *relay) answer(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 	return sub, nil
 }
 
-// send sends msg to the sub-agent with the relay's push configuration,
-// waiting up to SettleWithin for it to pause or finish. A sub-agent still
-// busy after that is left to notify.
+// send sends msg to the sub-agent with the relay's push configuration and
+// returns at once (returnImmediately), then reads the sub-task until it
+// pauses or finishes, for at most SettleWithin: a sub-agent still busy
+// after that is left to notify. The message is sent once: a sub-agent
+// without deduplication must not get it twice. A first message carries a
+// context ID derived from its ID, so that a rerun of the step finds the
+// sub-task it started (ListTasks) instead of starting another.
 func (r *relay) send(ctx context.Context, call *askpoint.Call, c *a2aclient.Client, cp *Checkpoint, msg *a2a.Message) (*a2a.Task, error) {
-	push := &a2a.PushConfig{ID: "relay", URL: r.cfg.CallbackURL + "/wake/" + call.TaskID, Token: cp.Token}
-	wctx, cancel := context.WithTimeout(ctx, r.cfg.SettleWithin)
-	res, err := c.SendMessage(wctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: push}})
-	busy := err != nil && ctx.Err() == nil && errors.Is(wctx.Err(), context.DeadlineExceeded)
-	cancel()
-	if busy {
-		// Still busy: the same message again is a redelivery, answered
-		// at once with the task as it stands.
-		res, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: push, ReturnImmediately: true}})
+	if msg.TaskID == "" {
+		msg.ContextID = "relay-ctx-" + strings.TrimPrefix(msg.ID, "relay-")
+		if got, err := c.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: msg.ContextID, PageSize: 1}); err == nil && len(got.Tasks) > 0 {
+			return r.settle(ctx, c, got.Tasks[0], true)
+		}
 	}
+	push := &a2a.PushConfig{ID: "relay", URL: r.cfg.CallbackURL + "/wake/" + call.TaskID, Token: cp.Token}
+	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: push, ReturnImmediately: true}})
+	pushed := true
 	if errors.Is(err, a2a.ErrPushNotificationNotSupported) {
 		// A sub-agent without push notifications cannot wake the relay:
-		// the step waits for it to pause or finish (a blocking call, the
-		// one case where a goroutine waits on a sub-agent).
-		res, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+		// the step reads the sub-task until it pauses or finishes (the one
+		// case where a goroutine waits on a sub-agent).
+		pushed = false
+		res, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
 	}
 	if err != nil {
 		return nil, err
@@ -518,7 +564,38 @@ func (r *relay) send(ctx context.Context, call *askpoint.Call, c *a2aclient.Clie
 	if !ok {
 		return nil, fmt.Errorf("%s answered with a message instead of a task", r.cfg.SubAgentName)
 	}
+	return r.settle(ctx, c, sub, pushed)
+}
+
+// settle reads sub until it pauses or finishes: for at most SettleWithin
+// when the sub-agent will notify, for as long as it takes otherwise.
+func (r *relay) settle(ctx context.Context, c *a2aclient.Client, sub *a2a.Task, notifies bool) (*a2a.Task, error) {
+	deadline := time.Now().Add(r.cfg.SettleWithin)
+	wait := 5 * time.Millisecond
+	for !settled(sub.Status.State) {
+		if notifies && time.Now().After(deadline) {
+			return sub, nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+		next, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: sub.ID})
+		if err != nil {
+			return nil, err
+		}
+		sub = next
+	}
 	return sub, nil
+}
+
+// settled reports whether a sub-task in state s has paused or finished.
+func settled(s a2a.TaskState) bool {
+	return s.Terminal() || s == a2a.TaskStateInputRequired || s == a2a.TaskStateAuthRequired
 }
 
 func (r *relay) forward(ctx context.Context, call *askpoint.Call) (*a2a.Message, error) {

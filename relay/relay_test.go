@@ -8,11 +8,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +23,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/relay"
@@ -697,4 +701,91 @@ func TestCancelingWhileTheSubAgentWorksCancelsTheSubTask(t *testing.T) {
 		t.Fatalf("CancelTask: %v", err)
 	}
 	waitState(t, ctx, subC, sub.ID, a2a.TaskStateCanceled)
+}
+
+// A rerun of the relay's first step (a crash or a stop after its side
+// effects, before its outcome is written) finds the sub-task it started,
+// even after answering the sub-agent's question itself: one sub-task, one
+// expense.
+func TestRerunOfTheFirstStepAfterAnsweringFromContextFilesOnce(t *testing.T) {
+	w := startWorld(t, nil, nil, nil)
+	ctx := testCtx(t)
+	a, err := expense.Assistant(expense.AssistantConfig{
+		ExpenseURL: w.sub.URL + "/expenses", SelfURL: "http://" + w.topAddr + "/assistant",
+		Defaults: map[string]string{"alice": "CC-4410"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := &askpoint.Call{TaskID: "top-task-1", ContextID: "ctx-1", Principal: "alice", Key: "top-task-1/start", Request: userText(receipt)}
+	call.Message = call.Request
+	for run := 1; run <= 2; run++ {
+		o, err := a.Start(ctx, call)
+		if err != nil || o.Kind() != askpoint.OutcomeComplete {
+			t.Fatalf("run %d: outcome %v (%q), %v; want complete", run, o.Kind(), o.Text(), err)
+		}
+	}
+	subs, err := w.subClient(t, "expenses").ListTasks(ctx, &a2a.ListTasksRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subs.Tasks) != 1 {
+		t.Fatalf("sub-tasks after two runs of one step = %d, want 1", len(subs.Tasks))
+	}
+	w.ledger.wantOneFiling(t, "CC-4410")
+}
+
+// When the sub-agent cannot be reached, the caller is told so in words that
+// name it, never by its address.
+func TestUnreachableSubAgentIsNamedNotLocated(t *testing.T) {
+	w := startWorld(t, nil, nil, nil)
+	ctx := testCtx(t)
+	bob := w.bob(t)
+	addr := strings.TrimPrefix(w.sub.URL, "http://")
+	w.sub.Close()
+	task := send(t, ctx, bob, userText(receipt))
+	if task.Status.State != a2a.TaskStateFailed {
+		task = waitState(t, ctx, bob, task.ID, a2a.TaskStateFailed)
+	}
+	if text := statusText(task); strings.Contains(text, addr) || !strings.Contains(text, "could not reach the expense agent") {
+		t.Fatalf("status %q: want it to name the expense agent and not show its address %s", text, addr)
+	}
+}
+
+// When the relay cannot carry the caller's answer down (the sub-agent is
+// unreachable at that moment), its task fails saying so in the relay's own
+// words, and nothing is filed. (The cancel of the sub-task is best effort:
+// with the sub-agent unreachable it is not retried.)
+func TestFailingToCarryTheAnswerDownFailsTheTaskInTheRelaysWords(t *testing.T) {
+	var down atomic.Bool
+	w := startWorld(t, nil, nil, func(topBase, subBase string) []askpoint.AgentSpec {
+		a, err := expense.Assistant(expense.AssistantConfig{
+			ExpenseURL: subBase + "/expenses", SelfURL: topBase + "/assistant",
+			Dial: func(ctx context.Context, u string) (*a2aclient.Client, error) {
+				if down.Load() {
+					return nil, errors.New("connection refused (simulated)")
+				}
+				return client.Dial(ctx, u, nil)
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []askpoint.AgentSpec{{Name: "assistant", Agent: a, Card: expense.AssistantCard()}}
+	})
+	ctx := testCtx(t)
+	bob := w.bob(t)
+	task := sendState(t, ctx, bob, userText(receipt), a2a.TaskStateInputRequired)
+	q := questionOf(t, task)
+	down.Store(true)
+	got := send(t, ctx, bob, answer(task.ID, q.ID, map[string]any{"costCentre": "CC-4420"}))
+	if got.Status.State != a2a.TaskStateFailed {
+		got = waitState(t, ctx, bob, task.ID, a2a.TaskStateFailed)
+	}
+	if text := statusText(got); !strings.Contains(text, "lost touch with the expense agent") {
+		t.Fatalf("status %q, want it to say the relay lost touch with the expense agent", text)
+	}
+	if n := len(w.ledger.filed()); n != 0 {
+		t.Fatalf("%d expenses filed, want none", n)
+	}
 }
