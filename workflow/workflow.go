@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -177,6 +178,24 @@ func (w *workflow) Resume(ctx context.Context, call *askpoint.Call, res *askpoin
 	if err := json.Unmarshal(res.Checkpoint, &st); err != nil {
 		return askpoint.Outcome{}, fmt.Errorf("workflow: read state: %w", err)
 	}
+	speaker, hop := st.Speaker, st.Hop
+	out, err := w.resume(ctx, call, res, &st)
+	if err != nil {
+		slog.Default().Warn("workflow: step failed", slog.String("participant", speaker), slog.Any("err", err))
+		out, err = askpoint.Fail(fmt.Sprintf("The workflow lost touch with %s, so it stopped.", speaker)), nil
+	}
+	if out.Kind() == askpoint.OutcomeFail && hop != nil && w.hops[speaker] != nil {
+		// The participant's task was handed back with the resume: the run
+		// ends, so it cancels it (best effort; it may have ended).
+		h := w.hops[speaker].Hold(hop)
+		raw, _ := json.Marshal(h.Data)
+		_ = w.hops[speaker].Release(context.WithoutCancel(ctx), call, askpoint.HoldStatus{Name: h.Name, Data: raw})
+	}
+	return out, err
+}
+
+func (w *workflow) resume(ctx context.Context, call *askpoint.Call, res *askpoint.Resumption, stp *State) (askpoint.Outcome, error) {
+	st := *stp
 	hop := w.hops[st.Speaker]
 	if hop == nil || st.Hop == nil {
 		return askpoint.Fail(fmt.Sprintf("The workflow's state names participant %q, which it does not have.", st.Speaker)), nil
@@ -210,7 +229,13 @@ func (w *workflow) Resume(ctx context.Context, call *askpoint.Call, res *askpoin
 			ans.Fields = checked
 		}
 		st.Request = nil
+		st.Hop.Resolved = 0 // the caller has spoken
 		sub, err := hop.Answer(ctx, call, st.Hop, ans, call.Key)
+		if errors.Is(err, a2a.ErrInvalidParams) || errors.Is(err, a2a.ErrUnsupportedOperation) {
+			// The participant's task moved on before the answer reached
+			// it: it decides as it stands.
+			sub, err = hop.Get(ctx, st.Hop)
+		}
 		if err != nil {
 			return askpoint.Outcome{}, err
 		}
@@ -253,7 +278,8 @@ func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) 
 		key := fmt.Sprintf("%s/turn-%d", call.Key, len(st.Transcript))
 		sub, err := hop.Send(ctx, call, st.Hop, &a2a.Message{Parts: a2a.ContentParts{a2a.NewTextPart(msg)}}, key)
 		if err != nil {
-			return askpoint.Fail(fmt.Sprintf("%s did not take its turn: %v", next, err)), nil
+			slog.Default().Warn("workflow: a participant did not take its turn", slog.String("participant", next), slog.Any("err", err))
+			return askpoint.Fail(fmt.Sprintf("%s could not be reached, so the workflow stopped.", next)), nil
 		}
 		out, finished, err := w.settle(ctx, call, st, hop, sub)
 		if err != nil || !finished {
@@ -276,7 +302,7 @@ func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop
 // (finished true, the reply in the transcript), a suspension, a wait, or
 // the workflow's end.
 func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, sub *a2a.Task) (askpoint.Outcome, bool, error) {
-	for answered := 0; ; answered++ {
+	for {
 		st.Hop.SubTaskID, st.Hop.SubContextID = sub.ID, sub.ContextID
 		if ts := sub.Status.Timestamp; ts != nil {
 			st.Hop.SubSeenAt = ts
@@ -307,8 +333,9 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 				st.Hop.Refused = 0
 			}
 			st.Hop.SubQuestion = q
-			if answered < 8 {
+			if st.Hop.Resolved < 8 && len(q.Errors) == 0 {
 				if ans := hop.Resolve(ctx, call, sub, q); ans != nil {
+					st.Hop.Resolved++
 					ans.By = "workflow"
 					if err := call.Progress(ctx, fmt.Sprintf("The workflow answered %s's question from its own context: %s", st.Speaker, jsonText(ans.Fields))); err != nil {
 						return askpoint.Outcome{}, false, err
