@@ -101,14 +101,16 @@ func (s *Server) deliverDue(ctx context.Context) (int, error) {
 // deliverOne sends c's next notification and settles the outcome.
 func (s *Server) deliverOne(ctx context.Context, c *store.PushConfig) {
 	log := s.log.With(slog.String("task", c.TaskID), slog.String("pushConfig", c.ID))
+	settle := *c
 	entry, scanned, err := s.nextNotification(ctx, c)
 	if err != nil {
-		if ctx.Err() == nil {
-			log.Error("read notifications to deliver", slog.Any("err", err))
+		if ctx.Err() != nil {
+			s.releaseClaim(log, &settle)
+			return
 		}
+		log.Error("read notifications to deliver", slog.Any("err", err))
 		return // the claim lapses and the delivery is tried again
 	}
-	settle := *c
 	if entry == nil {
 		// Nothing left to send up to what was scanned.
 		settle.SentSeq, settle.Attempts, settle.DueAt = scanned, 0, time.Time{}
@@ -124,13 +126,20 @@ func (s *Server) deliverOne(ctx context.Context, c *store.PushConfig) {
 	}
 	ev, err := notificationEvent(*entry)
 	if err == nil {
-		err = s.push.send(ctx, &cfg, ev)
+		// A delivery under way finishes even when the server stops (within
+		// PushTimeout): cut short, it would be sent again after the restart.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PushTimeout)
+		err = s.push.send(sctx, &cfg, ev)
+		cancel()
 	}
 	switch {
 	case err == nil:
 		settle.SentSeq, settle.Attempts, settle.DueAt = entry.Seq, 0, time.Time{}
 	case ctx.Err() != nil:
-		return // stopping: the claim lapses and another round sends it
+		// Stopping: give the claim back, so that the next start (or
+		// another node) sends it at once rather than when it lapses.
+		s.releaseClaim(log, &settle)
+		return
 	case c.Attempts+1 >= s.cfg.PushMaxAttempts:
 		log.Warn("giving up on a push receiver: every notification it is owed so far is dropped",
 			slog.String("url", redactURL(cfg.URL)), slog.Int("attempts", c.Attempts+1),
@@ -143,6 +152,14 @@ func (s *Server) deliverOne(ctx context.Context, c *store.PushConfig) {
 		settle.Attempts, settle.DueAt = c.Attempts+1, time.Now().Add(wait)
 	}
 	s.settlePush(ctx, log, &settle)
+}
+
+// releaseClaim gives a claimed configuration back unchanged, due now.
+func (s *Server) releaseClaim(log *slog.Logger, c *store.PushConfig) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c.DueAt = time.Now()
+	s.settlePush(ctx, log, c)
 }
 
 func (s *Server) settlePush(ctx context.Context, log *slog.Logger, c *store.PushConfig) {
