@@ -74,26 +74,27 @@ func (ps *pushSender) send(ctx context.Context, cfg *a2a.PushConfig, ev a2a.Even
 // deliverDue claims the push configurations with a delivery due and
 // delivers one notification for each. It returns how many it claimed.
 func (s *Server) deliverDue(ctx context.Context) (int, error) {
+	free := cap(s.pushSlots) - len(s.pushSlots)
+	if free <= 0 {
+		return 0, nil // every slot busy: a finishing delivery kicks the loop
+	}
 	claimed, err := s.store.ClaimPushDeliveries(ctx, store.ClaimParams{
-		Owner: s.cfg.NodeID, Now: time.Now(), LeaseFor: 2*s.cfg.PushTimeout + 5*time.Second, Limit: dueBatch,
+		Owner: s.cfg.NodeID, Now: time.Now(), LeaseFor: 2*s.cfg.PushTimeout + 5*time.Second, Limit: min(free, dueBatch),
 	})
 	if err != nil {
 		return 0, err
 	}
-	if len(claimed) == 0 {
-		return 0, nil
-	}
-	// Receivers are independent: one slow receiver must not hold up the
-	// others. Each delivery is bounded by PushTimeout.
-	done := make(chan struct{}, len(claimed))
+	// Receivers are independent: each delivery runs on its own and the
+	// loop does not wait for it, so one slow receiver (up to PushTimeout)
+	// holds up nobody else. Stop waits for deliveries under way.
 	for _, c := range claimed {
+		s.pushSlots <- struct{}{}
+		s.wg.Add(1)
 		go func() {
-			defer func() { done <- struct{}{} }()
+			defer s.wg.Done()
+			defer func() { <-s.pushSlots; s.pusher.kick() }()
 			s.deliverOne(ctx, c)
 		}()
-	}
-	for range claimed {
-		<-done
 	}
 	return len(claimed), nil
 }
@@ -290,9 +291,31 @@ func (s *Server) checkPushConfig(ctx context.Context, c *a2a.PushConfig) error {
 }
 
 func blockedIP(ip net.IP) bool {
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast()
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsUnspecified() || ip.IsMulticast() {
+		return true
+	}
+	for _, n := range extraBlocked {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
+
+// extraBlocked are ranges the standard checks miss: carrier-grade NAT
+// (where some clouds keep metadata services), benchmarking, and IPv6
+// prefixes that embed IPv4 addresses (NAT64, 6to4).
+var extraBlocked = func() []*net.IPNet {
+	var out []*net.IPNet
+	for _, c := range []string{"100.64.0.0/10", "198.18.0.0/15", "64:ff9b::/96", "2002::/16"} {
+		_, n, err := net.ParseCIDR(c)
+		if err == nil {
+			out = append(out, n)
+		}
+	}
+	return out
+}()
 
 // putPushConfig stores c for t, delivering what is notified after
 // fromSeq. An empty ID gets one derived from the configuration, so a

@@ -301,6 +301,8 @@ func TestPushConfigurationIsRefusedWithAReasonAndNothingStored(t *testing.T) {
 		{"private", a2a.PushConfig{URL: "http://10.1.2.3/hook"}, "loopback, private or link-local"},
 		{"metadata", a2a.PushConfig{URL: "http://169.254.169.254/latest"}, "loopback, private or link-local"},
 		{"localhost", a2a.PushConfig{URL: "http://localhost:9/hook"}, "loopback, private or link-local"},
+		{"carrier-grade NAT", a2a.PushConfig{URL: "http://100.100.100.200/latest"}, "loopback, private or link-local"},
+		{"NAT64", a2a.PushConfig{URL: "http://[64:ff9b::a00:1]/hook"}, "loopback, private or link-local"},
 		{"scheme", a2a.PushConfig{URL: "ftp://example.com/hook"}, "not an absolute http or https URL"},
 		{"relative", a2a.PushConfig{URL: "/hook"}, "not an absolute http or https URL"},
 		{"auth scheme", a2a.PushConfig{URL: "http://127.0.0.1/hook", Auth: &a2a.PushAuthInfo{Scheme: "Digest", Credentials: "x"}}, `scheme "Digest" is not supported`},
@@ -353,4 +355,34 @@ func TestAgentCardDeclaresPushNotifications(t *testing.T) {
 	if !card.Capabilities.PushNotifications {
 		t.Fatalf("card capabilities = %+v, want pushNotifications true", card.Capabilities)
 	}
+}
+
+// A receiver that hangs does not hold up another receiver's notification:
+// the fast receiver hears while the slow one still holds its request.
+func TestASlowReceiverDoesNotHoldUpAnother(t *testing.T) {
+	env := pushEnv(t, nil)
+	release := make(chan struct{})
+	var once sync.Once
+	defer once.Do(func() { close(release) })
+	slowHit := make(chan struct{}, 16)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slowHit <- struct{}{}
+		<-release
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer slow.Close()
+	defer once.Do(func() { close(release) })
+	fast := newHookReceiver(t)
+	c := env.Client(t, "script", a2a.TransportProtocolJSONRPC)
+	ctx := testCtx(t)
+	sendTask(t, ctx, c, &a2a.SendMessageRequest{Message: userText("ask"),
+		Config: &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: slow.URL + "/hook"}}})
+	select {
+	case <-slowHit:
+	case <-ctx.Done():
+		t.Fatal("the slow receiver was never called")
+	}
+	sendTask(t, ctx, c, &a2a.SendMessageRequest{Message: userText("ask"),
+		Config: &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: fast.URL()}}})
+	fast.waitFor(t, "the fast receiver's notification while the slow one hangs", func(n []notification) bool { return len(n) == 1 })
 }

@@ -51,8 +51,10 @@ type Server struct {
 	releaser *timerLoop
 	pusher   *timerLoop
 	push     *pushSender
-	tokens   tokenTable
-	streams  streamSlots
+	// pushSlots bounds the push deliveries under way on this node.
+	pushSlots chan struct{}
+	tokens    tokenTable
+	streams   streamSlots
 
 	mu       sync.Mutex
 	started  bool
@@ -100,6 +102,8 @@ func NewServer(cfg Config) (*Server, error) {
 		releaser: newTimerLoop("releaser"),
 		pusher:   newTimerLoop("push"),
 		push:     newPushSender(cfg),
+
+		pushSlots: make(chan struct{}, 64),
 	}
 	s.broker.m = map[string]*watchers{}
 	return s, nil
