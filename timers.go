@@ -148,6 +148,11 @@ func (s *Server) wakeTask(ctx context.Context, t *store.Task) error {
 	if err != nil {
 		return err
 	}
+	if p.Expires.IsZero() {
+		// A question paused before the runtime kept pause state (or by
+		// hand): its expiry is the question's, and no reminders are owed.
+		p.Asked, p.Expires, p.Reminded = q.Expires, q.Expires, len(s.cfg.Reminders)
+	}
 	next := *t
 	var entries []store.LogEntry
 	passed := p.Reminded
