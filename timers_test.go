@@ -543,3 +543,21 @@ func equalStrings(a, b []string) bool {
 	sort.Strings(b)
 	return strings.Join(a, "\x00") == strings.Join(b, "\x00")
 }
+
+// A paused task whose row has a wake timer but no pause state (paused by an
+// older runtime, or set by hand) still expires at its question's expiry.
+func TestQuestionWithoutPauseStateStillExpires(t *testing.T) {
+	e := startTimed(t, nil)
+	ctx := testCtx(t)
+	task := sendState(t, ctx, e.c, userText("ask"), a2a.TaskStateInputRequired)
+	row, err := e.env.Store.GetTask(ctx, string(task.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row.Pause = nil
+	if _, err := e.env.Store.UpdateTask(ctx, row, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(expiryAfter)
+	waitState(t, ctx, e.c, task.ID, a2a.TaskStateFailed)
+}
