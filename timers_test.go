@@ -558,6 +558,8 @@ func TestQuestionWithoutPauseStateStillExpires(t *testing.T) {
 	if _, err := e.env.Store.UpdateTask(ctx, row, nil); err != nil {
 		t.Fatal(err)
 	}
-	e.clock.Advance(expiryAfter)
+	e.clock.Advance(expiryAfter / 2) // a sweep before the expiry must keep the timer
+	settleRounds()
+	e.clock.Advance(expiryAfter / 2)
 	waitState(t, ctx, e.c, task.ID, a2a.TaskStateFailed)
 }
