@@ -520,19 +520,25 @@ func (s *Store) History(ctx context.Context, taskID string, last int) ([]store.L
 }
 
 func collectEntries(op, id string, rows pgx.Rows) ([]store.LogEntry, error) {
-	defer rows.Close()
-	var out []store.LogEntry
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
-			return nil, translate(op, id, err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanAll(rows, scanEntry)
+	if err != nil {
 		return nil, translate(op, id, err)
 	}
 	return out, nil
+}
+
+// scanAll reads every row with scan and closes rows.
+func scanAll[T any](rows pgx.Rows, scan func(pgx.Row) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 // ListTasks returns one page of the tasks of p.Tenant and p.Owner (both
@@ -650,16 +656,8 @@ func (s *Store) ClaimRunnable(ctx context.Context, p store.ClaimParams) ([]*stor
 	if err != nil {
 		return nil, fmt.Errorf("postgres: ClaimRunnable: %w", err)
 	}
-	defer rows.Close()
-	var out []*store.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: ClaimRunnable: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanAll(rows, scanTask)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: ClaimRunnable: %w", err)
 	}
 	for _, t := range out {

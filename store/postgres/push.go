@@ -132,16 +132,8 @@ func (s *Store) ListPushConfigs(ctx context.Context, taskID string) ([]*store.Pu
 }
 
 func collectPush(op, id string, rows pgx.Rows) ([]*store.PushConfig, error) {
-	defer rows.Close()
-	var out []*store.PushConfig
-	for rows.Next() {
-		c, err := scanPush(rows)
-		if err != nil {
-			return nil, translate(op, id, err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanAll(rows, scanPush)
+	if err != nil {
 		return nil, translate(op, id, err)
 	}
 	return out, nil
@@ -189,16 +181,8 @@ func (s *Store) ClaimPushDeliveries(ctx context.Context, p store.ClaimParams) ([
 	if err != nil {
 		return nil, fmt.Errorf("postgres: ClaimPushDeliveries: %w", err)
 	}
-	defer rows.Close()
-	var out []*store.PushConfig
-	for rows.Next() {
-		c, err := scanPush(rows)
-		if err != nil {
-			return nil, fmt.Errorf("postgres: ClaimPushDeliveries: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanAll(rows, scanPush)
+	if err != nil {
 		return nil, fmt.Errorf("postgres: ClaimPushDeliveries: %w", err)
 	}
 	return out, nil

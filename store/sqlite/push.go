@@ -102,16 +102,8 @@ func (s *Store) ListPushConfigs(ctx context.Context, taskID string) ([]*store.Pu
 }
 
 func collectPush(op, id string, rows *sql.Rows) ([]*store.PushConfig, error) {
-	defer rows.Close()
-	var out []*store.PushConfig
-	for rows.Next() {
-		c, err := scanPush(rows)
-		if err != nil {
-			return nil, translate(op, id, err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanAll(rows, scanPush)
+	if err != nil {
 		return nil, translate(op, id, err)
 	}
 	return out, nil
@@ -155,15 +147,7 @@ func (s *Store) ClaimPushDeliveries(ctx context.Context, p store.ClaimParams) ([
 		if err != nil {
 			return fmt.Errorf("sqlite: ClaimPushDeliveries: %w", err)
 		}
-		for rows.Next() {
-			c, err := scanPush(rows)
-			if err != nil {
-				rows.Close()
-				return fmt.Errorf("sqlite: ClaimPushDeliveries: %w", err)
-			}
-			out = append(out, c)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		if out, err = scanAll(rows, scanPush); err != nil {
 			return fmt.Errorf("sqlite: ClaimPushDeliveries: %w", err)
 		}
 		return nil

@@ -764,17 +764,27 @@ func (s *Store) History(ctx context.Context, taskID string, last int) ([]store.L
 }
 
 func collectEntries(op, id string, rows *sql.Rows) ([]store.LogEntry, error) {
-	defer rows.Close()
-	var out []store.LogEntry
-	for rows.Next() {
-		e, err := scanEntry(rows)
-		if err != nil {
-			return nil, translate(op, id, err)
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanAll(rows, scanEntry)
+	if err != nil {
 		return nil, translate(op, id, err)
+	}
+	return out, nil
+}
+
+// scanAll reads every row with scan and closes rows (before it returns:
+// inside a write transaction the statement must be done with).
+func scanAll[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -832,15 +842,7 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) (*store.ListR
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: ListTasks: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: ListTasks: %w", err)
-		}
-		res.Tasks = append(res.Tasks, t)
-	}
-	if err := rows.Err(); err != nil {
+	if res.Tasks, err = scanAll(rows, scanTask); err != nil {
 		return nil, fmt.Errorf("sqlite: ListTasks: %w", err)
 	}
 	if len(res.Tasks) > p.PageSize {
@@ -874,15 +876,7 @@ func (s *Store) ClaimRunnable(ctx context.Context, p store.ClaimParams) ([]*stor
 		if err != nil {
 			return fmt.Errorf("sqlite: ClaimRunnable: %w", err)
 		}
-		for rows.Next() {
-			t, err := scanTask(rows)
-			if err != nil {
-				rows.Close()
-				return fmt.Errorf("sqlite: ClaimRunnable: %w", err)
-			}
-			out = append(out, t)
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		if out, err = scanAll(rows, scanTask); err != nil {
 			return fmt.Errorf("sqlite: ClaimRunnable: %w", err)
 		}
 		return nil

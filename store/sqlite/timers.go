@@ -39,16 +39,8 @@ func (s *Store) DueTasks(ctx context.Context, p store.DueParams) ([]*store.Task,
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: DueTasks: %w", err)
 	}
-	defer rows.Close()
-	var out []*store.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: DueTasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanAll(rows, scanTask)
+	if err != nil {
 		return nil, fmt.Errorf("sqlite: DueTasks: %w", err)
 	}
 	return out, nil
