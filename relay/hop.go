@@ -116,6 +116,12 @@ func (h *Hop) Release(ctx context.Context, call *askpoint.Call, hs askpoint.Hold
 	return h.r.Release(ctx, call, hs)
 }
 
+// CancelSubTask cancels cp's sub-task (best effort: one that has ended is
+// fine), for a caller that ends without the sub-task.
+func (h *Hop) CancelSubTask(ctx context.Context, cp *Checkpoint) error {
+	return h.r.cancelSub(ctx, cp.SubTaskID)
+}
+
 // Hold is the hold of cp's sub-task: released (the sub-task canceled) when
 // the caller's task ends without an answer.
 func (h *Hop) Hold(cp *Checkpoint) askpoint.Hold {

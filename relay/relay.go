@@ -187,7 +187,7 @@ func (r *relay) Resume(ctx context.Context, call *askpoint.Call, res *askpoint.R
 	if out.Kind() == askpoint.OutcomeFail && cp.SubTaskID != "" {
 		// The sub-task was handed back with the resume: the relay ends,
 		// so it cancels what it held (best effort; it may have ended).
-		_ = r.Release(context.WithoutCancel(ctx), call, askpoint.HoldStatus{Name: "sub-task", Data: mustJSON(r.subTaskHold(&cp).Data)})
+		_ = r.cancelSub(context.WithoutCancel(ctx), cp.SubTaskID)
 	}
 	return out, err
 }
@@ -245,11 +245,6 @@ func (r *relay) resume(ctx context.Context, call *askpoint.Call, res *askpoint.R
 		return askpoint.Outcome{}, err
 	}
 	return r.handle(ctx, call, c, &cp, sub)
-}
-
-func mustJSON(v any) json.RawMessage {
-	raw, _ := json.Marshal(v)
-	return raw
 }
 
 // Wakes implements askpoint.Waker: a notification that says nothing new
@@ -409,12 +404,18 @@ func (r *relay) Release(ctx context.Context, call *askpoint.Call, h askpoint.Hol
 	if err := json.Unmarshal(h.Data, &data); err != nil || data.SubTaskID == "" {
 		return nil // nothing the relay can name
 	}
+	return r.cancelSub(ctx, a2a.TaskID(data.SubTaskID))
+}
+
+// cancelSub cancels a sub-task; one that has ended already, or is gone, is
+// fine.
+func (r *relay) cancelSub(ctx context.Context, id a2a.TaskID) error {
 	c, err := r.cfg.Dial(ctx, r.cfg.SubAgentURL)
 	if err != nil {
 		return fmt.Errorf("reach %s: %w", r.cfg.SubAgentName, err)
 	}
 	defer c.Destroy()
-	_, err = c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: a2a.TaskID(data.SubTaskID)})
+	_, err = c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
 	if err != nil && (errors.Is(err, a2a.ErrTaskNotCancelable) || errors.Is(err, a2a.ErrUnsupportedOperation) || errors.Is(err, a2a.ErrTaskNotFound)) {
 		return nil // ended already, or gone
 	}

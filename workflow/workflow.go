@@ -187,9 +187,7 @@ func (w *workflow) Resume(ctx context.Context, call *askpoint.Call, res *askpoin
 	if out.Kind() == askpoint.OutcomeFail && hop != nil && w.hops[speaker] != nil {
 		// The participant's task was handed back with the resume: the run
 		// ends, so it cancels it (best effort; it may have ended).
-		h := w.hops[speaker].Hold(hop)
-		raw, _ := json.Marshal(h.Data)
-		_ = w.hops[speaker].Release(context.WithoutCancel(ctx), call, askpoint.HoldStatus{Name: h.Name, Data: raw})
+		_ = w.hops[speaker].CancelSubTask(context.WithoutCancel(ctx), hop)
 	}
 	return out, err
 }
