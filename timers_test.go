@@ -18,28 +18,11 @@ import (
 	"github.com/askpoint/askpoint/question"
 )
 
-// fakeClock is the server's clock in timer tests: time moves only when the
-// test says so. The timer loops still poll in real time, so an action due
-// at the fake "now" happens within a poll interval of the move.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is the server's clock in timer tests.
+type fakeClock = apitest.FakeClock
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	return apitest.NewFakeClock(time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC))
 }
 
 // releases records the holds the timed agent's release ran for.
@@ -168,16 +151,10 @@ func startTimed(t *testing.T, adjust func(*askpoint.Config)) *timerEnv {
 	return &timerEnv{env: env, clock: clock, agent: ta, c: env.Client(t, "timed", a2a.TransportProtocolJSONRPC)}
 }
 
-// eventually polls cond every 5ms for up to 5s of real time.
+// eventually polls cond for up to 5s of real time.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	apitest.Eventually(t, what, 5*time.Second, cond)
 }
 
 // settleRounds lets the timer loops run several rounds at the current fake

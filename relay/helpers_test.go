@@ -40,24 +40,9 @@ func testCtx(t *testing.T) context.Context {
 }
 
 // fakeClock moves only when the test says so.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+type fakeClock = apitest.FakeClock
 
-func newFakeClock(start time.Time) *fakeClock { return &fakeClock{now: start} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newFakeClock(start time.Time) *fakeClock { return apitest.NewFakeClock(start) }
 
 // ledger records what the expense agent files, once per idempotency key as
 // expense.Ledger requires; calls counts every call, repeats included.
@@ -424,13 +409,7 @@ func answerTo(t *testing.T, task *a2a.Task, qid string) map[string]any {
 // eventually polls cond for up to 5s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	apitest.Eventually(t, what, 5*time.Second, cond)
 }
 
 // pushSettled waits until env has delivered (or given up on) every push

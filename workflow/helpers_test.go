@@ -465,13 +465,7 @@ func userAnswers(task *a2a.Task) []*a2a.Message {
 // eventually polls cond for up to callTimeout.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(callTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, callTimeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	apitest.Eventually(t, what, callTimeout, cond)
 }
 
 // notification is one push notification about a workflow task.
