@@ -50,7 +50,7 @@ func TestTimersAcrossNodesFireExactlyOnce(t *testing.T) {
 	perTask := func(id a2a.TaskID) []string {
 		var mine []notification
 		for _, n := range hook.all() {
-			if n.taskID == id {
+			if n.TaskID == id {
 				mine = append(mine, n)
 			}
 		}

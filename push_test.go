@@ -2,7 +2,6 @@ package askpoint_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,84 +18,20 @@ import (
 )
 
 // notification is one push notification a hookReceiver took.
-type notification struct {
-	token    string // A2A-Notification-Token
-	auth     string // Authorization
-	taskID   a2a.TaskID
-	status   a2a.TaskStatus // for status updates
-	artifact bool
-	reminder map[string]any // the reminder marker, nil when not a reminder
-}
+type notification = apitest.Notification
 
 // hookReceiver is a webhook on 127.0.0.1 that records the notifications it
-// accepts. While failing is set it answers 503 and records nothing.
-type hookReceiver struct {
-	srv *httptest.Server
-
-	mu       sync.Mutex
-	got      []notification
-	failing  bool
-	attempts int
-}
+// accepts. While failing it answers 503 and records nothing.
+type hookReceiver struct{ *apitest.Webhook }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
 	t.Helper()
-	h := &hookReceiver{}
-	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
-	t.Cleanup(h.srv.Close)
-	return h
+	return &hookReceiver{apitest.NewWebhook(t)}
 }
 
-func (h *hookReceiver) URL() string { return h.srv.URL + "/hook" }
-
-func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.attempts++
-	if h.failing {
-		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-		return
-	}
-	var sr a2a.StreamResponse
-	if err := json.Unmarshal(body, &sr); err != nil {
-		http.Error(w, "not a StreamResponse: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	n := notification{token: r.Header.Get("A2A-Notification-Token"), auth: r.Header.Get("Authorization")}
-	switch ev := sr.Event.(type) {
-	case *a2a.TaskStatusUpdateEvent:
-		n.taskID, n.status = ev.TaskID, ev.Status
-		if m, ok := ev.Metadata[askpoint.ReminderKey].(map[string]any); ok {
-			n.reminder = m
-		}
-	case *a2a.TaskArtifactUpdateEvent:
-		n.taskID, n.artifact = ev.TaskID, true
-	default:
-		http.Error(w, "unexpected event", http.StatusBadRequest)
-		return
-	}
-	h.got = append(h.got, n)
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (h *hookReceiver) setFailing(v bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.failing = v
-}
-
-func (h *hookReceiver) all() []notification {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]notification(nil), h.got...)
-}
-
-func (h *hookReceiver) attemptCount() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.attempts
-}
+func (h *hookReceiver) setFailing(v bool)   { h.SetFailing(v) }
+func (h *hookReceiver) all() []notification { return h.All() }
+func (h *hookReceiver) attemptCount() int   { return h.Attempts() }
 
 func (h *hookReceiver) waitFor(t *testing.T, what string, cond func([]notification) bool) {
 	t.Helper()
@@ -108,12 +43,12 @@ func states(ns []notification) []string {
 	var out []string
 	for _, n := range ns {
 		switch {
-		case n.artifact:
+		case n.Artifact:
 			out = append(out, "artifact")
-		case n.reminder != nil:
+		case n.Reminder != nil:
 			out = append(out, "reminder")
 		default:
-			out = append(out, stateWordOf(n.status.State))
+			out = append(out, stateWordOf(n.Status.State))
 		}
 	}
 	return out
@@ -126,7 +61,7 @@ func stateWordOf(s a2a.TaskState) string {
 func countState(ns []notification, s a2a.TaskState, reminders bool) int {
 	n := 0
 	for _, x := range ns {
-		if !x.artifact && x.status.State == s && (x.reminder != nil) == reminders {
+		if !x.Artifact && x.Status.State == s && (x.Reminder != nil) == reminders {
 			n++
 		}
 	}
@@ -136,7 +71,7 @@ func countState(ns []notification, s a2a.TaskState, reminders bool) int {
 func countReminders(ns []notification) int {
 	n := 0
 	for _, x := range ns {
-		if x.reminder != nil {
+		if x.Reminder != nil {
 			n++
 		}
 	}
@@ -170,12 +105,12 @@ func TestPushNotifiesTheQuestionAndTheEndWithTheConfiguredCredentials(t *testing
 		})
 		hook.waitFor(t, "the question", func(n []notification) bool { return len(n) >= 1 })
 		first := hook.all()[0]
-		if first.token != "tok-42" || first.auth != "Bearer receiver-secret" || first.taskID != task.ID {
-			t.Fatalf("first notification: token %q, auth %q, task %s; want tok-42, Bearer receiver-secret, %s", first.token, first.auth, first.taskID, task.ID)
+		if first.Token != "tok-42" || first.Auth != "Bearer receiver-secret" || first.TaskID != task.ID {
+			t.Fatalf("first notification: token %q, auth %q, task %s; want tok-42, Bearer receiver-secret, %s", first.Token, first.Auth, first.TaskID, task.ID)
 		}
-		q, ok, err := question.FromMessage(first.status.Message)
-		if first.status.State != a2a.TaskStateInputRequired || err != nil || !ok || q.ID == "" {
-			t.Fatalf("first notification: state %v, question ok=%v err=%v; want input-required with the question", first.status.State, ok, err)
+		q, ok, err := question.FromMessage(first.Status.Message)
+		if first.Status.State != a2a.TaskStateInputRequired || err != nil || !ok || q.ID == "" {
+			t.Fatalf("first notification: state %v, question ok=%v err=%v; want input-required with the question", first.Status.State, ok, err)
 		}
 		sendState(t, ctx, c, followUp(task.ID, userData(map[string]any{"questionId": q.ID, "costCentre": "CC-4410"})), a2a.TaskStateCompleted)
 		hook.waitFor(t, "the completion", func(n []notification) bool { return countState(n, a2a.TaskStateCompleted, false) == 1 })
@@ -198,8 +133,8 @@ func TestPushNotifiesEveryReAsk(t *testing.T) {
 	sendState(t, ctx, c, followUp(task.ID, userText("engineering")), a2a.TaskStateInputRequired)
 	hook.waitFor(t, "the question and its re-ask", func(n []notification) bool { return countState(n, a2a.TaskStateInputRequired, false) == 2 })
 	ns := hook.all()
-	q1, _, _ := question.FromMessage(ns[0].status.Message)
-	q2, _, _ := question.FromMessage(ns[1].status.Message)
+	q1, _, _ := question.FromMessage(ns[0].Status.Message)
+	q2, _, _ := question.FromMessage(ns[1].Status.Message)
 	if q1 == nil || q2 == nil || q1.ID == q2.ID || len(q2.Errors) == 0 {
 		t.Fatalf("re-ask notification does not carry a new question with errors: %+v then %+v", q1, q2)
 	}

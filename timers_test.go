@@ -279,10 +279,10 @@ func TestRemindersFireOnceEachAndNoneAfterAnAnswer(t *testing.T) {
 	hook.waitFor(t, "the 90% reminder", func(n []notification) bool { return countReminders(n) == 2 })
 	r := hook.all()
 	last := r[len(r)-1]
-	if last.reminder == nil || last.reminder["reminder"] != float64(2) || last.reminder["of"] != float64(2) {
-		t.Fatalf("second reminder marker = %v, want reminder 2 of 2", last.reminder)
+	if last.Reminder == nil || last.Reminder["reminder"] != float64(2) || last.Reminder["of"] != float64(2) {
+		t.Fatalf("second reminder marker = %v, want reminder 2 of 2", last.Reminder)
 	}
-	q, ok, err := question.FromMessage(last.status.Message)
+	q, ok, err := question.FromMessage(last.Status.Message)
 	if err != nil || !ok || q.Text != "What is your name?" {
 		t.Fatalf("reminder carries question %+v (ok=%v, err=%v), want the open question unchanged", q, ok, err)
 	}

@@ -1,86 +1,45 @@
 package e2e
 
 import (
-	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/question"
 )
 
-// webhook is a push receiver on 127.0.0.1 that records, per task, the
-// notifications it accepted: a state, "reminder", or "artifact". While down
-// it answers 503.
-type webhook struct {
-	srv *httptest.Server
+// webhook is a push receiver on 127.0.0.1; of reads, per task, what it
+// accepted: a state ("input_required", "completed"), or "reminder".
+type webhook struct{ *apitest.Webhook }
 
-	mu       sync.Mutex
-	down     bool
-	failed   int
-	byTask   map[a2a.TaskID][]string
-	question map[a2a.TaskID]*question.Question // the last question notified
-}
+func newWebhook(t *testing.T) *webhook { return &webhook{apitest.NewWebhook(t)} }
 
-func newWebhook(t *testing.T) *webhook {
-	w := &webhook{byTask: map[a2a.TaskID][]string{}, question: map[a2a.TaskID]*question.Question{}}
-	w.srv = httptest.NewServer(http.HandlerFunc(w.serve))
-	t.Cleanup(w.srv.Close)
-	return w
-}
+func (w *webhook) setDown(v bool) { w.SetFailing(v) }
 
-func (w *webhook) serve(rw http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.down {
-		w.failed++
-		http.Error(rw, "down", http.StatusServiceUnavailable)
-		return
-	}
-	if r.Header.Get("A2A-Notification-Token") != "e2e-token" {
-		http.Error(rw, "wrong token", http.StatusForbidden)
-		return
-	}
-	var sr a2a.StreamResponse
-	if err := json.Unmarshal(body, &sr); err != nil {
-		http.Error(rw, err.Error(), http.StatusBadRequest)
-		return
-	}
-	ev, ok := sr.Event.(*a2a.TaskStatusUpdateEvent)
-	if !ok {
-		http.Error(rw, "not a status update", http.StatusBadRequest)
-		return
-	}
-	what := strings.ToLower(strings.TrimPrefix(string(ev.Status.State), "TASK_STATE_"))
-	if _, ok := ev.Metadata[askpoint.ReminderKey]; ok {
-		what = "reminder"
-	}
-	if q, ok, _ := question.FromMessage(ev.Status.Message); ok {
-		w.question[ev.TaskID] = q
-	}
-	w.byTask[ev.TaskID] = append(w.byTask[ev.TaskID], what)
-	rw.WriteHeader(http.StatusNoContent)
-}
-
-func (w *webhook) setDown(v bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.down = v
-}
-
+// of returns what the receiver accepted about task id, the last question
+// it was told, and how many requests it failed. A notification without the
+// configured token counts as not accepted.
 func (w *webhook) of(id a2a.TaskID) ([]string, *question.Question, int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append([]string(nil), w.byTask[id]...), w.question[id], w.failed
+	var whats []string
+	var q *question.Question
+	for _, n := range w.For(id) {
+		if n.Token != "e2e-token" {
+			continue
+		}
+		what := strings.ToLower(strings.TrimPrefix(string(n.Status.State), "TASK_STATE_"))
+		if n.Reminder != nil {
+			what = "reminder"
+		}
+		if got, ok, _ := question.FromMessage(n.Status.Message); ok {
+			q = got
+		}
+		whats = append(whats, what)
+	}
+	return whats, q, w.Failed()
 }
 
 func (w *webhook) waitFor(t *testing.T, id a2a.TaskID, what string, cond func([]string, int) bool) []string {
@@ -121,7 +80,7 @@ func TestWebhookHearsQuestionReminderAndEndAcrossOutageAndRestart(t *testing.T) 
 	hook := newWebhook(t)
 	ctx := t.Context()
 	c := crashClient(ctx, t, srv.url)
-	push := &a2a.PushConfig{URL: hook.srv.URL + "/notify", Token: "e2e-token"}
+	push := &a2a.PushConfig{URL: hook.URL(), Token: "e2e-token"}
 
 	// 1. Question, reminder (half-way: 4s), completion.
 	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{

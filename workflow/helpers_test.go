@@ -4,10 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -173,7 +170,7 @@ func (r *rig) start(ln net.Listener, db string) {
 	t := r.t
 	t.Helper()
 	self := ln.Addr().String()
-	hookHost := strings.TrimPrefix(r.hook.srv.URL, "http://")
+	hookHost := r.hook.Host()
 	specs := []askpoint.AgentSpec{
 		{Name: "asker", Agent: asker(r.asker, r.handoff), Card: card("Asker")},
 		{Name: "chatter", Agent: chatter(r.chatter), Card: card("Chatter")},
@@ -468,66 +465,23 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	apitest.Eventually(t, what, callTimeout, cond)
 }
 
-// notification is one push notification about a workflow task.
-type notification struct {
-	taskID a2a.TaskID
-	status a2a.TaskStatus
-	token  string
-}
-
 // hookReceiver is the caller's push receiver on 127.0.0.1.
-type hookReceiver struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	got []notification
-}
+type hookReceiver struct{ *apitest.Webhook }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
 	t.Helper()
-	h := &hookReceiver{}
-	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
-	t.Cleanup(h.srv.Close)
-	return h
-}
-
-func (h *hookReceiver) URL() string { return h.srv.URL + "/hook" }
-
-func (h *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	var sr a2a.StreamResponse
-	if err := json.Unmarshal(body, &sr); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	if ev, ok := sr.Event.(*a2a.TaskStatusUpdateEvent); ok {
-		h.mu.Lock()
-		h.got = append(h.got, notification{taskID: ev.TaskID, status: ev.Status, token: r.Header.Get("A2A-Notification-Token")})
-		h.mu.Unlock()
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (h *hookReceiver) all(task a2a.TaskID) []notification {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var out []notification
-	for _, n := range h.got {
-		if n.taskID == task {
-			out = append(out, n)
-		}
-	}
-	return out
+	return &hookReceiver{apitest.NewWebhook(t)}
 }
 
 // requestIDs lists the question IDs of the input-required notifications
 // about task, in order.
 func (h *hookReceiver) requestIDs(task a2a.TaskID) []string {
 	var out []string
-	for _, n := range h.all(task) {
-		if n.status.State != a2a.TaskStateInputRequired {
+	for _, n := range h.For(task) {
+		if n.Status.State != a2a.TaskStateInputRequired {
 			continue
 		}
-		q, ok, _ := question.FromMessage(n.status.Message)
+		q, ok, _ := question.FromMessage(n.Status.Message)
 		if ok {
 			out = append(out, q.ID)
 		} else {
@@ -539,8 +493,8 @@ func (h *hookReceiver) requestIDs(task a2a.TaskID) []string {
 
 func (h *hookReceiver) states(task a2a.TaskID) []string {
 	var out []string
-	for _, n := range h.all(task) {
-		out = append(out, strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(string(n.status.State), "TASK_STATE_")), "_", "-"))
+	for _, n := range h.For(task) {
+		out = append(out, strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(string(n.Status.State), "TASK_STATE_")), "_", "-"))
 	}
 	return out
 }
