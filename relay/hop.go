@@ -74,10 +74,18 @@ func (h *Hop) Get(ctx context.Context, cp *Checkpoint) (*a2a.Task, error) {
 	return c.GetTask(ctx, &a2a.GetTaskRequest{ID: cp.SubTaskID})
 }
 
-// Resolve asks the hop's resolvers for an answer to the sub-agent's q; nil
-// when none gives one the sub-agent's schema takes.
-func (h *Hop) Resolve(ctx context.Context, call *askpoint.Call, sub *a2a.Task, q *question.Question) *client.Answer {
-	return h.r.resolve(ctx, call, sub, q)
+// Settle records sub in cp and answers its questions from the hop's
+// resolvers while they can, as the relay does (note says, in the history,
+// what was answered; by, when set, who answered). It returns the sub-task
+// as it then stands and, when it asks, its question; ErrUnreadableQuestion
+// when it asks without the question extension.
+func (h *Hop) Settle(ctx context.Context, call *askpoint.Call, cp *Checkpoint, sub *a2a.Task, by string, note func(*client.Answer) string) (*a2a.Task, *question.Question, error) {
+	c, err := h.r.cfg.Dial(ctx, h.r.cfg.SubAgentURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reach %s: %w", h.r.cfg.SubAgentName, err)
+	}
+	defer c.Destroy()
+	return h.r.settleSub(ctx, call, c, cp, sub, by, note)
 }
 
 // Question is the caller-facing question for the sub-agent's q: restated,

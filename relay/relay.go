@@ -299,48 +299,76 @@ func wakes(cp *Checkpoint, event json.RawMessage) bool {
 // handle decides what the sub-task's state means for the relay's task.
 func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Client, cp *Checkpoint, sub *a2a.Task) (askpoint.Outcome, error) {
 	name := r.cfg.SubAgentName
+	sub, q, err := r.settleSub(ctx, call, c, cp, sub, "", func(ans *client.Answer) string {
+		return fmt.Sprintf("I answered %s's question myself (%s): %s", name, ans.By, summary(ans.Fields))
+	})
+	if errors.Is(err, ErrUnreadableQuestion) {
+		return askpoint.Fail(capitalize(name) + " asked something I cannot relay (its question has no machine-readable part)."), nil
+	}
+	if err != nil {
+		return askpoint.Outcome{}, err
+	}
+	switch sub.Status.State {
+	case a2a.TaskStateCompleted:
+		return askpoint.Complete(sub.Artifacts...).WithMessage(capitalize(name) + " finished the task."), nil
+	case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled:
+		return askpoint.Fail(r.endedText(sub)), nil
+	case a2a.TaskStateAuthRequired:
+		return askpoint.Fail(capitalize(name) + " needs a credential that I cannot give it."), nil
+	case a2a.TaskStateInputRequired:
+		return r.askUp(ctx, call, cp, q)
+	default: // submitted, working
+		cp.SubQuestion = nil
+		return askpoint.Await(fmt.Sprintf("Waiting for %s to finish.", name), cp, cp.Token, r.cfg.Now().Add(r.cfg.MaxWait)).
+			Hold(r.subTaskHold(cp)), nil
+	}
+}
+
+// ErrUnreadableQuestion says a sub-task asks something without the
+// question extension's machine-readable part: nothing a relay can restate.
+var ErrUnreadableQuestion = errors.New("relay: the sub-agent's question has no machine-readable part")
+
+// settleSub records sub in cp and, while sub asks a question the relay's
+// resolvers can answer, answers it (recording note in the history; by, when
+// set, says who answered) and reads on. It returns the sub-task as it then
+// stands and, when it asks, its question. A question already seen (relayed
+// before) is not resolved again, nor a re-ask of what was sent, nor more
+// than maxResolved since the caller last answered.
+func (r *relay) settleSub(ctx context.Context, call *askpoint.Call, c *a2aclient.Client, cp *Checkpoint, sub *a2a.Task,
+	by string, note func(*client.Answer) string) (*a2a.Task, *question.Question, error) {
 	for {
 		cp.SubTaskID, cp.SubContextID = sub.ID, sub.ContextID
 		if ts := sub.Status.Timestamp; ts != nil {
 			cp.SubSeenAt = ts
 		}
-		switch st := sub.Status.State; st {
-		case a2a.TaskStateCompleted:
-			return askpoint.Complete(sub.Artifacts...).WithMessage(capitalize(name) + " finished the task."), nil
-		case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled:
-			return askpoint.Fail(r.endedText(sub)), nil
-		case a2a.TaskStateAuthRequired:
-			return askpoint.Fail(capitalize(name) + " needs a credential that I cannot give it."), nil
-		case a2a.TaskStateInputRequired:
-			q, ok, err := question.FromMessage(sub.Status.Message)
-			if err != nil || !ok {
-				return askpoint.Fail(capitalize(name) + " asked something I cannot relay (its question has no machine-readable part)."), nil
-			}
-			if cp.SubQuestion == nil || cp.SubQuestion.ID != q.ID {
-				cp.OwnQuestionID, cp.Refused = "", 0 // a new question below: a new one here
-			}
-			cp.SubQuestion = q
-			// A re-ask refused what was sent; the relay's own answer
-			// would be refused again, so the caller is asked.
-			if cp.Resolved < maxResolved && len(q.Errors) == 0 {
-				if ans := r.resolve(ctx, call, sub, q); ans != nil {
-					cp.Resolved++
-					if err := call.Progress(ctx, fmt.Sprintf("I answered %s's question myself (%s): %s", name, ans.By, summary(ans.Fields))); err != nil {
-						return askpoint.Outcome{}, err
-					}
-					next, err := r.answer(ctx, call, c, cp, ans, fmt.Sprintf("%s/auto/%s", call.Key, q.ID))
-					if err != nil {
-						return askpoint.Outcome{}, err
-					}
-					sub = next
-					continue
-				}
-			}
-			return r.askUp(ctx, call, cp, q)
-		default: // submitted, working
-			cp.SubQuestion = nil
-			return askpoint.Await(fmt.Sprintf("Waiting for %s to finish.", name), cp, cp.Token, r.cfg.Now().Add(r.cfg.MaxWait)).
-				Hold(r.subTaskHold(cp)), nil
+		if sub.Status.State != a2a.TaskStateInputRequired {
+			return sub, nil, nil
+		}
+		q, ok, err := question.FromMessage(sub.Status.Message)
+		if err != nil || !ok {
+			return sub, nil, ErrUnreadableQuestion
+		}
+		seen := cp.SubQuestion != nil && cp.SubQuestion.ID == q.ID
+		if !seen {
+			cp.OwnQuestionID, cp.Refused = "", 0 // a new question below: a new one here
+		}
+		cp.SubQuestion = q
+		if seen || cp.Resolved >= maxResolved || len(q.Errors) > 0 {
+			return sub, q, nil
+		}
+		ans := r.resolve(ctx, call, sub, q)
+		if ans == nil {
+			return sub, q, nil
+		}
+		cp.Resolved++
+		if by != "" {
+			ans.By = by
+		}
+		if err := call.Progress(ctx, note(ans)); err != nil {
+			return nil, nil, err
+		}
+		if sub, err = r.answer(ctx, call, c, cp, ans, fmt.Sprintf("%s/auto/%s", call.Key, q.ID)); err != nil {
+			return nil, nil, err
 		}
 	}
 }

@@ -300,59 +300,43 @@ func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop
 // (finished true, the reply in the transcript), a suspension, a wait, or
 // the workflow's end.
 func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, sub *a2a.Task) (askpoint.Outcome, bool, error) {
-	for {
-		st.Hop.SubTaskID, st.Hop.SubContextID = sub.ID, sub.ContextID
-		if ts := sub.Status.Timestamp; ts != nil {
-			st.Hop.SubSeenAt = ts
-		}
-		switch sub.Status.State {
-		case a2a.TaskStateCompleted:
-			turn := Turn{Speaker: st.Speaker, Text: replyText(sub), Handoff: handoffOf(sub)}
-			st.Transcript = append(st.Transcript, turn)
-			st.Rounds++
-			st.Speaker, st.Hop, st.Request = "", nil, nil
-			return askpoint.Outcome{}, true, nil
-		case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled:
-			return askpoint.Fail(fmt.Sprintf("The workflow stopped at %s's turn. %s", st.Speaker, hop.Ended(sub))), false, nil
-		case a2a.TaskStateAuthRequired:
-			return askpoint.Fail(fmt.Sprintf("The workflow stopped at %s's turn: it needs a credential.", st.Speaker)), false, nil
-		case a2a.TaskStateInputRequired:
-			q, ok, err := question.FromMessage(sub.Status.Message)
-			if err != nil || !ok {
-				return askpoint.Fail(fmt.Sprintf("%s asked something the workflow cannot relay (no machine-readable question).", st.Speaker)), false, nil
-			}
-			if st.Request != nil && st.Hop.SubQuestion != nil && st.Hop.SubQuestion.ID == q.ID {
-				// Woken by news that was not news (a late notification):
-				// the same request stays open, under the same ID.
-				out, err := w.suspendAs(ctx, call, st, hop, q, st.Request.ID)
-				return out, false, err
-			}
-			if st.Hop.SubQuestion == nil || st.Hop.SubQuestion.ID != q.ID {
-				st.Hop.Refused = 0
-			}
-			st.Hop.SubQuestion = q
-			if st.Hop.Resolved < 8 && len(q.Errors) == 0 {
-				if ans := hop.Resolve(ctx, call, sub, q); ans != nil {
-					st.Hop.Resolved++
-					ans.By = "workflow"
-					if err := call.Progress(ctx, fmt.Sprintf("The workflow answered %s's question from its own context: %s", st.Speaker, jsonText(ans.Fields))); err != nil {
-						return askpoint.Outcome{}, false, err
-					}
-					next, err := hop.Answer(ctx, call, st.Hop, ans, fmt.Sprintf("%s/auto/%s", call.Key, q.ID))
-					if err != nil {
-						return askpoint.Outcome{}, false, err
-					}
-					sub = next
-					continue
-				}
-			}
-			out, err := w.suspend(ctx, call, st, hop, q)
+	var asked string // the participant's question the open request relays, if any
+	if st.Request != nil && st.Hop.SubQuestion != nil {
+		asked = st.Hop.SubQuestion.ID
+	}
+	sub, q, err := hop.Settle(ctx, call, st.Hop, sub, "workflow", func(ans *client.Answer) string {
+		return fmt.Sprintf("The workflow answered %s's question from its own context: %s", st.Speaker, jsonText(ans.Fields))
+	})
+	if errors.Is(err, relay.ErrUnreadableQuestion) {
+		return askpoint.Fail(fmt.Sprintf("%s asked something the workflow cannot relay (no machine-readable question).", st.Speaker)), false, nil
+	}
+	if err != nil {
+		return askpoint.Outcome{}, false, err
+	}
+	switch sub.Status.State {
+	case a2a.TaskStateCompleted:
+		turn := Turn{Speaker: st.Speaker, Text: replyText(sub), Handoff: handoffOf(sub)}
+		st.Transcript = append(st.Transcript, turn)
+		st.Rounds++
+		st.Speaker, st.Hop, st.Request = "", nil, nil
+		return askpoint.Outcome{}, true, nil
+	case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled:
+		return askpoint.Fail(fmt.Sprintf("The workflow stopped at %s's turn. %s", st.Speaker, hop.Ended(sub))), false, nil
+	case a2a.TaskStateAuthRequired:
+		return askpoint.Fail(fmt.Sprintf("The workflow stopped at %s's turn: it needs a credential.", st.Speaker)), false, nil
+	case a2a.TaskStateInputRequired:
+		if asked == q.ID {
+			// Woken by news that was not news (a late notification): the
+			// same request stays open, under the same ID.
+			out, err := w.suspendAs(ctx, call, st, hop, q, st.Request.ID)
 			return out, false, err
-		default: // submitted, working
-			st.Hop.SubQuestion, st.Request = nil, nil
-			return askpoint.Await(fmt.Sprintf("Waiting for %s.", st.Speaker), st, st.Hop.Token, w.now().Add(w.maxWait())).
-				Hold(hop.Hold(st.Hop)), false, nil
 		}
+		out, err := w.suspend(ctx, call, st, hop, q)
+		return out, false, err
+	default: // submitted, working
+		st.Hop.SubQuestion, st.Request = nil, nil
+		return askpoint.Await(fmt.Sprintf("Waiting for %s.", st.Speaker), st, st.Hop.Token, w.now().Add(w.maxWait())).
+			Hold(hop.Hold(st.Hop)), false, nil
 	}
 }
 
