@@ -110,6 +110,29 @@ type LogEntry struct {
 	At     time.Time
 }
 
+// LoadParams says what a transition needs besides the task row, read with
+// it in one call (see Store.LoadTask).
+type LoadParams struct {
+	// MessageID, when set, asks for the body of the task's first message
+	// entry (KindMessage) with this messageId: the deduplication of a
+	// follow-up, answered from an index instead of the history.
+	MessageID string
+	// Request asks for the body of the task's first log entry, the message
+	// that started it.
+	Request bool
+}
+
+// Loaded is a task with what LoadParams asked for.
+type Loaded struct {
+	Task *Task
+	// Message is the body of the message entry with LoadParams.MessageID,
+	// nil when there is none (or none was asked for).
+	Message json.RawMessage
+	// Request is the body of the task's first log entry, nil when not asked
+	// for.
+	Request json.RawMessage
+}
+
 // ListParams selects tasks for ListTasks, newest first
 // (by UpdatedAt, then ID, descending).
 type ListParams struct {
@@ -193,6 +216,11 @@ type Store interface {
 
 	// GetTask returns the task. ErrNotFound when there is none.
 	GetTask(ctx context.Context, id string) (*Task, error)
+
+	// LoadTask returns the task and, in the same read, what p asks for
+	// (an indexed lookup each, never a walk of the log). ErrNotFound when
+	// there is no such task.
+	LoadTask(ctx context.Context, id string, p LoadParams) (*Loaded, error)
 
 	// UpdateTask replaces every mutable column of the task with those of t
 	// (all but ID, Tenant, Owner, Agent and CreatedAt), appends entries to

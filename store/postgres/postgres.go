@@ -221,7 +221,11 @@ const taskCols = `id, context_id, tenant, owner, agent, state, version, last_seq
 // logCols are the task_log columns in the order scanEntry reads them.
 const logCols = `seq, kind, message_id, in_history, notify, body, at`
 
-func scanTask(row pgx.Row) (*store.Task, error) {
+func scanTask(row pgx.Row) (*store.Task, error) { return scanTaskWith(row) }
+
+// scanTaskWith scans the task columns and then extra, the columns a query
+// selects after them.
+func scanTaskWith(row pgx.Row, extra ...any) (*store.Task, error) {
 	var (
 		t                    store.Task
 		state                string
@@ -233,10 +237,10 @@ func scanTask(row pgx.Row) (*store.Task, error) {
 		leaseUntil           pgtype.Timestamptz
 		createdAt, updatedAt time.Time
 	)
-	err := row.Scan(&t.ID, &t.ContextID, &t.Tenant, &t.Owner, &t.Agent, &state, &t.Version, &t.LastSeq,
+	dest := []any{&t.ID, &t.ContextID, &t.Tenant, &t.Owner, &t.Agent, &state, &t.Version, &t.LastSeq,
 		&status, &artifacts, &metadata, &checkpoint, &question, &input, &pause,
-		&wakeAt, &holdAt, &t.Runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt)
-	if err != nil {
+		&wakeAt, &holdAt, &t.Runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	t.State = a2a.TaskState(state)
@@ -361,6 +365,35 @@ func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
 		return nil, translate("GetTask", id, err)
 	}
 	return t, nil
+}
+
+// loadTaskSQL reads a task with what a transition needs besides the row:
+// $2 a messageId to look up (” for none), $3 whether the request is wanted.
+// Each lateral join is one index lookup (task_log_message, the log's key).
+const loadTaskSQL = `
+		SELECT ` + taskCols + `, m.body, r.body
+		FROM tasks t
+		LEFT JOIN LATERAL (
+			SELECT body FROM task_log
+			WHERE task_id = t.id AND kind = 'message' AND message_id = $2 AND $2 <> ''
+			ORDER BY seq LIMIT 1
+		) m ON true
+		LEFT JOIN LATERAL (
+			SELECT body FROM task_log WHERE task_id = t.id AND seq = 1 AND $3
+		) r ON true
+		WHERE t.id = $1`
+
+// LoadTask returns the task with what p asks for, in one statement.
+func (s *Store) LoadTask(ctx context.Context, id string, p store.LoadParams) (*store.Loaded, error) {
+	var msg, req []byte
+	t, err := scanTaskWith(s.pool.QueryRow(ctx, loadTaskSQL, id, p.MessageID, p.Request), &msg, &req)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, translate("LoadTask", id, err)
+	}
+	return &store.Loaded{Task: t, Message: raw(msg), Request: raw(req)}, nil
 }
 
 // updateTaskSQL is UpdateTask's compare-and-set with its log append: $1 ID,

@@ -222,6 +222,7 @@ const (
 
 const (
 	stmtGetTask = iota
+	stmtLoadTask
 	stmtReadLog
 	stmtHistory
 	stmtDueWake
@@ -310,6 +311,16 @@ var writeSQL = [numWriteStmts]string{
 
 var readSQL = [numReadStmts]string{
 	stmtGetTask: `SELECT ` + taskCols + ` FROM tasks WHERE id = ?`,
+	// ?2: the messageId to look up ('' for none, which no message entry
+	// has); ?3: whether the request is wanted. Each subquery is one
+	// lookup: task_log_message, and the log's primary key.
+	stmtLoadTask: `
+		SELECT ` + taskCols + `,
+			(SELECT body FROM task_log l
+				WHERE l.task_id = tasks.id AND l.kind = 'message' AND l.message_id = ?2 AND ?2 <> ''
+				ORDER BY l.seq LIMIT 1),
+			CASE WHEN ?3 THEN (SELECT body FROM task_log l WHERE l.task_id = tasks.id AND l.seq = 1) END
+		FROM tasks WHERE id = ?1`,
 	stmtReadLog: `
 		SELECT ` + logCols + ` FROM task_log
 		WHERE task_id = ? AND seq > ?
@@ -376,7 +387,11 @@ func (s *Store) closeStmts() {
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanTask(row scanner) (*store.Task, error) {
+func scanTask(row scanner) (*store.Task, error) { return scanTaskWith(row) }
+
+// scanTaskWith scans the task columns and then extra, the columns a query
+// selects after them.
+func scanTaskWith(row scanner, extra ...any) (*store.Task, error) {
 	var (
 		t                    store.Task
 		state                string
@@ -389,10 +404,10 @@ func scanTask(row scanner) (*store.Task, error) {
 		leaseUntil           int64
 		createdAt, updatedAt int64
 	)
-	err := row.Scan(&t.ID, &t.ContextID, &t.Tenant, &t.Owner, &t.Agent, &state, &t.Version, &t.LastSeq,
+	dest := []any{&t.ID, &t.ContextID, &t.Tenant, &t.Owner, &t.Agent, &state, &t.Version, &t.LastSeq,
 		&status, &artifacts, &metadata, &checkpoint, &question, &input, &pause,
-		&wakeAt, &holdAt, &runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt)
-	if err != nil {
+		&wakeAt, &holdAt, &runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	t.State = a2a.TaskState(state)
@@ -627,6 +642,23 @@ func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
 		return nil, translate("GetTask", id, err)
 	}
 	return t, nil
+}
+
+// LoadTask returns the task with what p asks for, in one statement.
+func (s *Store) LoadTask(ctx context.Context, id string, p store.LoadParams) (*store.Loaded, error) {
+	ctx, err := pointRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var msg, req []byte
+	t, err := scanTaskWith(s.rstmts[stmtLoadTask].QueryRowContext(ctx, id, p.MessageID, boolInt(p.Request)), &msg, &req)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, translate("LoadTask", id, err)
+	}
+	return &store.Loaded{Task: t, Message: raw(msg), Request: raw(req)}, nil
 }
 
 // UpdateTask replaces the mutable columns of the task (all but ID, Tenant,
