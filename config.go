@@ -44,6 +44,11 @@ type Config struct {
 	// PollInterval is how often the node looks for runnable tasks whose
 	// lease lapsed (crashed runs). Defaults to 1s.
 	PollInterval time.Duration
+	// DisableQuickSteps makes every step's message be written before the
+	// step runs, also on a single-node store, where a blocking call's step
+	// otherwise runs first and is written with its message in one write
+	// (see docs/decisions/0016-one-transition.md).
+	DisableQuickSteps bool
 
 	// QuestionExpiry is how long a question stays open when the agent sets
 	// no expiry. Defaults to 24h.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -97,28 +98,22 @@ func (s *Server) sameRequest(ctx context.Context, id string, m *a2a.Message) (*s
 	return t, first != nil && !actedOn && sameContent(first, m), nil
 }
 
-// redelivered says whether msg was already taken by task t. A messageId
-// reused with other content is a different message: it is logged and
-// handled as new.
-func (s *Server) redelivered(ctx context.Context, t *store.Task, msg *a2a.Message) (bool, error) {
-	entries, err := s.store.History(ctx, t.ID, 0)
-	if err != nil {
-		return false, err
-	}
-	for _, e := range entries {
-		if e.Kind != store.KindMessage || e.MessageID != msg.ID {
-			continue
-		}
-		var stored a2a.Message
-		if err := json.Unmarshal(e.Body, &stored); err != nil {
-			return false, err
-		}
-		if sameContent(&stored, msg) {
-			return true, nil
-		}
-		s.log.Info("messageId reused with other content; handled as a new message",
-			slog.String("task", t.ID), slog.String("messageId", msg.ID))
+// redelivered says whether msg was already taken by task t: stored is the
+// task's message with msg's messageId (from store.LoadTask), nil when it
+// has none. A messageId reused with other content is a different message:
+// it is logged and handled as new.
+func (s *Server) redelivered(t *store.Task, stored json.RawMessage, msg *a2a.Message) (bool, error) {
+	if stored == nil {
 		return false, nil
 	}
+	var m a2a.Message
+	if err := json.Unmarshal(stored, &m); err != nil {
+		return false, fmt.Errorf("decode message %s of task %s: %w", msg.ID, t.ID, err)
+	}
+	if sameContent(&m, msg) {
+		return true, nil
+	}
+	s.log.Info("messageId reused with other content; handled as a new message",
+		slog.String("task", t.ID), slog.String("messageId", msg.ID))
 	return false, nil
 }

@@ -67,7 +67,8 @@ func checkHistoryLength(n *int) error {
 }
 
 // GetTask implements a2asrv.RequestHandler.
-func (h *handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error) {
+func (h *handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (_ *a2a.Task, err error) {
+	defer func() { logInternal(h.s.log, "GetTask", string(req.ID), err) }()
 	if err := checkHistoryLength(req.HistoryLength); err != nil {
 		return nil, err
 	}
@@ -79,7 +80,13 @@ func (h *handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Ta
 }
 
 func (h *handler) view(ctx context.Context, t *store.Task, historyLength *int) (*a2a.Task, error) {
-	out, err := h.s.toA2A(ctx, t, taskView{historyLength: historyLength, artifacts: true})
+	return h.viewKnown(ctx, t, historyLength, nil)
+}
+
+// viewKnown is view for a task whose newest log entries this node wrote:
+// what they hold is not read back.
+func (h *handler) viewKnown(ctx context.Context, t *store.Task, historyLength *int, known *knownLog) (*a2a.Task, error) {
+	out, err := h.s.toA2A(ctx, t, taskView{historyLength: historyLength, artifacts: true, known: known})
 	if err != nil {
 		return nil, errInternal(err)
 	}
@@ -92,7 +99,8 @@ type pageToken struct {
 }
 
 // ListTasks implements a2asrv.RequestHandler.
-func (h *handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+func (h *handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *a2a.ListTasksResponse, err error) {
+	defer func() { logInternal(h.s.log, "ListTasks", "", err) }()
 	if err := checkHistoryLength(req.HistoryLength); err != nil {
 		return nil, err
 	}
@@ -148,31 +156,33 @@ func (h *handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2
 
 // CancelTask implements a2asrv.RequestHandler.
 func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
-	for range maxCASRetries {
+	defer h.s.lockTask(string(req.ID))()
+	var saved *store.Task
+	err := retryCAS(func() error {
 		t, err := h.getOwned(ctx, req.Tenant, string(req.ID))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if t.State.Terminal() {
-			return nil, a2a.NewError(a2a.ErrTaskNotCancelable,
+			return a2a.NewError(a2a.ErrTaskNotCancelable,
 				fmt.Sprintf("task %q is already %s and cannot be canceled", t.ID, stateWord(t.State)))
 		}
 		next, e, err := h.s.endRow(t, a2a.TaskStateCanceled, "The task was canceled at the caller's request.", h.s.now())
 		if err != nil {
-			return nil, errInternal(err)
+			return errInternal(err)
 		}
-		saved, err := h.s.store.UpdateTask(ctx, next, []store.LogEntry{e})
-		if errors.Is(err, store.ErrConflict) {
-			continue
+		saved, err = h.s.commit(ctx, next, []store.LogEntry{e}, false)
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			return errInternal(err)
 		}
-		if err != nil {
-			return nil, errInternal(err)
-		}
-		h.s.committed(saved)
-		h.s.cancelLocalRun(saved.ID)
-		return h.view(ctx, saved, nil)
+		return err
+	})
+	if err != nil {
+		logInternal(h.s.log, "CancelTask", string(req.ID), err)
+		return nil, err
 	}
-	return nil, errInternal(errors.New("the task kept changing while it was being canceled; try again"))
+	h.s.cancelLocalRun(saved.ID)
+	return h.view(ctx, saved, nil)
 }
 
 func (s *Server) cancelLocalRun(id string) {
@@ -182,32 +192,6 @@ func (s *Server) cancelLocalRun(id string) {
 	if cancel != nil {
 		cancel()
 	}
-}
-
-// SendMessage implements a2asrv.RequestHandler. It blocks until the task is
-// terminal or interrupted unless configuration.returnImmediately is set.
-func (h *handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
-	if reply, err := h.reply(ctx, req); err != nil || reply != nil {
-		if err != nil {
-			return nil, err
-		}
-		return reply, nil
-	}
-	t, err := h.accept(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	var hl *int
-	if req.Config != nil {
-		hl = req.Config.HistoryLength
-	}
-	if req.Config == nil || !req.Config.ReturnImmediately {
-		t, err = h.s.waitSettled(ctx, t)
-		if err != nil {
-			return nil, err
-		}
-	}
-	return h.view(ctx, t, hl)
 }
 
 // settled: the point where a blocking call returns.
@@ -314,273 +298,48 @@ func (h *handler) reply(ctx context.Context, req *a2a.SendMessageRequest) (out *
 	return &msg, nil
 }
 
-// accept commits the message: a new task, or an answer or follow-up to a
-// paused one. It returns the task as committed.
-func (h *handler) accept(ctx context.Context, req *a2a.SendMessageRequest) (*store.Task, error) {
-	if err := validateMessage(req, h.s.cfg.MaxParts); err != nil {
-		return nil, err
-	}
-	if req.Config != nil {
-		if err := checkHistoryLength(req.Config.HistoryLength); err != nil {
-			return nil, err
-		}
-	}
-	var pc *a2a.PushConfig
-	if req.Config != nil && req.Config.PushConfig != nil {
-		pc = req.Config.PushConfig
-		if err := h.s.checkPushConfig(ctx, pc); err != nil {
-			return nil, err
-		}
-	}
-	if req.Message.TaskID == "" {
-		t, err := h.start(ctx, req)
-		if err == nil && pc != nil {
-			// From the task's first entry: the run may already have
-			// paused or ended by now, and its caller must hear of it.
-			_, err = h.s.putPushConfig(ctx, t, pc, 0)
-		}
-		return t, err
-	}
-	if pc != nil {
-		// Before the message is taken, so that what it causes is sent.
-		t, err := h.getOwned(ctx, req.Tenant, string(req.Message.TaskID))
-		if err != nil {
-			return nil, err
-		}
-		if _, err := h.s.putPushConfig(ctx, t, pc, t.LastSeq); err != nil {
-			return nil, err
-		}
-	}
-	return h.continueTask(ctx, req)
-}
-
-func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest) (*store.Task, error) {
-	s := h.s
-	owner := principalFrom(ctx)
-	// The first use of a messageId gets the plain derived ID; a reuse gets
-	// one derived from the content and how many reuses came before, so
-	// that a redelivery of any of them finds its own task again.
-	id := requestTaskID(req.Tenant, owner, h.name, req.Message.ID, nil)
-	salt := contentHash(req.Message)
-	for generation := 1; ; generation++ {
-		t, err := h.create(ctx, req, id)
-		if !errors.Is(err, store.ErrExists) {
-			return t, err
-		}
-		existing, dup, err := s.sameRequest(ctx, id, req.Message)
-		if err != nil {
-			return nil, errInternal(err)
-		}
-		if dup {
-			return existing, nil
-		}
-		if generation == 1 {
-			s.log.Info("messageId reused for a new request; handled as a new message", slog.String("messageId", req.Message.ID))
-		}
-		if generation >= 64 {
-			id = string(a2a.NewTaskID())
-			continue
-		}
-		id = requestTaskID(req.Tenant, owner, h.name, req.Message.ID, append(salt, byte(generation)))
-	}
-}
-
-// create commits a new task with the given ID for a first message.
-// store.ErrExists when the ID is taken.
-func (h *handler) create(ctx context.Context, req *a2a.SendMessageRequest, id string) (*store.Task, error) {
-	s := h.s
-	msg := *req.Message
-	msg.TaskID = a2a.TaskID(id)
-	if msg.ContextID == "" {
-		msg.ContextID = a2a.NewContextID()
-	}
-	msg.Role = a2a.MessageRoleUser
-	now := s.now()
-	t := &store.Task{
-		ID: string(msg.TaskID), ContextID: msg.ContextID, Tenant: req.Tenant, Owner: principalFrom(ctx), Agent: h.name,
-		State:    a2a.TaskStateSubmitted,
-		Runnable: true, LeaseOwner: s.cfg.NodeID, LeaseUntil: now.Add(s.cfg.LeaseDuration),
-	}
-	if len(req.Metadata) > 0 {
-		raw, err := json.Marshal(req.Metadata)
-		if err != nil {
-			return nil, errInvalidParams("metadata cannot be encoded: %v", err)
-		}
-		t.Metadata = raw
-	}
-	ts := now
-	status, err := json.Marshal(a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: &ts})
-	if err != nil {
-		return nil, errInternal(err)
-	}
-	t.Status = status
-	in, err := json.Marshal(runInput{Kind: inputStart, Key: t.ID + "/start", Message: &msg})
-	if err != nil {
-		return nil, errInternal(err)
-	}
-	t.Input = in
-	e, err := messageEntry(&msg, now)
-	if err != nil {
-		return nil, err
-	}
-	saved, err := s.store.CreateTask(ctx, t, []store.LogEntry{e})
-	if errors.Is(err, store.ErrExists) {
-		return nil, err
-	}
-	if err != nil {
-		return nil, errInternal(err)
-	}
-	s.committed(saved)
-	s.dispatch(saved)
-	return saved, nil
-}
-
-func (h *handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest) (*store.Task, error) {
-	s := h.s
-	lostRace := false
-	firstQuestion := ""
-	for range maxCASRetries {
-		t, err := h.getOwned(ctx, req.Tenant, string(req.Message.TaskID))
-		if err != nil {
-			return nil, err
-		}
-		// Deduplication comes before every other rule, so a retry of an
-		// answer that won gets the task back even after it finished.
-		dup, err := s.redelivered(ctx, t, req.Message)
-		if err != nil {
-			return nil, errInternal(err)
-		}
-		if dup {
-			// The history may be newer than t: return the task as it is now.
-			latest, err := s.store.GetTask(ctx, t.ID)
-			if err != nil {
-				return nil, errInternal(err)
-			}
-			return latest, nil
-		}
-		if lostRace && t.State == a2a.TaskStateInputRequired && openQuestionID(t) != firstQuestion {
-			// This message lost a race for a question that is no longer
-			// open: the caller gets the task as it now stands, and the
-			// message is not bound to the new question.
-			return t, nil
-		}
-		if !lostRace {
-			firstQuestion = openQuestionID(t)
-		}
-		if req.Message.ContextID != "" && req.Message.ContextID != t.ContextID {
-			return nil, errInvalidParams("message.contextId %q does not match the context %q of task %q; omit contextId or send the task's own",
-				req.Message.ContextID, t.ContextID, t.ID)
-		}
-		if t.State.Terminal() {
-			return nil, errTerminal(t.ID, t.State)
-		}
-		msg := *req.Message
-		msg.ContextID = t.ContextID
-		msg.Role = a2a.MessageRoleUser
-
-		var next *store.Task
-		var entries []store.LogEntry
-		switch t.State {
-		case a2a.TaskStateInputRequired:
-			next, entries, err = h.answer(t, &msg)
-			var expired *expiredError
-			if errors.As(err, &expired) {
-				// Too late: the question closed at its expiry even if no
-				// sweeper has acted on it yet. The task expires here and
-				// now, and the answer is refused.
-				saved, err := s.expire(ctx, t)
-				if errors.Is(err, store.ErrConflict) {
-					lostRace = true
-					continue
-				}
-				if err != nil {
-					return nil, errInternal(err)
-				}
-				return nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("%s, before this answer came; the answer was not taken and the task %s",
-					expired.Error(), expiryResult(saved)))
-			}
-		case a2a.TaskStateAuthRequired:
-			in := runInput{Kind: inputAuth, Message: &msg, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}
-			next, entries, err = s.resumeRow(t, in, &msg, "")
-		default:
-			// Submitted or working: the task is busy with a run. The caller
-			// gets the task as it stands; the message is not bound to it.
-			s.log.Info("message to a busy task not taken", slog.String("task", t.ID), slog.String("state", string(t.State)))
-			return t, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		saved, err := s.store.UpdateTask(ctx, next, entries)
-		if errors.Is(err, store.ErrConflict) {
-			lostRace = true
-			continue // someone else changed the task first: decide again
-		}
-		if err != nil {
-			return nil, errInternal(err)
-		}
-		s.committed(saved)
-		if saved.Runnable {
-			s.dispatch(saved)
-		}
-		return saved, nil
-	}
-	return nil, errInternal(errors.New("the task kept changing while the message was being taken; try again"))
-}
-
-// openQuestionID is the ID of the task's open question, "" when none.
-func openQuestionID(t *store.Task) string {
-	if len(t.Question) == 0 {
-		return ""
-	}
-	var q struct {
-		ID string `json:"questionId"`
-	}
-	_ = json.Unmarshal(t.Question, &q)
-	return q.ID
-}
-
 // answer decides what an answer to an input-required task does: resume it,
 // re-ask with errors, fail it at the cap, or end it by the caller's action.
-func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.LogEntry, error) {
+func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.LogEntry, *runInput, error) {
 	s := h.s
 	var q question.Question
 	if err := json.Unmarshal(t.Question, &q); err != nil {
-		return nil, nil, errInternal(fmt.Errorf("decode open question of task %s: %w", t.ID, err))
+		return nil, nil, nil, errInternal(fmt.Errorf("decode open question of task %s: %w", t.ID, err))
 	}
 	now := s.now()
 	if !q.Expires.IsZero() && !now.Before(q.Expires) {
 		// Too late: the question closed at its expiry even if no sweeper
 		// has acted on it yet. The task expires here and now.
-		return nil, nil, &expiredError{question: q.ID, at: q.Expires}
+		return nil, nil, nil, &expiredError{question: q.ID, at: q.Expires}
 	}
 	if size := partsSize(msg.Parts); size > s.cfg.MaxAnswerBytes {
 		// Refused outright, not re-asked: storing it in the history would
 		// store what the limit is there to keep out.
-		return nil, nil, errInvalidParams("the answer is %d bytes; answers to question %q may be at most %d bytes", size, q.ID, s.cfg.MaxAnswerBytes)
+		return nil, nil, nil, errInvalidParams("the answer is %d bytes; answers to question %q may be at most %d bytes", size, q.ID, s.cfg.MaxAnswerBytes)
 	}
 	ans, fieldErrs, err := question.Parse(msg, &q, s.cfg.MaxAnswerBytes)
 	if err != nil {
-		return nil, nil, errInvalidParams("%v; the open question of task %q is %q", err, t.ID, q.ID)
+		return nil, nil, nil, errInvalidParams("%v", err)
 	}
 	if len(fieldErrs) == 0 && ans != nil && (ans.Action == "" || ans.Action == question.ActionDecline) {
 		// A valid answer, or a refusal to answer: either way the agent
-		// decides what happens next.
-		in := runInput{Kind: inputAnswer, Message: msg, Question: &q, Answer: ans, Key: t.ID + "/" + q.ID}
-		return s.resumeRow(t, in, msg, "")
+		// decides what happens next, and sees only what was asked.
+		ans.Fields = askedFields(&q, ans.Fields)
+		in := &runInput{Kind: inputAnswer, Message: msg, Question: &q, Answer: ans, Key: t.ID + "/" + q.ID}
+		next, entries, err := s.resumeRow(t, in, msg, "")
+		return next, entries, in, err
 	}
 
-	next := *t
 	userEntry, err := messageEntry(msg, now)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	end := func(state a2a.TaskState, text string) (*store.Task, []store.LogEntry, error) {
+	end := func(state a2a.TaskState, text string) (*store.Task, []store.LogEntry, *runInput, error) {
 		ended, e, err := s.endRow(t, state, text, now)
 		if err != nil {
-			return nil, nil, errInternal(err)
+			return nil, nil, nil, errInternal(err)
 		}
-		return ended, []store.LogEntry{userEntry, e}, nil
+		return ended, []store.LogEntry{userEntry, e}, nil, nil
 	}
 	switch {
 	case ans != nil && ans.Action == question.ActionCancel:
@@ -589,20 +348,52 @@ func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 		return end(a2a.TaskStateFailed, fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt, question.ErrorsText(fieldErrs)))
 	}
 	// Re-ask: the task stays in input-required with a new question.
-	nq := q.ReAsk("q-"+shortID(), fieldErrs)
+	next := *t
+	nq := q.ReAsk(questionID(t.ID, t.Version), fieldErrs)
 	raw, err := json.Marshal(nq)
 	if err != nil {
-		return nil, nil, errInternal(err)
+		return nil, nil, nil, errInternal(err)
 	}
 	next.Question = raw
 	status := nq.Message()
 	status.TaskID, status.ContextID = a2a.TaskID(t.ID), t.ContextID
 	st, e, err := statusEntry(&next, a2a.TaskStateInputRequired, status, now)
 	if err != nil {
-		return nil, nil, errInternal(err)
+		return nil, nil, nil, errInternal(err)
 	}
 	next.State, next.Status = a2a.TaskStateInputRequired, st
-	return &next, []store.LogEntry{userEntry, e}, nil
+	return &next, []store.LogEntry{userEntry, e}, nil, nil
+}
+
+// askedFields keeps of an answer's fields those the question's schema
+// names (its properties), so that a field the question did not ask for
+// never reaches the agent. A schema that names no properties keeps all.
+func askedFields(q *question.Question, fields json.RawMessage) json.RawMessage {
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(q.Schema, &schema) != nil || len(schema.Properties) == 0 {
+		return fields
+	}
+	var got map[string]json.RawMessage
+	if json.Unmarshal(fields, &got) != nil {
+		return fields
+	}
+	extra := false
+	for k := range got {
+		if _, ok := schema.Properties[k]; !ok {
+			delete(got, k)
+			extra = true
+		}
+	}
+	if !extra {
+		return fields
+	}
+	out, err := json.Marshal(got)
+	if err != nil {
+		return fields
+	}
+	return out
 }
 
 // partsSize is the encoded size of a message's parts.
@@ -634,10 +425,15 @@ func (h *handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 			}
 			return
 		}
-		t, err := h.accept(ctx, req)
+		acc, err := h.accept(ctx, req, false)
 		if err != nil {
+			logInternal(h.s.log, "SendStreamingMessage", messageTask(req), err)
 			yield(nil, err)
 			return
+		}
+		t := acc.task
+		if acc.work != nil {
+			h.s.dispatch(acc.work)
 		}
 		var hl *int
 		if req.Config != nil {
@@ -657,6 +453,7 @@ func (h *handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskR
 	return func(yield func(a2a.Event, error) bool) {
 		t, err := h.subscribable(ctx, req)
 		if err != nil {
+			logInternal(h.s.log, "SubscribeToTask", string(req.ID), err)
 			yield(nil, err)
 			return
 		}
@@ -683,6 +480,7 @@ func (h *handler) stream(ctx context.Context, t *store.Task, hl *int, yield func
 	s := h.s
 	snap, err := h.view(ctx, t, hl)
 	if err != nil {
+		logInternal(s.log, "stream", t.ID, err)
 		yield(nil, err)
 		return
 	}
@@ -696,7 +494,9 @@ func (h *handler) stream(ctx context.Context, t *store.Task, hl *int, yield func
 		if err != nil {
 			release()
 			if ctx.Err() == nil {
-				yield(nil, errInternal(err))
+				err = errInternal(err)
+				logInternal(s.log, "stream", t.ID, err)
+				yield(nil, err)
 			}
 			return
 		}
@@ -705,7 +505,9 @@ func (h *handler) stream(ctx context.Context, t *store.Task, hl *int, yield func
 			ev, state, err := logEvent(e)
 			if err != nil {
 				release()
-				yield(nil, errInternal(err))
+				err = errInternal(err)
+				logInternal(s.log, "stream", t.ID, err)
+				yield(nil, err)
 				return
 			}
 			if ev == nil {

@@ -2,6 +2,7 @@ package askpoint
 
 import (
 	"context"
+	"log/slog"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -326,6 +327,9 @@ func (s *Server) keepHoldsOnEnd(t, next *store.Task, now time.Time) {
 	next.WakeAt, next.HoldAt, next.Pause = time.Time{}, time.Time{}, nil
 	p, err := decodePause(t)
 	if err != nil {
+		// Nothing is known of what the task held: say so loudly, since
+		// its releases will not run.
+		s.log.Error("the pause state of an ending task cannot be read; what it held is not released", slog.String("task", t.ID), slog.Any("err", err))
 		return
 	}
 	defer keepDigest(next, p.WakeDigest)

@@ -370,7 +370,8 @@ func errNoPushConfig(taskID, id string) error {
 // CreateTaskPushConfig implements a2asrv.RequestHandler. Only the task's
 // owner may configure its notifications; the configuration receives what is
 // notified from now on.
-func (h *handler) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (*a2a.PushConfig, error) {
+func (h *handler) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (_ *a2a.PushConfig, err error) {
+	defer func() { logInternal(h.s.log, "CreateTaskPushConfig", pushTask(req), err) }()
 	if req == nil {
 		return nil, errInvalidParams("the push notification configuration is missing")
 	}
@@ -388,7 +389,8 @@ func (h *handler) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig)
 }
 
 // GetTaskPushConfig implements a2asrv.RequestHandler.
-func (h *handler) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
+func (h *handler) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushConfigRequest) (_ *a2a.PushConfig, err error) {
+	defer func() { logInternal(h.s.log, "GetTaskPushConfig", string(req.TaskID), err) }()
 	t, err := h.getOwned(ctx, req.Tenant, string(req.TaskID))
 	if err != nil {
 		return nil, err
@@ -405,7 +407,8 @@ func (h *handler) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushCon
 
 // ListTaskPushConfigs implements a2asrv.RequestHandler. A task has few
 // configurations (MaxPushConfigs): they come on one page.
-func (h *handler) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
+func (h *handler) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushConfigRequest) (_ *a2a.ListTaskPushConfigResponse, err error) {
+	defer func() { logInternal(h.s.log, "ListTaskPushConfigs", string(req.TaskID), err) }()
 	if req.PageSize < 0 {
 		return nil, errInvalidParams("pageSize must not be negative, got %d", req.PageSize)
 	}
@@ -435,7 +438,8 @@ func (h *handler) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPush
 // configuration was still owed is not sent. Deleting a configuration that
 // does not exist succeeds (the operation is idempotent); the task must
 // still be the caller's.
-func (h *handler) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) error {
+func (h *handler) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) (err error) {
+	defer func() { logInternal(h.s.log, "DeleteTaskPushConfig", string(req.TaskID), err) }()
 	t, err := h.getOwned(ctx, req.Tenant, string(req.TaskID))
 	if err != nil {
 		return err
@@ -448,4 +452,11 @@ func (h *handler) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskP
 		return errInternal(err)
 	}
 	return nil
+}
+
+func pushTask(c *a2a.PushConfig) string {
+	if c == nil {
+		return ""
+	}
+	return string(c.TaskID)
 }

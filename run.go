@@ -46,7 +46,7 @@ const (
 // it held. msg, when not nil, is the caller's message, appended to the
 // history; note, when not empty, is a status message saying why the task
 // resumed (for people and push receivers).
-func (s *Server) resumeRow(t *store.Task, in runInput, msg *a2a.Message, note string) (*store.Task, []store.LogEntry, error) {
+func (s *Server) resumeRow(t *store.Task, in *runInput, msg *a2a.Message, note string) (*store.Task, []store.LogEntry, error) {
 	now := s.now()
 	p, err := decodePause(t)
 	if err != nil {
@@ -87,16 +87,191 @@ func (s *Server) resumeRow(t *store.Task, in runInput, msg *a2a.Message, note st
 	return &next, entries, nil
 }
 
-// dispatch hands a task this node holds to the local worker pool. When the
-// pool's queue is full the lease is released so the poller (here or on
-// another node) takes the task.
-func (s *Server) dispatch(t *store.Task) {
+// work is a step this node owes: the row it starts from (committed, or to
+// be written with the step's first write when pending is set), its input,
+// and the task's request when the caller has it at hand.
+type work struct {
+	task    *store.Task
+	in      *runInput // nil: decoded from task.Input
+	request *a2a.Message
+	// pending is the write of the message that made the step owed, for a
+	// quick step: it goes with the step's first write (its outcome, or the
+	// working status when the step takes longer than workingAfter).
+	pending *pendingWrite
+	// lostPending: the pending write lost (the ID was taken, or the task
+	// changed first): nothing of the step was written.
+	lostPending bool
+	// unlock, when set, releases the task's lock once the pending write is
+	// made: from then on the step runs under its lease like any other.
+	unlock func()
+	// known is the end of the task's log as this node wrote it, so that a
+	// reply is built without reading back what was just written.
+	known *knownLog
+}
+
+// knownLog is the newest entries of a task's log, as written by this node
+// up to version (nothing else wrote the task in between: every write was a
+// compare-and-set on the one before). fromStart: they are the whole log.
+type knownLog struct {
+	entries   []store.LogEntry
+	fromStart bool
+	version   int64
+	// noPriorArtifacts: the task had no artifacts before entries, so
+	// theirs are all it has.
+	noPriorArtifacts bool
+}
+
+// status is t's status from the newest status entry known, ok false when
+// none is known.
+func (k *knownLog) status(t *store.Task) (a2a.TaskStatus, bool) {
+	if k == nil || k.version != t.Version {
+		return a2a.TaskStatus{}, false
+	}
+	for i := len(k.entries) - 1; i >= 0; i-- {
+		e := k.entries[i]
+		if e.Kind != store.KindStatus {
+			continue
+		}
+		ts := e.At
+		return a2a.TaskStatus{State: t.State, Message: e.Message, Timestamp: &ts}, true
+	}
+	return a2a.TaskStatus{}, false
+}
+
+// artifacts are t's artifacts when every one of them is known (whole, not
+// chunked).
+func (k *knownLog) artifacts(t *store.Task) ([]*a2a.Artifact, bool) {
+	if k == nil || k.version != t.Version || !(k.fromStart || k.noPriorArtifacts) {
+		return nil, false
+	}
+	var out []*a2a.Artifact
+	for _, e := range k.entries {
+		if e.Kind != store.KindArtifact {
+			continue
+		}
+		if e.Artifact == nil {
+			return nil, false // a chunk: what the task holds is read
+		}
+		out = append(out, e.Artifact)
+	}
+	return out, len(out) > 0
+}
+
+// add records a write of entries that made version.
+func (k *knownLog) add(entries []store.LogEntry, version int64) *knownLog {
+	if k == nil {
+		k = &knownLog{}
+	}
+	k.entries = append(k.entries, entries...)
+	k.version = version
+	return k
+}
+
+// history returns the task's history (its last last entries, all when last
+// is negative) from what is known, ok false when that needs a read.
+func (k *knownLog) history(t *store.Task, last int) ([]store.LogEntry, bool) {
+	if k == nil || k.version != t.Version {
+		return nil, false
+	}
+	var hist []store.LogEntry
+	for _, e := range k.entries {
+		if e.InHistory {
+			hist = append(hist, e)
+		}
+	}
+	switch {
+	case last >= 0 && len(hist) >= last:
+		return hist[len(hist)-last:], true
+	case k.fromStart:
+		return hist, true
+	}
+	return nil, false
+}
+
+type pendingWrite struct {
+	create  bool
+	entries []store.LogEntry
+}
+
+// job is a step queued for the worker pool.
+type job struct{ w *work }
+
+// quickSteps reports whether this node runs a blocking call's step before
+// its message is written (see send.go): only on a store one process owns,
+// where the task locks serialise every transition that could race it.
+func (s *Server) quickSteps() bool { return s.serialised() && !s.cfg.DisableQuickSteps }
+
+// serialised reports whether transitions of one task on this node take the
+// task's lock.
+func (s *Server) serialised() bool {
+	sn, ok := s.store.(interface{ SingleNode() bool })
+	return ok && sn.SingleNode()
+}
+
+// enter registers a step run outside the worker pool with the server, so
+// that Stop waits for it. It is false once the server stops (or before it
+// starts).
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started || s.stopped {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// runHere runs w's step in the calling goroutine when a worker slot is
+// free, else queues it. It returns the task as the step left it (or as it
+// was, when queued).
+func (s *Server) runHere(w *work) *store.Task {
 	select {
-	case s.queue <- job{id: t.ID, version: t.Version}:
+	case s.slots <- struct{}{}:
 	default:
-		err := s.store.ExtendLease(context.Background(), t.ID, s.cfg.NodeID, t.Version, time.Time{})
+		s.dispatch(w)
+		return w.task
+	}
+	defer func() { <-s.slots }()
+	if !s.enter() {
+		s.dispatch(w)
+		return w.task
+	}
+	defer s.wg.Done()
+	return s.runWork(s.runCtx, w)
+}
+
+// runQuick runs a quick step: ok when its pending write was made (the task
+// is then as the step left it). When no worker slot is free or the server
+// is stopping, nothing runs and ok is false; when the pending write lost,
+// w.lostPending is set.
+func (s *Server) runQuick(w *work) (*store.Task, bool) {
+	select {
+	case s.slots <- struct{}{}:
+	default:
+		return nil, false
+	}
+	defer func() { <-s.slots }()
+	if !s.enter() {
+		return nil, false
+	}
+	defer s.wg.Done()
+	final := s.runWork(s.runCtx, w)
+	if w.pending != nil || w.lostPending {
+		return nil, false
+	}
+	return final, true
+}
+
+// dispatch hands w to the local worker pool. When the pool's queue is full
+// the lease is released so the poller (here or on another node) takes the
+// task.
+func (s *Server) dispatch(w *work) {
+	select {
+	case s.queue <- job{w: w}:
+	default:
+		err := s.store.ExtendLease(context.Background(), w.task.ID, s.cfg.NodeID, w.task.Version, time.Time{})
 		if err != nil && !errors.Is(err, store.ErrConflict) {
-			s.log.Warn("release lease of a task the queue could not take", slog.String("task", t.ID), slog.Any("err", err))
+			s.log.Warn("release lease of a task the queue could not take", slog.String("task", w.task.ID), slog.Any("err", err))
 		}
 	}
 }
@@ -113,7 +288,9 @@ func (s *Server) worker(ctx context.Context) {
 				s.releaseJob(j)
 				continue
 			}
-			s.execute(ctx, j)
+			s.slots <- struct{}{}
+			s.runWork(ctx, j.w)
+			<-s.slots
 		}
 	}
 }
@@ -138,9 +315,10 @@ func (s *Server) releaseQueued() {
 func (s *Server) releaseJob(j job) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	err := s.store.ExtendLease(ctx, j.id, s.cfg.NodeID, j.version, time.Time{})
+	t := j.w.task
+	err := s.store.ExtendLease(ctx, t.ID, s.cfg.NodeID, t.Version, time.Time{})
 	if err != nil && !errors.Is(err, store.ErrConflict) {
-		s.log.Warn("release lease of a queued task at stop", slog.String("task", j.id), slog.Any("err", err))
+		s.log.Warn("release lease of a queued task at stop", slog.String("task", t.ID), slog.Any("err", err))
 	}
 }
 
@@ -179,7 +357,7 @@ func (s *Server) claimLapsed(ctx context.Context) {
 	}
 	for _, t := range tasks {
 		s.log.Info("taking over a task whose run lapsed", slog.String("task", t.ID), slog.String("state", string(t.State)))
-		s.dispatch(t)
+		s.dispatch(&work{task: t})
 	}
 }
 
@@ -193,6 +371,19 @@ type run struct {
 	// owesWorking: the task has not been written as working yet; the next
 	// write of this run does it (see workingAfter).
 	owesWorking bool
+	// pending: a quick step's message, written with the run's first write
+	// (nil once written); lostPending: that write lost.
+	pending     *pendingWrite
+	lostPending bool
+	unlock      func()
+	known       *knownLog
+}
+
+// latest is the last version of the task this run wrote or started from.
+func (r *run) latest() *store.Task {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.task
 }
 
 // workingAfter is how long a step that starts a task may run before the
@@ -203,20 +394,23 @@ type run struct {
 // or answers at once) costs one commit instead of two.
 const workingAfter = 100 * time.Millisecond
 
-func (s *Server) execute(ctx context.Context, j job) {
-	t, err := s.store.GetTask(ctx, j.id)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Error("load task to run", slog.String("task", j.id), slog.Any("err", err))
-		} else {
-			s.releaseJob(j) // stopping before the run began
+// runWork runs w's step on this node and returns the task as the step
+// left it: the last version it wrote (or w.task when it wrote nothing).
+func (s *Server) runWork(ctx context.Context, w *work) *store.Task {
+	t := w.task
+	r := &run{s: s, task: t, agent: t.Agent, pending: w.pending, unlock: w.unlock, known: w.known}
+	if w.pending != nil {
+		r.known = &knownLog{fromStart: w.pending.create, noPriorArtifacts: len(t.Artifacts) == 0}
+	}
+	defer func() {
+		r.mu.Lock()
+		w.pending, w.lostPending = r.pending, r.lostPending
+		w.known = r.known
+		if r.lost {
+			w.known = nil
 		}
-		return
-	}
-	if t.Version != j.version || t.LeaseOwner != s.cfg.NodeID || !t.Runnable {
-		return // someone else moved it on (canceled, or taken over)
-	}
-	r := &run{s: s, task: t, agent: t.Agent}
+		r.mu.Unlock()
+	}()
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -229,22 +423,26 @@ func (s *Server) execute(ctx context.Context, j job) {
 		s.mu.Unlock()
 	}()
 
-	var in runInput
-	if err := json.Unmarshal(t.Input, &in); err != nil {
-		r.finish(ctx, Fail("the task's pending input could not be read: "+err.Error()), nil)
-		return
+	in := w.in
+	if in == nil {
+		in = &runInput{}
+		if err := json.Unmarshal(t.Input, in); err != nil {
+			r.finish(ctx, Fail("the task's pending input could not be read: "+err.Error()), nil)
+			return r.latest()
+		}
 	}
 	entry := s.agentByName(t.Agent)
 	if entry == nil {
 		r.finish(ctx, Fail(fmt.Sprintf("no agent named %q is served here any more", t.Agent)), nil)
-		return
+		return r.latest()
 	}
-	if t.State != a2a.TaskStateWorking {
-		// The task moves to working with the step's first write (progress,
-		// an artifact, or its outcome), or on its own if the step is still
-		// running after workingAfter: a quick step costs one write, not two.
+	if t.State != a2a.TaskStateWorking || r.pending != nil {
+		// The task moves to working (and a quick step's message is written)
+		// with the step's first write (progress, an artifact, or its
+		// outcome), or on its own if the step is still running after
+		// workingAfter: a quick step costs one write, not two.
 		r.mu.Lock()
-		r.owesWorking = true
+		r.owesWorking = t.State != a2a.TaskStateWorking
 		r.mu.Unlock()
 		timer := time.AfterFunc(workingAfter, func() { r.writeWorking(runCtx) })
 		defer func() {
@@ -255,10 +453,10 @@ func (s *Server) execute(ctx context.Context, j job) {
 		}()
 	}
 
-	call, res, err := s.buildCall(ctx, r, &in)
+	call, res, err := s.buildCall(ctx, r, in, w.request)
 	if err != nil {
 		r.finish(ctx, Fail(err.Error()), nil)
-		return
+		return r.latest()
 	}
 
 	stopBeat := r.heartbeat(runCtx)
@@ -270,13 +468,14 @@ func (s *Server) execute(ctx context.Context, j job) {
 		// owed and let the next start (or another node) take it over at
 		// once. The step's key makes the rerun's side effects safe.
 		r.release()
-		return
+		return r.latest()
 	}
 	if ctx.Err() == nil && runCtx.Err() != nil && stepErr != nil {
-		return // canceled by CancelTask; the cancel already wrote the outcome
+		return r.latest() // canceled by CancelTask; the cancel already wrote the outcome
 	}
 	// A step that finished is written even while the server stops.
 	r.finish(context.WithoutCancel(ctx), outcome, stepErr)
+	return r.latest()
 }
 
 func (s *Server) agentByName(name string) *agentEntry {
@@ -285,7 +484,7 @@ func (s *Server) agentByName(name string) *agentEntry {
 	return s.agents[name]
 }
 
-func (s *Server) buildCall(ctx context.Context, r *run, in *runInput) (*Call, *Resumption, error) {
+func (s *Server) buildCall(ctx context.Context, r *run, in *runInput, request *a2a.Message) (*Call, *Resumption, error) {
 	t := r.task
 	call := &Call{
 		TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner,
@@ -295,14 +494,17 @@ func (s *Server) buildCall(ctx context.Context, r *run, in *runInput) (*Call, *R
 		call.Request = in.Message
 		return call, nil, nil
 	}
-	first, err := s.store.ReadLog(ctx, t.ID, 0, 1)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the task's request: %w", err)
-	}
-	if len(first) == 1 && first[0].Kind == store.KindMessage {
-		var m a2a.Message
-		if err := json.Unmarshal(first[0].Body, &m); err == nil {
-			call.Request = &m
+	call.Request = request
+	if request == nil {
+		first, err := s.store.ReadLog(ctx, t.ID, 0, 1)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read the task's request: %w", err)
+		}
+		if len(first) == 1 && first[0].Kind == store.KindMessage {
+			var m a2a.Message
+			if err := json.Unmarshal(first[0].Body, &m); err == nil {
+				call.Request = &m
+			}
 		}
 	}
 	res := &Resumption{Checkpoint: t.Checkpoint}
@@ -350,10 +552,13 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 			}
 			r.mu.Lock()
 			t := r.task
-			lost := r.lost
+			lost, pending := r.lost, r.pending != nil
 			r.mu.Unlock()
 			if lost {
 				return
+			}
+			if pending {
+				continue // nothing written yet: no lease to renew
 			}
 			until := r.s.now().Add(r.s.cfg.LeaseDuration)
 			if err := r.s.store.ExtendLease(ctx, t.ID, r.s.cfg.NodeID, t.Version, until); err != nil {
@@ -374,8 +579,11 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 
 func (r *run) release() {
 	r.mu.Lock()
-	t := r.task
+	t, pending := r.task, r.pending != nil
 	r.mu.Unlock()
+	if pending {
+		return // nothing was written: nothing holds a lease
+	}
 	_ = r.s.store.ExtendLease(context.Background(), t.ID, r.s.cfg.NodeID, t.Version, time.Time{})
 }
 
@@ -395,7 +603,7 @@ func (r *run) update(ctx context.Context, change func(next *store.Task, now time
 func (r *run) writeWorking(ctx context.Context) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.owesWorking || r.lost || ctx.Err() != nil {
+	if (!r.owesWorking && r.pending == nil) || r.lost || ctx.Err() != nil {
 		return
 	}
 	_ = r.updateLocked(ctx, func(*store.Task, time.Time) ([]store.LogEntry, error) { return nil, nil })
@@ -408,6 +616,11 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 	next := *r.task
 	now := r.s.now()
 	var entries []store.LogEntry
+	create := false
+	if r.pending != nil {
+		entries = append(entries, r.pending.entries...)
+		create = r.pending.create
+	}
 	if r.owesWorking {
 		st, e, err := statusEntry(&next, a2a.TaskStateWorking, nil, now)
 		if err != nil {
@@ -421,7 +634,16 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 		return err
 	}
 	entries = append(entries, more...)
-	saved, err := r.s.store.UpdateTask(ctx, &next, entries)
+	saved, err := r.s.commit(ctx, &next, entries, create)
+	if err != nil && r.pending != nil {
+		// The message of a quick step was not taken: nothing of the
+		// step stands, and the caller decides again (see send.go).
+		r.lost, r.lostPending = true, true
+		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrNotFound) {
+			r.s.log.Error("write a quick step's message", slog.String("task", next.ID), slog.Any("err", err))
+		}
+		return errLost
+	}
 	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 		r.lost = true
 		return errLost
@@ -431,8 +653,14 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 		return err
 	}
 	r.task = saved
+	r.known = r.known.add(entries, saved.Version)
 	r.owesWorking = false
-	r.s.committed(saved)
+	if r.pending != nil {
+		r.pending = nil
+		if r.unlock != nil {
+			r.unlock()
+		}
+	}
 	return nil
 }
 
@@ -478,6 +706,8 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 	var digest string
 	if p, err := decodePause(next); err == nil {
 		digest = p.WakeDigest
+	} else {
+		s.log.Error("the pause state of a task cannot be read; a late wake will be told not found", slog.String("task", next.ID), slog.Any("err", err))
 	}
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
 	if o.kind == OutcomeComplete || o.kind == OutcomeFail || o.kind == OutcomeReject {
@@ -490,7 +720,7 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 	var msg *a2a.Message
 	switch o.kind {
 	case OutcomeAsk:
-		q, err := s.prepareQuestion(o.question, now)
+		q, err := s.prepareQuestion(o.question, next.ID, next.Version, now)
 		if err != nil {
 			return s.applyOutcome(next, Fail("The agent asked a question that cannot be answered: "+err.Error()), now)
 		}
@@ -590,10 +820,10 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 
 // prepareQuestion fills what the agent left to the runtime and checks the
 // question can be answered.
-func (s *Server) prepareQuestion(in *question.Question, now time.Time) (*question.Question, error) {
+func (s *Server) prepareQuestion(in *question.Question, taskID string, version int64, now time.Time) (*question.Question, error) {
 	q := *in
 	if q.ID == "" {
-		q.ID = "q-" + shortID()
+		q.ID = questionID(taskID, version)
 	}
 	if q.Expires.IsZero() {
 		q.Expires = now.Add(s.cfg.QuestionExpiry)

@@ -44,6 +44,10 @@ type Server struct {
 
 	broker broker
 	queue  chan job
+	// slots bounds the steps running on this node: the workers' and those
+	// run in a caller's goroutine (runHere).
+	slots chan struct{}
+	locks taskLocks
 
 	// Timer loops: the sweeper (question expiries and reminders), the
 	// releaser (holds) and the push deliverer.
@@ -71,11 +75,6 @@ type agentEntry struct {
 	handler *handler
 }
 
-type job struct {
-	id      string
-	version int64
-}
-
 var agentNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // NewServer returns a server for cfg. It does not start anything.
@@ -97,6 +96,7 @@ func NewServer(cfg Config) (*Server, error) {
 		agents:  map[string]*agentEntry{},
 		running: map[string]context.CancelFunc{},
 		queue:   make(chan job, cfg.Workers*64),
+		slots:   make(chan struct{}, cfg.Workers),
 
 		sweeper:  newTimerLoop("sweeper"),
 		releaser: newTimerLoop("releaser"),
@@ -240,37 +240,41 @@ func (s *Server) CredentialArrived(ctx context.Context, taskID string, data any)
 // nil to leave the task as it is, or an error; the write is a
 // compare-and-set, decided again if the task changed meanwhile.
 func (s *Server) resumeFromOutside(ctx context.Context, taskID string, decide func(*store.Task) (*runInput, error)) error {
-	for range maxCASRetries {
-		t, err := s.store.GetTask(ctx, taskID)
+	defer s.lockTask(taskID)()
+	return retryCAS(func() error {
+		l, err := s.store.LoadTask(ctx, taskID, store.LoadParams{Request: true})
 		if errors.Is(err, store.ErrNotFound) {
 			return errTaskNotFound(taskID)
 		}
 		if err != nil {
 			return err
 		}
+		t := l.Task
 		in, err := decide(t)
 		if err != nil || in == nil {
 			return err
 		}
-		next, entries, err := s.resumeRow(t, *in, nil, "")
+		next, entries, err := s.resumeRow(t, in, nil, "")
 		if err != nil {
 			return err
 		}
-		saved, err := s.store.UpdateTask(ctx, next, entries)
-		if errors.Is(err, store.ErrConflict) {
-			continue
-		}
+		saved, err := s.commit(ctx, next, entries, false)
 		if err != nil {
 			return err
 		}
-		s.committed(saved)
-		s.dispatch(saved)
+		w := &work{task: saved, in: in}
+		if len(l.Request) > 0 {
+			var m a2a.Message
+			if json.Unmarshal(l.Request, &m) == nil {
+				w.request = &m
+			}
+		}
+		s.dispatch(w)
 		return nil
-	}
-	return errInternal(errors.New("the task kept changing; try again"))
+	})
 }
 
-const maxCASRetries = 8
+
 
 // listen relays the store's cross-node change notifications to the broker
 // until ctx ends. A lost notification only delays a waiter until its next
@@ -279,17 +283,6 @@ func (s *Server) listen(ctx context.Context, n store.Notifier) {
 	defer s.wg.Done()
 	if err := n.Listen(ctx, s.broker.notify); err != nil && ctx.Err() == nil {
 		s.log.Error("listen for task changes on other nodes; waiters fall back to polling", slog.Any("err", err))
-	}
-}
-
-// committed is called after every write that changes a task.
-func (s *Server) committed(t *store.Task) {
-	s.broker.notify(t.ID)
-	s.sweeper.wake(t.WakeAt)
-	s.releaser.wake(t.HoldAt)
-	if interrupted(t.State) || t.State.Terminal() {
-		// What is notified: pauses, reminders and endings.
-		s.pusher.kick()
 	}
 }
 

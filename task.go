@@ -36,7 +36,7 @@ func statusEntry(t *store.Task, state a2a.TaskState, msg *a2a.Message, now time.
 	// Push receivers hear of every pause and every ending; the steps in
 	// between are for streams.
 	notify := interrupted(state) || state.Terminal()
-	return raw, store.LogEntry{Kind: store.KindStatus, InHistory: msg != nil, Notify: notify, Body: body, At: ts}, nil
+	return raw, store.LogEntry{Kind: store.KindStatus, InHistory: msg != nil, Notify: notify, Body: body, At: ts, Message: msg}, nil
 }
 
 // eventJSON assembles an event's JSON around a part already encoded:
@@ -69,7 +69,7 @@ func messageEntry(m *a2a.Message, now time.Time) (store.LogEntry, error) {
 	if err != nil {
 		return store.LogEntry{}, errInternal(err)
 	}
-	return store.LogEntry{Kind: store.KindMessage, MessageID: m.ID, InHistory: true, Body: body, At: now.UTC()}, nil
+	return store.LogEntry{Kind: store.KindMessage, MessageID: m.ID, InHistory: true, Body: body, At: now.UTC(), Message: m}, nil
 }
 
 // addArtifact appends a to t's artifacts and returns the log entry.
@@ -94,7 +94,7 @@ func addArtifact(t *store.Task, a *a2a.Artifact, now time.Time) (store.LogEntry,
 	if err != nil {
 		return store.LogEntry{}, err
 	}
-	return store.LogEntry{Kind: store.KindArtifact, Body: body, At: now.UTC()}, nil
+	return store.LogEntry{Kind: store.KindArtifact, Body: body, At: now.UTC(), Artifact: &cp}, nil
 }
 
 // appendArtifactJSON appends an encoded artifact to the task's encoded
@@ -166,16 +166,21 @@ func (r *run) artifactChunk(ctx context.Context, a *a2a.Artifact, last bool) err
 type taskView struct {
 	historyLength *int // nil: all
 	artifacts     bool
+	known         *knownLog // the log's end as this node wrote it, nil when unknown
 }
 
 // toA2A builds the protocol's view of t.
 func (s *Server) toA2A(ctx context.Context, t *store.Task, v taskView) (*a2a.Task, error) {
 	out := &a2a.Task{ID: a2a.TaskID(t.ID), ContextID: t.ContextID}
-	if err := json.Unmarshal(t.Status, &out.Status); err != nil {
+	if st, ok := v.known.status(t); ok {
+		out.Status = st
+	} else if err := json.Unmarshal(t.Status, &out.Status); err != nil {
 		return nil, fmt.Errorf("decode status of task %s: %w", t.ID, err)
 	}
 	if v.artifacts && len(t.Artifacts) > 0 {
-		if err := json.Unmarshal(t.Artifacts, &out.Artifacts); err != nil {
+		if arts, ok := v.known.artifacts(t); ok {
+			out.Artifacts = arts
+		} else if err := json.Unmarshal(t.Artifacts, &out.Artifacts); err != nil {
 			return nil, fmt.Errorf("decode artifacts of task %s: %w", t.ID, err)
 		}
 	}
@@ -189,9 +194,12 @@ func (s *Server) toA2A(ctx context.Context, t *store.Task, v taskView) (*a2a.Tas
 		last = *v.historyLength
 	}
 	if last != 0 {
-		entries, err := s.store.History(ctx, t.ID, max(last, 0))
-		if err != nil {
-			return nil, err
+		entries, ok := v.known.history(t, last)
+		if !ok {
+			var err error
+			if entries, err = s.store.History(ctx, t.ID, max(last, 0)); err != nil {
+				return nil, err
+			}
 		}
 		out.History = make([]*a2a.Message, 0, len(entries))
 		for _, e := range entries {
@@ -208,6 +216,9 @@ func (s *Server) toA2A(ctx context.Context, t *store.Task, v taskView) (*a2a.Tas
 }
 
 func historyMessage(e store.LogEntry) (*a2a.Message, error) {
+	if e.Message != nil {
+		return e.Message, nil
+	}
 	switch e.Kind {
 	case store.KindMessage:
 		var m a2a.Message

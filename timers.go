@@ -117,9 +117,14 @@ func (s *Server) sweep(ctx context.Context) (int, error) {
 // someone else changed the task first (an answer, another node's sweep):
 // the next round sees it as it now stands.
 func (s *Server) wakeTask(ctx context.Context, t *store.Task) error {
+	defer s.lockTask(t.ID)()
 	now := s.now()
 	if t.State == a2a.TaskStateWorking && !t.Runnable && len(t.Question) == 0 {
-		if p, err := decodePause(t); err == nil && p.Await != "" {
+		p, err := decodePause(t)
+		if err != nil {
+			return err // logged by the sweep, and tried again next round
+		}
+		if p.Await != "" {
 			if now.Before(p.Expires) {
 				return nil // woken early (another node's timer)
 			}
@@ -220,7 +225,7 @@ func (s *Server) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 		ans := &question.Answer{QuestionID: q.ID, Fields: p.DefaultAnswer}
 		in := runInput{Kind: inputAnswer, Question: &q, Answer: ans, Expired: true, Key: t.ID + "/" + q.ID}
 		note := fmt.Sprintf("No answer in time: question %s expired at %s. The task continues with the agent's default answer %s.", q.ID, at, p.DefaultAnswer)
-		next, entries, err = s.resumeRow(t, in, nil, note)
+		next, entries, err = s.resumeRow(t, &in, nil, note)
 	case ExpireCancel:
 		var e store.LogEntry
 		next, e, err = s.endRow(t, a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at), now)
@@ -233,15 +238,17 @@ func (s *Server) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 	if err != nil {
 		return nil, err
 	}
-	saved, err := s.store.UpdateTask(ctx, next, entries)
+	saved, err := s.commit(ctx, next, entries, false)
 	if err != nil {
 		return nil, err
 	}
 	s.log.Info("question expired", slog.String("task", t.ID), slog.String("question", q.ID), slog.String("then", expiryResult(saved)))
-	s.committed(saved)
 	if saved.Runnable {
-		s.pusher.kick() // the resume's note is notified
-		s.dispatch(saved)
+		w := &work{task: saved}
+		if in, ok := resumeInput(saved); ok {
+			w.in = in
+		}
+		s.dispatch(w)
 	}
 	return saved, nil
 }
@@ -259,12 +266,14 @@ func expiryResult(t *store.Task) string {
 
 // write commits a timer's change to a task (compare-and-set on its version).
 func (s *Server) write(ctx context.Context, next *store.Task, entries []store.LogEntry) error {
-	saved, err := s.store.UpdateTask(ctx, next, entries)
-	if err != nil {
-		return err
-	}
-	s.committed(saved)
-	return nil
+	_, err := s.commit(ctx, next, entries, false)
+	return err
+}
+
+// resumeInput decodes the input a committed resume owes.
+func resumeInput(t *store.Task) (*runInput, bool) {
+	var in runInput
+	return &in, json.Unmarshal(t.Input, &in) == nil
 }
 
 // releaseDue runs the release of every hold whose deadline passed. It
@@ -292,6 +301,13 @@ func (s *Server) releaseDue(ctx context.Context) (int, error) {
 // released. A release cut short by a crash runs again when its claim
 // lapses; the call's key lets the agent make that harmless.
 func (s *Server) releaseHolds(ctx context.Context, t *store.Task) error {
+	unlock := s.lockTask(t.ID)
+	locked := true
+	defer func() {
+		if locked {
+			unlock()
+		}
+	}()
 	if t.Runnable {
 		// A run owns the task (it resumed before the claim was recorded).
 		return nil
@@ -314,11 +330,12 @@ func (s *Server) releaseHolds(ctx context.Context, t *store.Task) error {
 	if err := s.setPauseKeepingTimers(&next, p); err != nil {
 		return err
 	}
-	saved, err := s.store.UpdateTask(ctx, &next, nil)
+	saved, err := s.commit(ctx, &next, nil, false)
 	if err != nil {
 		return err
 	}
-	s.committed(saved)
+	unlock() // the claim is written: the releases run without the lock
+	locked = false
 	if len(claimed) == 0 {
 		return nil
 	}
@@ -409,9 +426,8 @@ func (s *Server) markReleased(ctx context.Context, t *store.Task, claims map[str
 			next.Pause = nil // an ended task keeps only its wake digest
 			keepDigest(&next, p.WakeDigest)
 		}
-		saved, err := s.store.UpdateTask(ctx, &next, nil)
+		_, err = s.commit(ctx, &next, nil, false)
 		if err == nil {
-			s.committed(saved)
 			return nil
 		}
 		if !errors.Is(err, store.ErrConflict) {

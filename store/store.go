@@ -93,6 +93,12 @@ type Task struct {
 
 	CreatedAt time.Time
 	UpdatedAt time.Time
+
+	// PushDue is set on the task UpdateTask returns when the write gave one
+	// of the task's push configurations something new to deliver (an entry
+	// with Notify set, and a configuration that had not reached it), so
+	// that the engine wakes its push deliverer only then. Not stored.
+	PushDue bool
 }
 
 // LogEntry is one entry of a task's append-only log: the audit trail and
@@ -108,6 +114,14 @@ type LogEntry struct {
 	Notify bool
 	Body   json.RawMessage
 	At     time.Time
+
+	// Message and Artifact are the engine's decoded copy of what an entry
+	// it built holds (a message entry's message, a status entry's status
+	// message; an artifact entry's artifact), so that a reply is built
+	// without decoding what was just encoded. Stores neither keep nor
+	// return them.
+	Message  *a2a.Message  `json:"-"`
+	Artifact *a2a.Artifact `json:"-"`
 }
 
 // LoadParams says what a transition needs besides the task row, read with

@@ -48,6 +48,10 @@ type Options struct {
 	SDKSeed      string // copy (default) or handler
 	Exe          string // the binary to run servers with
 	ExeArgs      []string
+	// Compare, when set, is another askpoint binary (the commit before a
+	// change): its SQLite and PostgreSQL servers are measured too, right
+	// after this binary's, in the same run.
+	Compare string
 	CommandLine  string
 	Progress     io.Writer // progress lines; nil: none
 }
@@ -83,6 +87,7 @@ Flags:
 	dir := fs.String("dir", "", "directory for the SQLite files (default: a temporary directory, removed after)")
 	sdkSeed := fs.String("sdk-seed", "copy", "how paused tasks are added to the SDK server: copy (one paused through the handler, copied into its store) or handler (every one through the handler; minutes per 100,000)")
 	profile := fs.String("profile", "", "write CPU and alloc profiles of each server (an extra, unmeasured run) to this `directory`")
+	compare := fs.String("compare", "", "also measure the askpoint servers of this other askpoint `binary` (the commit before a change), in the same run")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -115,7 +120,7 @@ Flags:
 		Callers: *callers, Duration: *duration, Warmup: *warmup, Probe: *probe,
 		Paused: levels, SDKMaxPaused: *sdkMax, PGMaxPaused: *pgMax,
 		Kinds: strings.Split(*kinds, ","), PG: *pg, Dir: *dir, ProfileDir: *profile, SDKSeed: *sdkSeed,
-		Exe: exe, ExeArgs: []string{"bench", "server"},
+		Exe: exe, ExeArgs: []string{"bench", "server"}, Compare: *compare,
 		CommandLine: commandLine(args), Progress: stderr,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -188,24 +193,29 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if !contains(o.Kinds, kind) {
 			continue
 		}
-		r := &KindResult{Kind: kind, Label: kindLabel(kind)}
-		rep.Results = append(rep.Results, r)
-		if kind == KindPostgres {
-			switch {
-			case o.PG == "":
-				r.Skipped = "not configured: give --pg URL or set TEST_DATABASE_URL"
-				continue
-			case OpenPostgres == nil:
-				r.Skipped = "not available: this build has no PostgreSQL driver (store/postgres has no Open yet)"
-				continue
-			}
+		runs := []*KindResult{{Kind: kind, Label: kindLabel(kind), exe: o.Exe}}
+		if o.Compare != "" && kind != KindSDK {
+			runs = append(runs, &KindResult{Kind: kind, Label: kindLabel(kind) + ", " + filepath.Base(o.Compare), Before: true, exe: o.Compare})
 		}
-		if err := runKind(ctx, o, dir, r); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
+		for _, r := range runs {
+			rep.Results = append(rep.Results, r)
+			if kind == KindPostgres {
+				switch {
+				case o.PG == "":
+					r.Skipped = "not configured: give --pg URL or set TEST_DATABASE_URL"
+					continue
+				case OpenPostgres == nil:
+					r.Skipped = "not available: this build has no PostgreSQL driver (store/postgres has no Open yet)"
+					continue
+				}
 			}
-			r.Err = err
-			o.progress("%s: %v", kind, err)
+			if err := runKind(ctx, o, dir, r); err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				r.Err = err
+				o.progress("%s: %v", kind, err)
+			}
 		}
 	}
 	rep.End = time.Now().UTC()
@@ -264,7 +274,11 @@ func runKind(ctx context.Context, o Options, dir string, r *KindResult) error {
 	// or a new schema in the PostgreSQL database (dropped afterwards).
 	where := func(phase string) (string, *pgScratch, error) {
 		if r.Kind != KindPostgres {
-			return filepath.Join(dir, r.Kind+"-"+phase+".db"), nil, nil
+			name := r.Kind
+			if r.Before {
+				name += "-before"
+			}
+			return filepath.Join(dir, name+"-"+phase+".db"), nil, nil
 		}
 		pg, err := newPGScratch(o.PG)
 		if err != nil {
@@ -305,7 +319,7 @@ func runKind(ctx context.Context, o Options, dir string, r *KindResult) error {
 
 func runThroughput(ctx context.Context, o Options, db string, pg *pgScratch, r *KindResult) error {
 	o.progress("%s: starting the server", r.Kind)
-	p, err := startServer(ctx, o.Exe, o.serverArgs(r.Kind, db), o.Progress)
+	p, err := startServer(ctx, r.binary(o), o.serverArgs(r.Kind, db), o.Progress)
 	if err != nil {
 		return err
 	}
@@ -408,7 +422,7 @@ func runThroughput(ctx context.Context, o Options, db string, pg *pgScratch, r *
 
 func runPaused(ctx context.Context, o Options, db string, r *KindResult) error {
 	o.progress("%s: starting a fresh server for paused tasks", r.Kind)
-	p, err := startServer(ctx, o.Exe, o.serverArgs(r.Kind, db), o.Progress)
+	p, err := startServer(ctx, r.binary(o), o.serverArgs(r.Kind, db), o.Progress)
 	if err != nil {
 		return err
 	}
@@ -501,6 +515,9 @@ func extrapolate(base, last *PausedResult, level int) *PausedResult {
 // KindResult is one server's figures.
 type KindResult struct {
 	Kind, Label string
+	// Before: measured with Options.Compare, the binary compared against.
+	Before bool
+	exe    string
 	Skipped     string
 	Err         error
 
@@ -521,6 +538,24 @@ type KindResult struct {
 	WritesPerCommit float64
 
 	Paused []*PausedResult
+}
+
+// binary is the askpoint binary r's servers run.
+func (r *KindResult) binary(o Options) string {
+	if r.exe != "" {
+		return r.exe
+	}
+	return o.Exe
+}
+
+// Name is the row's name in the report: (a), (b), (c), and (b0), (c0)
+// for the compared binary.
+func (r *KindResult) Name() string {
+	n := rowNames[r.Kind]
+	if r.Before {
+		n = strings.TrimSuffix(n, ")") + "0)"
+	}
+	return n
 }
 
 // PausedResult is the server's memory at one paused-task level.

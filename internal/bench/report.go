@@ -45,7 +45,7 @@ func (rep *Report) Markdown(w io.Writer) {
 	fmt.Fprintln(w, "| | server | round trips/s | round trips per server CPU-second | ask p50 / p99 | answer p50 / p99 | allocated per round trip (server) | resume p50 / p99: answer arrived -> agent resumed |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Results {
-		name := rowNames[r.Kind]
+		name := r.Name()
 		switch {
 		case r.Skipped != "":
 			fmt.Fprintf(w, "| %s | %s | %s | | | | | |\n", name, r.Label, r.Skipped)
@@ -108,7 +108,7 @@ func (rep *Report) Markdown(w io.Writer) {
 			}
 		}
 		for _, r := range rep.Results {
-			name := rowNames[r.Kind]
+			name := r.Name()
 			if r.Skipped != "" {
 				continue
 			}
@@ -169,13 +169,14 @@ func (rep *Report) Markdown(w io.Writer) {
 		}
 		var parts []string
 		var reads, writes float64
-		for _, k := range []string{"CreateTask", "UpdateTask", "ExtendLease", "ClaimRunnable", "GetTask", "History", "ReadLog", "ListTasks"} {
+		for _, k := range []string{"CreateTask", "UpdateTask", "ExtendLease", "ClaimRunnable", "PutPushConfig", "DeletePushConfig", "ClaimPushDeliveries", "SettlePush",
+			"GetTask", "LoadTask", "History", "ReadLog", "ListTasks", "DueTasks", "NextDue", "GetPushConfig", "ListPushConfigs"} {
 			v := r.StoreCalls[k]
 			if v == 0 {
 				continue
 			}
 			switch k {
-			case "CreateTask", "UpdateTask", "ExtendLease", "ClaimRunnable":
+			case "CreateTask", "UpdateTask", "ExtendLease", "ClaimRunnable", "PutPushConfig", "DeletePushConfig", "ClaimPushDeliveries", "SettlePush":
 				writes += v
 			default:
 				reads += v
@@ -186,12 +187,12 @@ func (rep *Report) Markdown(w io.Writer) {
 		if r.CommitsPerRT > 0 {
 			commits = fmt.Sprintf("; %.2f SQLite commits per round trip, %.1f writes per commit", r.CommitsPerRT, r.WritesPerCommit)
 		}
-		fmt.Fprintf(w, "Store calls per round trip, %s: %.1f writes and %.1f reads (%s)%s.\n\n", rowNames[r.Kind], writes, reads, strings.Join(parts, ", "), commits)
+		fmt.Fprintf(w, "Store calls per round trip, %s: %.1f writes and %.1f reads (%s)%s.\n\n", r.Name(), writes, reads, strings.Join(parts, ", "), commits)
 	}
 	fmt.Fprintln(w, "Sweep cost (question expiry, reminders): measured by BenchmarkDueTasks in store/sqlite and store/postgres (1,000 due among 1,000 and 1,000,000 paused); see docs/BENCHMARKS.md.")
 	for _, r := range rep.Results {
 		if r.Err != nil {
-			fmt.Fprintf(w, "\n%s %s: error: %s\n", rowNames[r.Kind], r.Kind, oneLine(r.Err.Error()))
+			fmt.Fprintf(w, "\n%s %s: error: %s\n", r.Name(), r.Kind, oneLine(r.Err.Error()))
 		}
 	}
 }

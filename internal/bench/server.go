@@ -405,15 +405,71 @@ type trackedStore struct {
 
 // storeCalls counts calls per store method.
 type storeCalls struct {
-	create, get, update, readLog, history, list, claim, extend atomic.Int64
+	create, get, load, update, readLog, history, list, claim, extend atomic.Int64
+	due, nextDue, putPush, getPush, listPush, deletePush, claimPush, settlePush atomic.Int64
 }
 
 func (c *storeCalls) snapshot() map[string]int64 {
 	return map[string]int64{
-		"CreateTask": c.create.Load(), "GetTask": c.get.Load(), "UpdateTask": c.update.Load(),
+		"CreateTask": c.create.Load(), "GetTask": c.get.Load(), "LoadTask": c.load.Load(), "UpdateTask": c.update.Load(),
 		"ReadLog": c.readLog.Load(), "History": c.history.Load(), "ListTasks": c.list.Load(),
 		"ClaimRunnable": c.claim.Load(), "ExtendLease": c.extend.Load(),
+		"DueTasks": c.due.Load(), "NextDue": c.nextDue.Load(),
+		"PutPushConfig": c.putPush.Load(), "GetPushConfig": c.getPush.Load(), "ListPushConfigs": c.listPush.Load(),
+		"DeletePushConfig": c.deletePush.Load(), "ClaimPushDeliveries": c.claimPush.Load(), "SettlePush": c.settlePush.Load(),
 	}
+}
+
+// SingleNode forwards the store's claim to be one process's (SQLite), which
+// lets the engine take quick steps.
+func (s trackedStore) SingleNode() bool {
+	sn, ok := s.Store.(interface{ SingleNode() bool })
+	return ok && sn.SingleNode()
+}
+
+func (s trackedStore) LoadTask(ctx context.Context, id string, p store.LoadParams) (*store.Loaded, error) {
+	s.n.load.Add(1)
+	return s.Store.LoadTask(ctx, id, p)
+}
+
+func (s trackedStore) DueTasks(ctx context.Context, p store.DueParams) ([]*store.Task, error) {
+	s.n.due.Add(1)
+	return s.Store.DueTasks(ctx, p)
+}
+
+func (s trackedStore) NextDue(ctx context.Context, timer store.Timer) (time.Time, error) {
+	s.n.nextDue.Add(1)
+	return s.Store.NextDue(ctx, timer)
+}
+
+func (s trackedStore) PutPushConfig(ctx context.Context, c *store.PushConfig) (*store.PushConfig, error) {
+	s.n.putPush.Add(1)
+	return s.Store.PutPushConfig(ctx, c)
+}
+
+func (s trackedStore) GetPushConfig(ctx context.Context, taskID, id string) (*store.PushConfig, error) {
+	s.n.getPush.Add(1)
+	return s.Store.GetPushConfig(ctx, taskID, id)
+}
+
+func (s trackedStore) ListPushConfigs(ctx context.Context, taskID string) ([]*store.PushConfig, error) {
+	s.n.listPush.Add(1)
+	return s.Store.ListPushConfigs(ctx, taskID)
+}
+
+func (s trackedStore) DeletePushConfig(ctx context.Context, taskID, id string) error {
+	s.n.deletePush.Add(1)
+	return s.Store.DeletePushConfig(ctx, taskID, id)
+}
+
+func (s trackedStore) ClaimPushDeliveries(ctx context.Context, p store.ClaimParams) ([]*store.PushConfig, error) {
+	s.n.claimPush.Add(1)
+	return s.Store.ClaimPushDeliveries(ctx, p)
+}
+
+func (s trackedStore) SettlePush(ctx context.Context, c *store.PushConfig) (*store.PushConfig, error) {
+	s.n.settlePush.Add(1)
+	return s.Store.SettlePush(ctx, c)
 }
 
 var answerInput = []byte(`{"kind":"answer"`)

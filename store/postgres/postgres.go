@@ -478,7 +478,10 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		b.Queue(pushTargetSQL, t.ID)
 		br := s.pool.SendBatch(ctx, b)
 		got, err = scanTask(br.QueryRow())
-		_, perr := br.Exec()
+		tag, perr := br.Exec()
+		if got != nil && perr == nil {
+			got.PushDue = tag.RowsAffected() > 0
+		}
 		// Close reads the end of the implicit transaction: a write is
 		// committed only if it returns nil.
 		if cerr := br.Close(); err == nil || errors.Is(err, pgx.ErrNoRows) {

@@ -511,6 +511,7 @@ func (b *batch) createTask(t *store.Task, entries []store.LogEntry, now int64) (
 		return nil, translate("CreateTask", t.ID, err)
 	}
 	got := asStored(t)
+	got.PushDue = false
 	got.Version, got.LastSeq = v, int64(len(entries))
 	got.CreatedAt, got.UpdatedAt = fromMillis(now), fromMillis(now)
 	return got, nil
@@ -677,6 +678,7 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 	err := s.write(ctx, func(b *batch) error {
 		now := time.Now().UnixMilli()
 		n := int64(len(entries))
+		pushDue := false
 		var (
 			tenant, owner, agent string
 			version, lastSeq     int64
@@ -698,11 +700,16 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 			return translate("UpdateTask", t.ID, err)
 		}
 		if seq := newestNotify(lastSeq-n+1, entries); seq > 0 {
-			if _, err := b.stmt(stmtPushTarget).Exec(seq, now, t.ID); err != nil {
+			res, err := b.stmt(stmtPushTarget).Exec(seq, now, t.ID)
+			if err != nil {
 				return translate("UpdateTask", t.ID, err)
+			}
+			if n, err := res.RowsAffected(); err == nil && n > 0 {
+				pushDue = true
 			}
 		}
 		got = asStored(t)
+		got.PushDue = pushDue
 		got.Tenant, got.Owner, got.Agent = tenant, owner, agent
 		got.Version, got.LastSeq = version, lastSeq
 		got.CreatedAt, got.UpdatedAt = fromMillis(createdAt), fromMillis(now)
@@ -1012,3 +1019,9 @@ func fromMillis(ms int64) time.Time {
 	}
 	return time.UnixMilli(ms).UTC()
 }
+
+// SingleNode reports that the store is one process's: an SQLite file is the
+// embedded store of one askpoint node. The engine then serialises the
+// transitions of each task in memory and may run a blocking call's step
+// before its message is written (see docs/decisions/0016-one-transition.md).
+func (s *Store) SingleNode() bool { return true }

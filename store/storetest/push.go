@@ -22,6 +22,7 @@ import (
 var pushCases = []testCase{
 	{"Notify/RoundTripsThroughReadLogAndHistory", testNotifyRoundTrip},
 	{"PutPushConfig/NewStartsWithStoreSetState", testPutNew},
+	{"UpdateTask/PushDueOnlyWhenAConfigurationHasSomethingNew", testUpdatePushDue},
 	{"PutPushConfig/NewTargetsNewestNotifyEntryAfterSentSeq", testPutTarget},
 	{"PutPushConfig/ExistingGetsNewConfigAndKeepsDeliveryState", testPutReplace},
 	{"PutPushConfig/UnknownTaskIsErrNotFoundAndCreatesNothing", testPutUnknownTask},
@@ -890,5 +891,29 @@ func testSettleRacingAppends(t *testing.T, s store.Store) {
 	if got.SentSeq != appends || got.TargetSeq != appends || !got.DueAt.IsZero() {
 		t.Errorf(`GetPushConfig("t1", "p1") SentSeq, TargetSeq, DueAt = %d, %d, %v after %d deliveries, want %d, %d, zero (an append was lost)`,
 			got.SentSeq, got.TargetSeq, got.DueAt, delivers.Load(), appends, appends)
+	}
+}
+
+func testUpdatePushDue(t *testing.T, s store.Store) {
+	cur := mustCreate(t, s, newTask("t1"), plain("a", 1))
+	if cur.PushDue {
+		t.Errorf("CreateTask: PushDue = true, want false")
+	}
+	cur = mustUpdate(t, s, cur, notified("b", 1))
+	if cur.PushDue {
+		t.Errorf("UpdateTask(notify entry, no configuration): PushDue = true, want false")
+	}
+	mustPut(t, s, pushConfig("t1", "p1", cur.LastSeq))
+	cur = mustUpdate(t, s, cur, plain("c", 1))
+	if cur.PushDue {
+		t.Errorf("UpdateTask(plain entry, one configuration): PushDue = true, want false")
+	}
+	cur = mustUpdate(t, s, cur, notified("d", 1))
+	if !cur.PushDue {
+		t.Errorf("UpdateTask(notify entry, one configuration behind it): PushDue = false, want true")
+	}
+	cur = mustUpdate(t, s, cur, nil)
+	if cur.PushDue {
+		t.Errorf("UpdateTask(no entries): PushDue = true, want false")
 	}
 }

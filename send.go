@@ -1,0 +1,421 @@
+package askpoint
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/store"
+)
+
+// Taking a message: a first message creates a task, an answer or a
+// follow-up moves a paused one on. Either way it is one transition (one
+// load, one decision, one compare-and-set write, one publish), and the step
+// the message makes owed runs at once on this node.
+//
+// A blocking SendMessage on a single-node store takes a quick step: the
+// step runs before its input is written, and its outcome is committed in
+// the same write as the message (one write instead of two). The step's
+// idempotency key is the one a committed input would carry, so a crash
+// before that write (which nothing acknowledged) and the caller's retry
+// run it again with the same key. A step still running after workingAfter
+// commits the message on its own and goes on under its lease as any step
+// does. See docs/decisions/0016-one-transition.md.
+
+// SendMessage implements a2asrv.RequestHandler. It blocks until the task is
+// terminal or interrupted unless configuration.returnImmediately is set.
+func (h *handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (res a2a.SendMessageResult, err error) {
+	defer func() { logInternal(h.s.log, "SendMessage", messageTask(req), err) }()
+	if reply, err := h.reply(ctx, req); err != nil || reply != nil {
+		if err != nil {
+			return nil, err
+		}
+		return reply, nil
+	}
+	var hl *int
+	blocking := true
+	if req.Config != nil {
+		hl = req.Config.HistoryLength
+		blocking = !req.Config.ReturnImmediately
+	}
+	acc, err := h.accept(ctx, req, blocking)
+	if err != nil {
+		return nil, err
+	}
+	t, known := acc.task, acc.known
+	if acc.work != nil {
+		if blocking {
+			t = h.s.runHere(acc.work)
+			known = acc.work.known
+		} else {
+			h.s.dispatch(acc.work)
+		}
+	}
+	if blocking {
+		if t, err = h.s.waitSettled(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+	return h.viewKnown(ctx, t, hl, known)
+}
+
+func messageTask(req *a2a.SendMessageRequest) string {
+	if req == nil || req.Message == nil {
+		return ""
+	}
+	return string(req.Message.TaskID)
+}
+
+// accepted is what taking a message did: the task as committed (or as
+// found, for a redelivery), and the step it made owed on this node.
+type accepted struct {
+	task  *store.Task
+	work  *work
+	known *knownLog // what this node wrote of the task's log
+}
+
+// accept takes the message. quick allows a quick step: the returned work
+// then holds the write of the message, made with the step's first write.
+func (h *handler) accept(ctx context.Context, req *a2a.SendMessageRequest, quick bool) (*accepted, error) {
+	if err := validateMessage(req, h.s.cfg.MaxParts); err != nil {
+		return nil, err
+	}
+	if req.Config != nil {
+		if err := checkHistoryLength(req.Config.HistoryLength); err != nil {
+			return nil, err
+		}
+	}
+	var pc *a2a.PushConfig
+	if req.Config != nil && req.Config.PushConfig != nil {
+		pc = req.Config.PushConfig
+		if err := h.s.checkPushConfig(ctx, pc); err != nil {
+			return nil, err
+		}
+		quick = false // the configuration is written between the message and its step
+	}
+	quick = quick && h.s.quickSteps()
+	if req.Message.TaskID == "" {
+		acc, err := h.start(ctx, req, quick)
+		if err == nil && pc != nil {
+			// From the task's first entry: the run may already have
+			// paused or ended by now, and its caller must hear of it.
+			_, err = h.s.putPushConfig(ctx, acc.task, pc, 0)
+		}
+		return acc, err
+	}
+	if pc != nil {
+		// Before the message is taken, so that what it causes is sent.
+		t, err := h.getOwned(ctx, req.Tenant, string(req.Message.TaskID))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := h.s.putPushConfig(ctx, t, pc, t.LastSeq); err != nil {
+			return nil, err
+		}
+	}
+	return h.continueTask(ctx, req, quick)
+}
+
+// start takes a first message. The first use of a messageId gets the plain
+// derived task ID; a reuse with other content gets one derived from the
+// content and how many reuses came before, so that a redelivery of any of
+// them finds its own task again.
+func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick bool) (*accepted, error) {
+	s := h.s
+	owner := principalFrom(ctx)
+	id := requestTaskID(req.Tenant, owner, h.name, req.Message.ID, nil)
+	if quick {
+		if acc, ok := h.quickStart(ctx, req, id); ok {
+			return acc, nil
+		}
+	}
+	salt := contentHash(req.Message)
+	for generation := 1; ; generation++ {
+		row, in, entries, err := h.newTask(ctx, req, id)
+		if err != nil {
+			return nil, err
+		}
+		saved, err := s.commit(ctx, row, entries, true)
+		if err == nil {
+			known := (&knownLog{fromStart: true}).add(entries, saved.Version)
+			return &accepted{task: saved, work: &work{task: saved, in: in, request: in.Message, known: known}}, nil
+		}
+		if !errors.Is(err, store.ErrExists) {
+			return nil, errInternal(err)
+		}
+		existing, dup, err := s.sameRequest(ctx, id, req.Message)
+		if err != nil {
+			return nil, errInternal(err)
+		}
+		if dup {
+			return &accepted{task: existing}, nil
+		}
+		if generation == 1 {
+			s.log.Info("messageId reused for a new request; handled as a new message", slog.String("messageId", req.Message.ID))
+		}
+		if generation >= 64 {
+			id = string(a2a.NewTaskID())
+			continue
+		}
+		id = requestTaskID(req.Tenant, owner, h.name, req.Message.ID, append(salt, byte(generation)))
+	}
+}
+
+// quickStart runs the first step of a new task before the task is written,
+// and writes the task with the step's outcome. ok is false when it could not
+// (no free worker, the ID is taken): the caller then takes the message the
+// ordinary way, which finds a redelivery or picks the next ID.
+func (h *handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, id string) (*accepted, bool) {
+	s := h.s
+	unlock := s.lockTask(id)
+	defer unlock()
+	row, in, entries, err := h.newTask(ctx, req, id)
+	if err != nil {
+		return nil, false
+	}
+	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, unlock: unlock}
+	final, ok := s.runQuick(w)
+	if !ok {
+		return nil, false
+	}
+	return &accepted{task: final, known: w.known}, true
+}
+
+// newTask builds the row and the log of a new task for a first message,
+// runnable under this node's lease.
+func (h *handler) newTask(ctx context.Context, req *a2a.SendMessageRequest, id string) (*store.Task, *runInput, []store.LogEntry, error) {
+	s := h.s
+	msg := *req.Message
+	msg.TaskID = a2a.TaskID(id)
+	if msg.ContextID == "" {
+		msg.ContextID = a2a.NewContextID()
+	}
+	msg.Role = a2a.MessageRoleUser
+	now := s.now()
+	t := &store.Task{
+		ID: id, ContextID: msg.ContextID, Tenant: req.Tenant, Owner: principalFrom(ctx), Agent: h.name,
+		State:    a2a.TaskStateSubmitted,
+		Runnable: true, LeaseOwner: s.cfg.NodeID, LeaseUntil: now.Add(s.cfg.LeaseDuration),
+	}
+	if len(req.Metadata) > 0 {
+		raw, err := json.Marshal(req.Metadata)
+		if err != nil {
+			return nil, nil, nil, errInvalidParams("metadata cannot be encoded: %v", err)
+		}
+		t.Metadata = raw
+	}
+	ts := now
+	status, err := json.Marshal(a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: &ts})
+	if err != nil {
+		return nil, nil, nil, errInternal(err)
+	}
+	t.Status = status
+	in := &runInput{Kind: inputStart, Key: t.ID + "/start", Message: &msg}
+	if t.Input, err = json.Marshal(in); err != nil {
+		return nil, nil, nil, errInternal(err)
+	}
+	e, err := messageEntry(&msg, now)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return t, in, []store.LogEntry{e}, nil
+}
+
+// continueTask takes a message to an existing task: an answer, a
+// follow-up, a late or repeated delivery.
+func (h *handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest, quick bool) (*accepted, error) {
+	s := h.s
+	id := string(req.Message.TaskID)
+	if id == "" {
+		return nil, errInvalidParams("message.taskId is required")
+	}
+	unlock := s.lockTask(id)
+	defer unlock()
+	var out *accepted
+	sawOpen := "" // the open question this request saw before it lost a race
+	err := retryCAS(func() error {
+		l, err := s.store.LoadTask(ctx, id, store.LoadParams{MessageID: req.Message.ID, Request: true})
+		if errors.Is(err, store.ErrNotFound) {
+			return errTaskNotFound(id)
+		}
+		if err != nil {
+			return errInternal(err)
+		}
+		t := l.Task
+		if t.Agent != h.name || t.Tenant != req.Tenant || t.Owner != principalFrom(ctx) {
+			return errTaskNotFound(id)
+		}
+		// Deduplication comes before every other rule, so a retry of an
+		// answer that won gets the task back even after it finished.
+		if dup, err := s.redelivered(t, l.Message, req.Message); err != nil {
+			return errInternal(err)
+		} else if dup {
+			out = &accepted{task: t}
+			return nil
+		}
+		if req.Message.ContextID != "" && req.Message.ContextID != t.ContextID {
+			return errInvalidParams("message.contextId %q does not match the context %q of task %q; omit contextId or send the task's own",
+				req.Message.ContextID, t.ContextID, t.ID)
+		}
+		open := openQuestionID(t)
+		if late := answersClosedQuestion(t.ID, open, req.Message); late || (sawOpen != "" && open != sawOpen) {
+			// An answer to a question that is no longer open: it lost a
+			// race to another answer (or came after one). The caller gets
+			// the task as it now stands; the message is not taken, and
+			// never bound to a later question.
+			out = &accepted{task: t}
+			return nil
+		}
+		if t.State.Terminal() {
+			return errTerminal(t.ID, t.State)
+		}
+		msg := *req.Message
+		msg.ContextID = t.ContextID
+		msg.Role = a2a.MessageRoleUser
+		var request *a2a.Message
+		if len(l.Request) > 0 {
+			request = &a2a.Message{}
+			if err := json.Unmarshal(l.Request, request); err != nil {
+				return errInternal(fmt.Errorf("decode the request of task %s: %w", t.ID, err))
+			}
+		}
+
+		var next *store.Task
+		var entries []store.LogEntry
+		var in *runInput
+		switch t.State {
+		case a2a.TaskStateInputRequired:
+			next, entries, in, err = h.answer(t, &msg)
+			var expired *expiredError
+			if errors.As(err, &expired) {
+				// Too late: the question closed at its expiry even if no
+				// sweeper has acted on it yet. The task expires here and
+				// now, and the answer is refused.
+				saved, err := s.expire(ctx, t)
+				if errors.Is(err, store.ErrConflict) {
+					return err
+				}
+				if err != nil {
+					return errInternal(err)
+				}
+				return a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("%s, before this answer came; the answer was not taken and the task %s",
+					expired.Error(), expiryResult(saved)))
+			}
+		case a2a.TaskStateAuthRequired:
+			in = &runInput{Kind: inputAuth, Message: &msg, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}
+			next, entries, err = s.resumeRow(t, in, &msg, "")
+		default:
+			// Submitted or working: the task is busy with a step (or waits
+			// for an event). The message is refused, not taken and
+			// dropped: nothing is stored, and the caller may send it again
+			// once the task pauses.
+			return errBusy(t)
+		}
+		if err != nil {
+			return err
+		}
+		if open != "" {
+			sawOpen = open
+		}
+		if in != nil && quick && next.Runnable {
+			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries}, unlock: unlock}
+			if final, ok := s.runQuick(w); ok {
+				out = &accepted{task: final, known: w.known}
+				return nil
+			} else if w.lostPending {
+				return store.ErrConflict // decide again from what won
+			}
+		}
+		saved, err := s.commit(ctx, next, entries, false)
+		if errors.Is(err, store.ErrConflict) {
+			return err // someone else changed the task first: decide again
+		}
+		if err != nil {
+			return errInternal(err)
+		}
+		known := (&knownLog{noPriorArtifacts: len(t.Artifacts) == 0}).add(entries, saved.Version)
+		out = &accepted{task: saved, known: known}
+		if saved.Runnable && in != nil {
+			out.work = &work{task: saved, in: in, request: request, known: known}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// errBusy refuses a message to a task that is running a step.
+func errBusy(t *store.Task) error {
+	what := "is working on a step"
+	if t.State == a2a.TaskStateSubmitted {
+		what = "has not started yet"
+	} else if !t.Runnable {
+		what = "is waiting for another agent"
+	}
+	return a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf(
+		"task %q %s and takes no message now; the message was not taken. Send it again when the task asks (input-required), or follow it with SubscribeToTask or GetTask",
+		t.ID, what))
+}
+
+// answersClosedQuestion reports whether m answers a question task id asked
+// before (a data part naming a question ID the runtime gave this task)
+// that is not the open one.
+func answersClosedQuestion(id, open string, m *a2a.Message) bool {
+	for _, p := range m.Parts {
+		d, ok := p.Content.(a2a.Data)
+		if !ok {
+			continue
+		}
+		obj, ok := d.Value.(map[string]any)
+		if !ok {
+			continue
+		}
+		qid, _ := obj["questionId"].(string)
+		if qid != "" && qid != open && askedBy(id, qid) {
+			return true
+		}
+	}
+	return false
+}
+
+// questionID is the ID of the question a task asks at its version n: it
+// names the task, so that an answer to a question the task no longer has
+// open can be known for one without reading the history.
+func questionID(taskID string, n int64) string {
+	v := strconv.FormatInt(n, 36)
+	return "q-" + v + "-" + questionMAC(taskID, v)
+}
+
+func questionMAC(taskID, v string) string {
+	sum := sha256.Sum256([]byte("askpoint question\x00" + taskID + "\x00" + v))
+	return hex.EncodeToString(sum[:6])
+}
+
+// askedBy reports whether qid is an ID questionID gave task taskID.
+func askedBy(taskID, qid string) bool {
+	rest, ok := strings.CutPrefix(qid, "q-")
+	if !ok {
+		return false
+	}
+	v, mac, ok := strings.Cut(rest, "-")
+	return ok && v != "" && mac == questionMAC(taskID, v)
+}
+
+// openQuestionID is the ID of the task's open question, "" when none.
+func openQuestionID(t *store.Task) string {
+	if len(t.Question) == 0 {
+		return ""
+	}
+	var q struct {
+		ID string `json:"questionId"`
+	}
+	_ = json.Unmarshal(t.Question, &q)
+	return q.ID
+}
