@@ -2,10 +2,10 @@ package askpoint
 
 import (
 	"context"
-	"log/slog"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 

@@ -274,8 +274,6 @@ func (s *Server) resumeFromOutside(ctx context.Context, taskID string, decide fu
 	})
 }
 
-
-
 // listen relays the store's cross-node change notifications to the broker
 // until ctx ends. A lost notification only delays a waiter until its next
 // poll of the store.

@@ -51,9 +51,9 @@ type Options struct {
 	// Compare, when set, is another askpoint binary (the commit before a
 	// change): its SQLite and PostgreSQL servers are measured too, right
 	// after this binary's, in the same run.
-	Compare string
-	CommandLine  string
-	Progress     io.Writer // progress lines; nil: none
+	Compare     string
+	CommandLine string
+	Progress    io.Writer // progress lines; nil: none
 }
 
 // Main runs `askpoint bench ARGS` and returns the exit code.
@@ -516,10 +516,10 @@ func extrapolate(base, last *PausedResult, level int) *PausedResult {
 type KindResult struct {
 	Kind, Label string
 	// Before: measured with Options.Compare, the binary compared against.
-	Before bool
-	exe    string
-	Skipped     string
-	Err         error
+	Before  bool
+	exe     string
+	Skipped string
+	Err     error
 
 	Load            loadResult
 	CPU             time.Duration

@@ -405,7 +405,7 @@ type trackedStore struct {
 
 // storeCalls counts calls per store method.
 type storeCalls struct {
-	create, get, load, update, readLog, history, list, claim, extend atomic.Int64
+	create, get, load, update, readLog, history, list, claim, extend            atomic.Int64
 	due, nextDue, putPush, getPush, listPush, deletePush, claimPush, settlePush atomic.Int64
 }
 
