@@ -53,14 +53,10 @@ func (s *Server) resumeRow(t *store.Task, in *runInput, msg *a2a.Message, note s
 		return nil, nil, errInternal(err)
 	}
 	in.Holds = holdsOnResume(p, now)
-	raw, err := json.Marshal(in)
-	if err != nil {
-		return nil, nil, errInternal(err)
-	}
 	next := *t
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
 	keepDigest(&next, p.WakeDigest)
-	next.Input = raw
+	next.Input = nil // written by withInput when the row is written before its step ends
 	next.Question = nil
 	next.Runnable = true
 	next.LeaseOwner = s.cfg.NodeID
@@ -262,6 +258,21 @@ func (s *Server) runQuick(w *work) (*store.Task, bool) {
 	return final, true
 }
 
+// withInput encodes in into t's pending input, for a write that leaves the
+// task runnable (a takeover reads it). A quick step whose outcome is
+// written with its message never encodes it.
+func withInput(t *store.Task, in *runInput) error {
+	if !t.Runnable || len(t.Input) > 0 || in == nil {
+		return nil
+	}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return errInternal(fmt.Errorf("encode the pending input of task %s: %w", t.ID, err))
+	}
+	t.Input = raw
+	return nil
+}
+
 // dispatch hands w to the local worker pool. When the pool's queue is full
 // the lease is released so the poller (here or on another node) takes the
 // task.
@@ -377,6 +388,7 @@ type run struct {
 	lostPending bool
 	unlock      func()
 	known       *knownLog
+	in          *runInput // the step's input, encoded when a pending write leaves the task runnable
 }
 
 // latest is the last version of the task this run wrote or started from.
@@ -431,6 +443,7 @@ func (s *Server) runWork(ctx context.Context, w *work) *store.Task {
 			return r.latest()
 		}
 	}
+	r.in = in
 	entry := s.agentByName(t.Agent)
 	if entry == nil {
 		r.finish(ctx, Fail(fmt.Sprintf("no agent named %q is served here any more", t.Agent)), nil)
@@ -634,6 +647,11 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 		return err
 	}
 	entries = append(entries, more...)
+	if r.pending != nil {
+		if err := withInput(&next, r.in); err != nil {
+			return err
+		}
+	}
 	saved, err := r.s.commit(ctx, &next, entries, create)
 	if err != nil && r.pending != nil {
 		// The message of a quick step was not taken: nothing of the

@@ -143,6 +143,9 @@ func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 		if err != nil {
 			return nil, err
 		}
+		if err := withInput(row, in); err != nil {
+			return nil, err
+		}
 		saved, err := s.commit(ctx, row, entries, true)
 		if err == nil {
 			known := (&knownLog{fromStart: true}).add(entries, saved.Version)
@@ -219,9 +222,6 @@ func (h *handler) newTask(ctx context.Context, req *a2a.SendMessageRequest, id s
 	}
 	t.Status = status
 	in := &runInput{Kind: inputStart, Key: t.ID + "/start", Message: &msg}
-	if t.Input, err = json.Marshal(in); err != nil {
-		return nil, nil, nil, errInternal(err)
-	}
 	e, err := messageEntry(&msg, now)
 	if err != nil {
 		return nil, nil, nil, err
@@ -333,6 +333,9 @@ func (h *handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			} else if w.lostPending {
 				return store.ErrConflict // decide again from what won
 			}
+		}
+		if err := withInput(next, in); err != nil {
+			return err
 		}
 		saved, err := s.commit(ctx, next, entries, false)
 		if errors.Is(err, store.ErrConflict) {

@@ -258,6 +258,9 @@ func (s *Server) resumeFromOutside(ctx context.Context, taskID string, decide fu
 		if err != nil {
 			return err
 		}
+		if err := withInput(next, in); err != nil {
+			return err
+		}
 		saved, err := s.commit(ctx, next, entries, false)
 		if err != nil {
 			return err

@@ -226,6 +226,9 @@ func (s *Server) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 		in := runInput{Kind: inputAnswer, Question: &q, Answer: ans, Expired: true, Key: t.ID + "/" + q.ID}
 		note := fmt.Sprintf("No answer in time: question %s expired at %s. The task continues with the agent's default answer %s.", q.ID, at, p.DefaultAnswer)
 		next, entries, err = s.resumeRow(t, &in, nil, note)
+		if err == nil {
+			err = withInput(next, &in)
+		}
 	case ExpireCancel:
 		var e store.LogEntry
 		next, e, err = s.endRow(t, a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at), now)
@@ -244,11 +247,7 @@ func (s *Server) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 	}
 	s.log.Info("question expired", slog.String("task", t.ID), slog.String("question", q.ID), slog.String("then", expiryResult(saved)))
 	if saved.Runnable {
-		w := &work{task: saved}
-		if in, ok := resumeInput(saved); ok {
-			w.in = in
-		}
-		s.dispatch(w)
+		s.dispatch(&work{task: saved})
 	}
 	return saved, nil
 }
@@ -270,11 +269,6 @@ func (s *Server) write(ctx context.Context, next *store.Task, entries []store.Lo
 	return err
 }
 
-// resumeInput decodes the input a committed resume owes.
-func resumeInput(t *store.Task) (*runInput, bool) {
-	var in runInput
-	return &in, json.Unmarshal(t.Input, &in) == nil
-}
 
 // releaseDue runs the release of every hold whose deadline passed. It
 // runs on its own timer, apart from the sweeper, so a hold is released on

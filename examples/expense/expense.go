@@ -205,7 +205,14 @@ var (
 	amountAfter  = regexp.MustCompile(`(?i)(\d+(?:[.,]\d{1,2})?)\s*(euros?|eur|€|dollars?|usd|\$|pounds?|gbp|£|chf|francs?)`)
 	amountBefore = regexp.MustCompile(`(?i)(€|\$|£)\s*(\d+(?:[.,]\d{1,2})?)`)
 	isoDate      = regexp.MustCompile(`\b(\d{4}-\d{2}-\d{2})\b`)
-	vendorWord   = regexp.MustCompile(`(?i)\b(?:my|a|the|this)\s+([a-z]+)\s+(?:receipt|bill|invoice|ticket|fare)`)
+	// weekdayWords match each weekday's name as a word, compiled once.
+	weekdayWords = func() (out [7]*regexp.Regexp) {
+		for d := time.Sunday; d <= time.Saturday; d++ {
+			out[d] = regexp.MustCompile(`\b` + strings.ToLower(d.String()) + `\b`)
+		}
+		return out
+	}()
+	vendorWord = regexp.MustCompile(`(?i)\b(?:my|a|the|this)\s+([a-z]+)\s+(?:receipt|bill|invoice|ticket|fare)`)
 )
 
 var currencies = map[string]string{
@@ -238,7 +245,7 @@ func Parse(text string, today time.Time) Expense {
 		e.Date = today.Format(time.DateOnly)
 	} else {
 		for d := time.Sunday; d <= time.Saturday; d++ {
-			if regexp.MustCompile(`\b` + strings.ToLower(d.String()) + `\b`).MatchString(lower) {
+			if weekdayWords[d].MatchString(lower) {
 				back := (int(today.Weekday()) - int(d) + 7) % 7
 				e.Date = today.AddDate(0, 0, -back).Format(time.DateOnly)
 				break

@@ -274,11 +274,7 @@ func runKind(ctx context.Context, o Options, dir string, r *KindResult) error {
 	// or a new schema in the PostgreSQL database (dropped afterwards).
 	where := func(phase string) (string, *pgScratch, error) {
 		if r.Kind != KindPostgres {
-			name := r.Kind
-			if r.Before {
-				name += "-before"
-			}
-			return filepath.Join(dir, name+"-"+phase+".db"), nil, nil
+			return filepath.Join(dir, r.fileName()+"-"+phase+".db"), nil, nil
 		}
 		pg, err := newPGScratch(o.PG)
 		if err != nil {
@@ -406,14 +402,14 @@ func runThroughput(ctx context.Context, o Options, db string, pg *pgScratch, r *
 		secs := max(1, int(o.Duration.Seconds()))
 		errc := make(chan error, 1)
 		go func() {
-			errc <- p.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), filepath.Join(o.ProfileDir, r.Kind+".cpu.pprof"))
+			errc <- p.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), filepath.Join(o.ProfileDir, r.fileName()+".cpu.pprof"))
 		}()
 		time.Sleep(100 * time.Millisecond)
 		runLoad(ctx, c, o.Callers, time.Duration(secs)*time.Second+500*time.Millisecond)
 		if err := <-errc; err != nil {
 			return fmt.Errorf("cpu profile: %w", err)
 		}
-		if err := p.profile(ctx, "/debug/pprof/allocs", filepath.Join(o.ProfileDir, r.Kind+".allocs.pprof")); err != nil {
+		if err := p.profile(ctx, "/debug/pprof/allocs", filepath.Join(o.ProfileDir, r.fileName()+".allocs.pprof")); err != nil {
 			return fmt.Errorf("alloc profile: %w", err)
 		}
 	}
@@ -546,6 +542,15 @@ func (r *KindResult) binary(o Options) string {
 		return r.exe
 	}
 	return o.Exe
+}
+
+// fileName names r's files (databases, profiles): its kind, and -before
+// for the compared binary.
+func (r *KindResult) fileName() string {
+	if r.Before {
+		return r.Kind + "-before"
+	}
+	return r.Kind
 }
 
 // Name is the row's name in the report: (a), (b), (c), and (b0), (c0)
