@@ -49,9 +49,7 @@ func TestSweepsCanUsePartialIndexes(t *testing.T) {
 		{"DueTasks(hold)", dueSQL[store.TimerHold], "tasks_hold", []any{now, 1000}},
 		{"NextDue(wake)", nextDueSQL[store.TimerWake], "tasks_wake", nil},
 		{"NextDue(hold)", nextDueSQL[store.TimerHold], "tasks_hold", nil},
-		{"ClaimPushDeliveries", `SELECT task_id, id FROM push_configs
-			WHERE due_at IS NOT NULL AND due_at <= $1 ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
-			"push_configs_due", []any{now, 100}},
+		{"ClaimPushDeliveries", claimPushSQL, "push_configs_due", []any{now, 100, now.Add(time.Minute)}},
 	} {
 		if got := explain(t, s, c.q, c.args...); !strings.Contains(got, c.index) || strings.Contains(got, "Sort") {
 			t.Errorf("%s query plan:\n%s\nwant an ordered scan of %s without a sort", c.name, got, c.index)
