@@ -80,6 +80,10 @@ type Store struct {
 
 	batches    atomic.Int64 // transactions the writer committed
 	batchedOps atomic.Int64 // writes in them
+
+	// onQueued, when set (by tests), is called after each write joins the
+	// writer's queue: a signal to wait on instead of polling the queue.
+	onQueued atomic.Pointer[func()]
 }
 
 var _ store.Store = (*Store)(nil)
