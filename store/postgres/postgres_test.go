@@ -23,6 +23,7 @@ import (
 // multi-node cases open a second pool on the same schema, as a second node
 // would.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	dbtest.PostgresURL(t) // skip (or, in CI, fail) once, not in every subtest
 	storetest.Run(t, func(t *testing.T) storetest.Open {
 		url := dbtest.Schema(t)
@@ -98,6 +99,7 @@ func migrationVersions(t *testing.T) []int {
 // creates the schema and applies the migrations, the others wait on the
 // advisory lock and find them applied.
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	t.Parallel()
 	base, schema := dbtest.SchemaName(t)
 	url := dbtest.WithSearchPath(t, base, schema)
 	const n = 4
@@ -143,6 +145,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 }
 
 func TestOptionsSchema(t *testing.T) {
+	t.Parallel()
 	base, schema := dbtest.SchemaName(t)
 	s, err := OpenWith(t.Context(), base, Options{Schema: schema})
 	if err != nil {
@@ -159,6 +162,7 @@ func TestOptionsSchema(t *testing.T) {
 }
 
 func TestReopenKeepsData(t *testing.T) {
+	t.Parallel()
 	url := dbtest.Schema(t)
 	s, err := Open(t.Context(), url)
 	if err != nil {
@@ -207,6 +211,7 @@ func TestReopenKeepsData(t *testing.T) {
 }
 
 func TestNewerSchemaIsRefused(t *testing.T) {
+	t.Parallel()
 	url := dbtest.Schema(t)
 	s := open(t, url)
 	if _, err := s.pool.Exec(t.Context(),
@@ -224,6 +229,7 @@ func TestNewerSchemaIsRefused(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{"", "askpoint.db", "mysql://x", "host=127.0.0.1 password=secret",
 		"postgres://u:secret@db:notaport/x", "postgres://u@db/x?password=secret&sslmode=bogus"} {
 		if s, err := Open(t.Context(), u); err == nil {
@@ -246,6 +252,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestRedactAndIsURL(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"},
 		{"postgres://u:secret@db:5432/x", "postgres://u:xxxxx@db:5432/x"},
@@ -274,6 +281,7 @@ func TestRedactAndIsURL(t *testing.T) {
 // index task_log_message (migration 0003), so a follow-up's deduplication
 // costs one lookup, not a walk of the task's log.
 func TestClaimCanUsePartialIndex(t *testing.T) {
+	t.Parallel()
 	s := open(t, dbtest.Schema(t))
 	now := ms(time.Now())
 	if got := explain(t, s, claimSQL, now, 10, "node-a", now.Add(time.Minute)); !strings.Contains(got, "tasks_claim") || strings.Contains(got, "Sort") {
@@ -282,6 +290,7 @@ func TestClaimCanUsePartialIndex(t *testing.T) {
 }
 
 func TestLoadTaskCanUseMessageIndex(t *testing.T) {
+	t.Parallel()
 	s := open(t, dbtest.Schema(t))
 	got := explain(t, s, loadTaskSQL, "t1", "m1", true)
 	if !strings.Contains(got, "task_log_message") {
@@ -402,6 +411,7 @@ func expectNoneBefore(t *testing.T, ch <-chan string, id, marker, what string) {
 // change nothing a waiter looks at, and announces a write even when its
 // store is closed right after.
 func TestListenIgnoresWritesThatChangeNothing(t *testing.T) {
+	t.Parallel()
 	url := dbtest.Schema(t)
 	nodeA, nodeB := open(t, url), open(t, url)
 	ch := listener(t, nodeA)
@@ -452,6 +462,7 @@ func TestListenIgnoresWritesThatChangeNothing(t *testing.T) {
 // The listener's connection is cut (as by a database restart or a network
 // failure): it reconnects and hears writes again.
 func TestListenReconnects(t *testing.T) {
+	t.Parallel()
 	url := dbtest.Schema(t)
 	app := fmt.Sprintf("askpoint-listen-%d", time.Now().UnixNano())
 	nodeA := open(t, url+"&application_name="+app)
@@ -511,6 +522,7 @@ func TestNotifyWakeLatency(t *testing.T) {
 // Stores in different schemas of one database listen on different
 // channels: one deployment's writes do not wake another's waiters.
 func TestSchemasDoNotWakeEachOther(t *testing.T) {
+	t.Parallel()
 	a, b := open(t, dbtest.Schema(t)), open(t, dbtest.Schema(t))
 	if ChannelFor(a.schema) == ChannelFor(b.schema) {
 		t.Fatalf("schemas %q and %q share channel %q", a.schema, b.schema, ChannelFor(a.schema))

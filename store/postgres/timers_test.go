@@ -39,6 +39,7 @@ func explain(t *testing.T, s *Store, q string, args ...any) string {
 }
 
 func TestSweepsCanUsePartialIndexes(t *testing.T) {
+	t.Parallel()
 	s := open(t, dbtest.Schema(t))
 	now := ms(time.Now())
 	for _, c := range []struct {
@@ -88,6 +89,7 @@ func waitBlockedBy(t *testing.T, s *Store, pid uint32) {
 // UpdateTask (the configurations read from the statement's snapshot)
 // would get wrong, leaving the entry undelivered.
 func TestAppendWaitingForTheTaskRowSeesANewPushConfig(t *testing.T) {
+	t.Parallel()
 	s := open(t, dbtest.Schema(t))
 	ctx := t.Context()
 	cur, err := s.CreateTask(ctx, sampleTask("t1"), nil)
@@ -155,6 +157,7 @@ func TestAppendWaitingForTheTaskRowSeesANewPushConfig(t *testing.T) {
 // upgrades to the timers and the push outbox: its rows read back with no
 // timer, no pause and no notify entries, and take push configurations.
 func TestUpgradeFrom0001(t *testing.T) {
+	t.Parallel()
 	url := dbtest.Schema(t)
 	ms, err := migrations()
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 // TestConformance runs the store suite on a new file per subtest; its
 // multi-node cases open the file a second time, as a second process would.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Open {
 		path := filepath.Join(t.TempDir(), "askpoint.db")
 		return func(t *testing.T) store.Store {
@@ -56,6 +57,7 @@ func sampleTask(id string) *store.Task {
 }
 
 func TestReopenKeepsData(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "askpoint.db")
 	s, err := Open(t.Context(), path)
 	if err != nil {
@@ -120,6 +122,7 @@ func appliedMigrations(t *testing.T, s *Store) []int {
 }
 
 func TestMigrationsAppliedOnce(t *testing.T) {
+	t.Parallel()
 	ms, err := migrations()
 	if err != nil {
 		t.Fatalf("migrations() = %v, want nil", err)
@@ -156,6 +159,7 @@ func TestMigrationsAppliedOnce(t *testing.T) {
 }
 
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "askpoint.db")
 	const n = 4
 	stores := make([]*Store, n)
@@ -185,6 +189,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 }
 
 func TestNewerSchemaIsRefused(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "askpoint.db")
 	s, err := Open(t.Context(), path)
 	if err != nil {
@@ -215,6 +220,7 @@ func pragma(t *testing.T, db *sql.DB, name string) string {
 }
 
 func TestPragmas(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	for _, c := range []struct {
 		db        *sql.DB
@@ -236,6 +242,7 @@ func TestPragmas(t *testing.T) {
 }
 
 func TestReadersDoNotWaitForTheWriter(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	if _, err := s.CreateTask(t.Context(), sampleTask("t1"), nil); err != nil {
 		t.Fatalf("CreateTask() = %v, want nil", err)
@@ -263,6 +270,7 @@ func TestReadersDoNotWaitForTheWriter(t *testing.T) {
 }
 
 func TestReaderRefusesWrites(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	if _, err := s.r.ExecContext(t.Context(), `DELETE FROM tasks`); err == nil {
 		t.Errorf("DELETE on a reader = nil, want an error (query_only)")
@@ -270,6 +278,7 @@ func TestReaderRefusesWrites(t *testing.T) {
 }
 
 func TestOpenUnwritablePath(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "not-a-dir")
 	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
@@ -292,6 +301,7 @@ func TestOpenUnwritablePath(t *testing.T) {
 }
 
 func TestOpenRefusesNonFiles(t *testing.T) {
+	t.Parallel()
 	for _, path := range []string{"", ":memory:", "file:x.db?mode=memory"} {
 		if s, err := Open(t.Context(), path); err == nil {
 			s.Close()
@@ -301,6 +311,7 @@ func TestOpenRefusesNonFiles(t *testing.T) {
 }
 
 func TestOpenOddFileName(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "a b?mode=memory#x%20y.db")
 	s := open(t, path)
@@ -329,6 +340,7 @@ func TestOpenRelativePath(t *testing.T) {
 // messageId up in task_log_message (migration 0003), so a follow-up's
 // deduplication costs one lookup, not a walk of the task's log.
 func TestClaimUsesPartialIndex(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	now := time.Now().UnixMilli()
 	got := queryPlan(t, s, writeSQL[stmtClaim], "node-a", now+60_000, now, 10)
@@ -338,6 +350,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 }
 
 func TestLoadTaskUsesMessageIndex(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	got := queryPlan(t, s, readSQL[stmtLoadTask], "t1", "m1", 1)
 	if !strings.Contains(got, "task_log_message") || strings.Contains(got, "SCAN task_log") || strings.Contains(got, "TEMP B-TREE") {
@@ -346,6 +359,7 @@ func TestLoadTaskUsesMessageIndex(t *testing.T) {
 }
 
 func TestCreateTaskTakenIDIsErrExists(t *testing.T) {
+	t.Parallel()
 	// The conformance suite checks the sentinel; this checks the driver
 	// does not wrap it into something errors.Is cannot see through.
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))

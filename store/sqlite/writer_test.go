@@ -75,6 +75,7 @@ func waitQueued(t *testing.T, q <-chan struct{}, n int) {
 }
 
 func TestConcurrentWritesShareACommit(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	const n = 20
 	for i := range n {
@@ -120,6 +121,7 @@ func TestConcurrentWritesShareACommit(t *testing.T) {
 }
 
 func TestWriteIsAcknowledgedOnlyAfterItsCommit(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	release := holdWriter(t, s)
 	q := watchQueue(t, s)
@@ -147,6 +149,7 @@ func TestWriteIsAcknowledgedOnlyAfterItsCommit(t *testing.T) {
 }
 
 func TestCanceledQueuedWriteChangesNothing(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	created, err := s.CreateTask(t.Context(), sampleTask("t1"), nil)
 	if err != nil {
@@ -182,6 +185,7 @@ func TestCanceledQueuedWriteChangesNothing(t *testing.T) {
 }
 
 func TestFailingWriteDoesNotFailItsBatch(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	release := holdWriter(t, s)
 	q := watchQueue(t, s)
@@ -223,6 +227,7 @@ func TestFailingWriteDoesNotFailItsBatch(t *testing.T) {
 }
 
 func TestCloseFinishesQueuedWritesThenRefuses(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "askpoint.db")
 	s, err := Open(t.Context(), path)
 	if err != nil {
@@ -258,6 +263,7 @@ func TestCloseFinishesQueuedWritesThenRefuses(t *testing.T) {
 }
 
 func TestCreateTasksIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	if _, err := s.CreateTask(t.Context(), sampleTask("t2"), nil); err != nil {
 		t.Fatal(err)

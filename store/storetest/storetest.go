@@ -47,6 +47,8 @@ type Open func(t *testing.T) store.Store
 //
 // Run closes every handle it opens when the subtest ends (and fails the
 // subtest if Close fails), so neither newDatabase nor Open may close it.
+// The subtests run in parallel (t.Parallel), each on its own database:
+// newDatabase is called from several goroutines at once.
 //
 // The suite takes every time it passes to the store (claim times, leases,
 // log entry times) from fixed values, not from the wall clock; it only
@@ -67,11 +69,13 @@ func Run(t *testing.T, newDatabase func(t *testing.T) Open) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			c.run(t, handles(t)(t))
 		})
 	}
 	for _, c := range nodeCases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			c.run(t, handles(t))
 		})
 	}
