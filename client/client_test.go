@@ -32,6 +32,7 @@ func costCentrePolicy(t *testing.T, agentURL string) *client.Policy {
 }
 
 func TestPolicyAnswersTheWorkedExampleWithoutAPerson(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 	for _, transport := range apitest.Transports {
@@ -75,6 +76,7 @@ func TestPolicyAnswersTheWorkedExampleWithoutAPerson(t *testing.T) {
 }
 
 func TestPolicyForAnotherCallerLeavesTheQuestionToAPerson(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 	ib := openInbox(t, "")
@@ -94,6 +96,7 @@ func TestPolicyForAnotherCallerLeavesTheQuestionToAPerson(t *testing.T) {
 }
 
 func TestFactsThatFailTheQuestionArePassedOverToPolicy(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 	res, err := client.Run(ctx(t), dial(t, url, nil), textMessage(receipt),
@@ -111,6 +114,7 @@ func TestFactsThatFailTheQuestionArePassedOverToPolicy(t *testing.T) {
 }
 
 func TestFactsFromTheRequestAnswerTheQuestion(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 	data := a2a.NewDataPart(map[string]any{"costCentre": "CC-4420"})
@@ -129,6 +133,7 @@ func TestFactsFromTheRequestAnswerTheQuestion(t *testing.T) {
 }
 
 func TestReAskAnsweredCorrectlyOnTheSecondTry(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 	var seen []*client.Query
@@ -175,6 +180,7 @@ func TestReAskAnsweredCorrectlyOnTheSecondTry(t *testing.T) {
 }
 
 func TestARefusedAnswerIsNotRepeated(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 	stubborn := client.ResolverFunc(func(_ context.Context, q *client.Query) (*client.Answer, error) {
@@ -207,6 +213,7 @@ func nagAgent() askpoint.Agent {
 }
 
 func TestAnAgentThatAsksFourTimesHitsTheRoundCapAndIsCanceled(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true, Agents: []askpoint.AgentSpec{
 		{Name: "nag", Agent: nagAgent(), Card: a2a.AgentCard{Name: "Nag", Description: "Always asks again."}},
 	}})
@@ -246,6 +253,7 @@ func TestAnAgentThatAsksFourTimesHitsTheRoundCapAndIsCanceled(t *testing.T) {
 }
 
 func TestBothStreamSettings(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name     string
 		setting  askpoint.InputRequiredStreams
@@ -301,6 +309,7 @@ func TestBothStreamSettings(t *testing.T) {
 }
 
 func TestPartialArtifactsOfAStreamAreReadOnlyAtTheEnd(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	res, err := client.Run(ctx(t), dial(t, env.AgentURL("script"), nil), textMessage("progress"), client.WithStreaming(true))
 	if err != nil {
@@ -345,6 +354,7 @@ func (s *slowAgent) agent() askpoint.Agent {
 }
 
 func TestAConnectionCutInTheMiddleIsRecovered(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name    string
 		setting askpoint.InputRequiredStreams
@@ -411,6 +421,7 @@ func TestAConnectionCutInTheMiddleIsRecovered(t *testing.T) {
 }
 
 func TestPolicyDeclineEndsTheTaskRejected(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	p, err := client.ParsePolicy([]byte(`{"rules":[{"name":"no-expenses","when":{"field":"costCentre"},"action":"decline","reason":"expenses go through finance"}]}`))
 	if err != nil {
@@ -434,6 +445,7 @@ func TestPolicyDeclineEndsTheTaskRejected(t *testing.T) {
 }
 
 func TestNoResolverLeavesTheTaskPaused(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	res, err := client.Run(ctx(t), dial(t, env.AgentURL("script"), nil), textMessage("ask"))
 	if !errors.Is(err, client.ErrUnanswered) {
@@ -445,6 +457,7 @@ func TestNoResolverLeavesTheTaskPaused(t *testing.T) {
 }
 
 func TestPolicyFileIsCheckedWhenLoaded(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ policy, mentions string }{
 		{`{"rules":[{"when":{"field":"x"}}]}`, "neither an answer nor an action"},
 		{`{"rules":[{"when":{"field":"x"},"answer":1,"action":"decline"}]}`, "both an answer and the action"},
@@ -461,6 +474,7 @@ func TestPolicyFileIsCheckedWhenLoaded(t *testing.T) {
 }
 
 func TestPolicyLimitsKeepAnswersWithinBounds(t *testing.T) {
+	t.Parallel()
 	schema := json.RawMessage(`{"type":"object","required":["amount"],"properties":{"amount":{"type":"number"}}}`)
 	q := &client.Query{Question: &question.Question{ID: "q-1", Text: "How much?", Schema: schema}}
 	for _, tt := range []struct {
@@ -490,6 +504,7 @@ func TestPolicyLimitsKeepAnswersWithinBounds(t *testing.T) {
 }
 
 func TestAuthRequiredStopsTheLoopAndLeavesTheTaskPaused(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	res, err := client.Run(ctx(t), dial(t, env.AgentURL("script"), nil), textMessage("auth"), client.WithStreaming(true))
 	if !errors.Is(err, client.ErrAuthRequired) || !strings.Contains(err.Error(), "Sign in to the calendar") {
@@ -511,14 +526,21 @@ func TestDeferringToAPersonLeavesNoGoroutineOfTheLoop(t *testing.T) {
 	}
 	// The server kept the stream open, but the loop closed it and waited
 	// for its reader before returning. (A reader that has just closed its
-	// done channel may still be on its way out: poll briefly.)
+	// done channel may still be on its way out, and a goroutine's end is
+	// no event one can wait on: look again every 10ms, for at most 2s.)
 	buf := make([]byte, 1<<20)
-	var stacks string
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		stacks = string(buf[:runtime.Stack(buf, true)])
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(2 * time.Second)
+	for {
+		stacks := string(buf[:runtime.Stack(buf, true)])
 		if !strings.Contains(stacks, "askpoint/askpoint/client.") {
 			return
 		}
+		select {
+		case <-tick.C:
+		case <-timeout:
+			t.Fatalf("a goroutine of the loop outlived Run:\n%s", stacks)
+		}
 	}
-	t.Errorf("a goroutine of the loop outlived Run:\n%s", stacks)
 }

@@ -82,6 +82,7 @@ func startForeign(t *testing.T, agent *textAsker) string {
 }
 
 func TestTheLoopWorksAgainstAnAgentOnTheSDKsDefaultHandler(t *testing.T) {
+	t.Parallel()
 	policy, err := client.ParsePolicy([]byte(`{"rules":[{"name":"my-name","when":{"text":"your name"},"answer":"Ada"}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +134,7 @@ func (replier) Cancel(context.Context, *a2asrv.ExecutorContext) iter.Seq2[a2a.Ev
 }
 
 func TestAMessageReplyIsTheResult(t *testing.T) {
+	t.Parallel()
 	mux := http.NewServeMux()
 	srv := httptest.NewUnstartedServer(mux)
 	mux.Handle("/", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(replier{})))

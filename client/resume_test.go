@@ -13,6 +13,7 @@ import (
 )
 
 func TestPersonDefersToTheInboxAndResumeCompletesAfterARestart(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 	path := filepath.Join(t.TempDir(), "inbox.db")
@@ -70,6 +71,7 @@ func TestPersonDefersToTheInboxAndResumeCompletesAfterARestart(t *testing.T) {
 }
 
 func TestResumeRefusesAnInvalidAnswerAndSendsNothing(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 	ib := openInbox(t, "")
@@ -97,6 +99,7 @@ func TestResumeRefusesAnInvalidAnswerAndSendsNothing(t *testing.T) {
 }
 
 func TestResumeOfAQuestionAnsweredElsewhereClosesTheItem(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 	ib := openInbox(t, "")
@@ -126,6 +129,7 @@ func TestResumeOfAQuestionAnsweredElsewhereClosesTheItem(t *testing.T) {
 }
 
 func TestResumeOfAReAskPromptsAgainThroughTheChain(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 	ib := openInbox(t, "")

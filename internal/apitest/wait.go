@@ -33,14 +33,22 @@ func (c *FakeClock) Advance(d time.Duration) {
 }
 
 // Eventually polls cond every 5ms until it holds, and fails the test when it
-// does not within the given real time.
+// does not within the given real time. It is for conditions that announce
+// themselves by no event (a row another process writes, a goroutine's end);
+// wait on a channel where there is one.
 func Eventually(t testing.TB, what string, within time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(within)
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-timeout:
+			if cond() {
+				return
+			}
 			t.Fatalf("%s: not within %v", what, within)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

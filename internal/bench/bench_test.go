@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // The bench command starts its servers by running its own binary as
@@ -15,7 +17,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 2 && os.Args[1] == "bench" && os.Args[2] == "server" {
 		os.Exit(Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	// The tests fail when a goroutine they started still runs after the
+	// last of them.
+	goleak.VerifyTestMain(m)
 }
 
 func TestBenchPrintsTheTableForSDKAndSQLite(t *testing.T) {

@@ -99,6 +99,7 @@ func deferExpense(t *testing.T, bin, url, inboxPath, text string) (item, task st
 }
 
 func TestAPersonAnswersThroughAskpointAnswerInASeparateProcess(t *testing.T) {
+	t.Parallel()
 	bin := buildAskpoint(t)
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
@@ -157,6 +158,7 @@ func TestAPersonAnswersThroughAskpointAnswerInASeparateProcess(t *testing.T) {
 }
 
 func TestAnswerPromptsFieldsOneByOneAndChecksThemLocally(t *testing.T) {
+	t.Parallel()
 	bin := buildAskpoint(t)
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
@@ -192,6 +194,7 @@ func TestAnswerPromptsFieldsOneByOneAndChecksThemLocally(t *testing.T) {
 }
 
 func TestAnswerShowsAReAskWithItsErrorsAndPromptsAgain(t *testing.T) {
+	t.Parallel()
 	bin := buildAskpoint(t)
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
@@ -214,6 +217,7 @@ func TestAnswerShowsAReAskWithItsErrorsAndPromptsAgain(t *testing.T) {
 }
 
 func TestAnswerDataIsCheckedBeforeItIsSent(t *testing.T) {
+	t.Parallel()
 	bin := buildAskpoint(t)
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
@@ -242,6 +246,7 @@ func TestAnswerDataIsCheckedBeforeItIsSent(t *testing.T) {
 }
 
 func TestAnswerWithoutInputLeavesTheItemOpen(t *testing.T) {
+	t.Parallel()
 	bin := buildAskpoint(t)
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	inboxPath := filepath.Join(t.TempDir(), "inbox.db")
@@ -255,6 +260,7 @@ func TestAnswerWithoutInputLeavesTheItemOpen(t *testing.T) {
 }
 
 func TestAnswerDeclineEndsTheTaskRejected(t *testing.T) {
+	t.Parallel()
 	bin := buildAskpoint(t)
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	inboxPath := filepath.Join(t.TempDir(), "inbox.db")
@@ -268,6 +274,7 @@ func TestAnswerDeclineEndsTheTaskRejected(t *testing.T) {
 }
 
 func TestAskAnswersByPolicyWithoutAPerson(t *testing.T) {
+	t.Parallel()
 	bin := buildAskpoint(t)
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
@@ -290,6 +297,7 @@ func TestAskAnswersByPolicyWithoutAPerson(t *testing.T) {
 }
 
 func TestAskAndAnswerUsageErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tt := range []struct {
 		args     []string

@@ -23,6 +23,7 @@ var (
 )
 
 func TestSendWalksTheExpenseQuestionToCompletion(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 
@@ -71,6 +72,7 @@ func TestSendWalksTheExpenseQuestionToCompletion(t *testing.T) {
 }
 
 func TestSendStreamPrintsEachEvent(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	out, stderr, code := run(t, "send", "--stream", "--transport", "HTTP+JSON", env.AgentURL("script"), "progress")
 	if code != 0 {
@@ -84,6 +86,7 @@ func TestSendStreamPrintsEachEvent(t *testing.T) {
 }
 
 func TestSendReportsProtocolErrorsAndExitsNonZero(t *testing.T) {
+	t.Parallel()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	_, stderr, code := run(t, "send", "--task", "no-such-task", env.AgentURL("expense"), "hello")
 	if code != 1 || !strings.Contains(stderr, "no-such-task") {
@@ -92,6 +95,7 @@ func TestSendReportsProtocolErrorsAndExitsNonZero(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args     []string
 		code     int

@@ -110,6 +110,7 @@ func push(t *testing.T, target, token string, ev a2a.Event) int {
 }
 
 func TestInboxListenLearnsOfQuestionsFromPushNotifications(t *testing.T) {
+	t.Parallel()
 	bin := buildAskpoint(t)
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	agentURL := env.AgentURL("expense")

@@ -6,6 +6,7 @@ import (
 )
 
 func TestExampleAnswerIsValidJSONWithEveryRequiredField(t *testing.T) {
+	t.Parallel()
 	schema := json.RawMessage(`{"type":"object","required":["amount","date","costCentre"],"properties":{
 		"amount":{"type":"number"},"date":{"type":"string","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"},
 		"costCentre":{"type":"string","enum":["CC-4410","CC-4420"]}}}`)

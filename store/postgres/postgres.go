@@ -658,6 +658,23 @@ func (r countingRow) Scan(dest ...any) error {
 	return r.rows.Scan(append(dest, r.count)...)
 }
 
+// claimSQL is ClaimRunnable's statement: $1 now, $2 the limit, $3 the
+// owner, $4 the new lease end. The claim is an ordered range scan of the
+// partial index tasks_claim (migration 0001).
+const claimSQL = `
+		WITH c AS (
+			SELECT id AS claim_id FROM tasks
+			WHERE runnable AND lease_until <= $1
+			ORDER BY lease_until
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED
+		), u AS (
+			UPDATE tasks SET lease_owner = $3, lease_until = $4, version = version + 1
+			FROM c WHERE id = c.claim_id
+			RETURNING ` + taskCols + `
+		)
+		SELECT ` + taskCols + ` FROM u`
+
 // ClaimRunnable leases up to p.Limit runnable tasks whose lease is unset or
 // lapsed (LeaseUntil <= p.Now) to p.Owner until p.Now+p.LeaseFor,
 // incrementing each one's version, in one statement, and returns them in no
@@ -675,20 +692,7 @@ func (s *Store) ClaimRunnable(ctx context.Context, p store.ClaimParams) ([]*stor
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `
-		WITH c AS (
-			SELECT id AS claim_id FROM tasks
-			WHERE runnable AND lease_until <= $1
-			ORDER BY lease_until
-			LIMIT $2
-			FOR UPDATE SKIP LOCKED
-		), u AS (
-			UPDATE tasks SET lease_owner = $3, lease_until = $4, version = version + 1
-			FROM c WHERE id = c.claim_id
-			RETURNING `+taskCols+`
-		)
-		SELECT `+taskCols+` FROM u`,
-		ms(p.Now), p.Limit, p.Owner, ms(p.Now.Add(p.LeaseFor)))
+	rows, err := s.pool.Query(ctx, claimSQL, ms(p.Now), p.Limit, p.Owner, ms(p.Now.Add(p.LeaseFor)))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: ClaimRunnable: %w", err)
 	}

@@ -152,6 +152,21 @@ func (s *Store) DeletePushConfig(ctx context.Context, taskID, id string) error {
 	return nil
 }
 
+// claimPushSQL is ClaimPushDeliveries' statement: $1 now, $2 the limit, $3
+// the new due time (the lease end). The claim is an ordered range scan of
+// the partial index push_configs_due (migration 0002).
+const claimPushSQL = `
+		WITH c AS (
+			SELECT task_id AS claim_task, id AS claim_id FROM push_configs
+			WHERE due_at IS NOT NULL AND due_at <= $1
+			ORDER BY due_at
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED
+		)
+		UPDATE push_configs SET due_at = $3, version = version + 1
+		FROM c WHERE task_id = c.claim_task AND id = c.claim_id
+		RETURNING ` + pushCols
+
 // ClaimPushDeliveries leases up to p.Limit configurations whose DueAt is
 // set and <= p.Now, earliest due first, by moving their DueAt to
 // p.Now+p.LeaseFor and incrementing their version, in one statement, and
@@ -166,18 +181,7 @@ func (s *Store) ClaimPushDeliveries(ctx context.Context, p store.ClaimParams) ([
 	if p.Limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `
-		WITH c AS (
-			SELECT task_id AS claim_task, id AS claim_id FROM push_configs
-			WHERE due_at IS NOT NULL AND due_at <= $1
-			ORDER BY due_at
-			LIMIT $2
-			FOR UPDATE SKIP LOCKED
-		)
-		UPDATE push_configs SET due_at = $3, version = version + 1
-		FROM c WHERE task_id = c.claim_task AND id = c.claim_id
-		RETURNING `+pushCols,
-		ms(p.Now), p.Limit, ms(p.Now.Add(p.LeaseFor)))
+	rows, err := s.pool.Query(ctx, claimPushSQL, ms(p.Now), p.Limit, ms(p.Now.Add(p.LeaseFor)))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: ClaimPushDeliveries: %w", err)
 	}

@@ -39,6 +39,7 @@ func explain(t *testing.T, s *Store, q string, args ...any) string {
 }
 
 func TestSweepsCanUsePartialIndexes(t *testing.T) {
+	t.Parallel()
 	s := open(t, dbtest.Schema(t))
 	now := ms(time.Now())
 	for _, c := range []struct {
@@ -49,9 +50,7 @@ func TestSweepsCanUsePartialIndexes(t *testing.T) {
 		{"DueTasks(hold)", dueSQL[store.TimerHold], "tasks_hold", []any{now, 1000}},
 		{"NextDue(wake)", nextDueSQL[store.TimerWake], "tasks_wake", nil},
 		{"NextDue(hold)", nextDueSQL[store.TimerHold], "tasks_hold", nil},
-		{"ClaimPushDeliveries", `SELECT task_id, id FROM push_configs
-			WHERE due_at IS NOT NULL AND due_at <= $1 ORDER BY due_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
-			"push_configs_due", []any{now, 100}},
+		{"ClaimPushDeliveries", claimPushSQL, "push_configs_due", []any{now, 100, now.Add(time.Minute)}},
 	} {
 		if got := explain(t, s, c.q, c.args...); !strings.Contains(got, c.index) || strings.Contains(got, "Sort") {
 			t.Errorf("%s query plan:\n%s\nwant an ordered scan of %s without a sort", c.name, got, c.index)
@@ -60,10 +59,13 @@ func TestSweepsCanUsePartialIndexes(t *testing.T) {
 }
 
 // waitBlockedBy waits until some backend waits for a lock that the backend
-// pid holds.
+// pid holds. PostgreSQL announces no such event, so it asks
+// pg_stat_activity again every 5ms, for at most 10s.
 func waitBlockedBy(t *testing.T, s *Store, pid uint32) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(10 * time.Second)
 	for {
 		var n int
 		if err := s.pool.QueryRow(t.Context(),
@@ -73,10 +75,11 @@ func waitBlockedBy(t *testing.T, s *Store, pid uint32) {
 		if n > 0 {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-timeout:
 			t.Fatalf("no backend waits for backend %d after 10s", pid)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -86,6 +89,7 @@ func waitBlockedBy(t *testing.T, s *Store, pid uint32) {
 // UpdateTask (the configurations read from the statement's snapshot)
 // would get wrong, leaving the entry undelivered.
 func TestAppendWaitingForTheTaskRowSeesANewPushConfig(t *testing.T) {
+	t.Parallel()
 	s := open(t, dbtest.Schema(t))
 	ctx := t.Context()
 	cur, err := s.CreateTask(ctx, sampleTask("t1"), nil)
@@ -153,6 +157,7 @@ func TestAppendWaitingForTheTaskRowSeesANewPushConfig(t *testing.T) {
 // upgrades to the timers and the push outbox: its rows read back with no
 // timer, no pause and no notify entries, and take push configurations.
 func TestUpgradeFrom0001(t *testing.T) {
+	t.Parallel()
 	url := dbtest.Schema(t)
 	ms, err := migrations()
 	if err != nil {

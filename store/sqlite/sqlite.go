@@ -80,6 +80,10 @@ type Store struct {
 
 	batches    atomic.Int64 // transactions the writer committed
 	batchedOps atomic.Int64 // writes in them
+
+	// onQueued, when set (by tests), is called after each write joins the
+	// writer's queue: a signal to wait on instead of polling the queue.
+	onQueued atomic.Pointer[func()]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -313,10 +317,14 @@ var readSQL = [numReadStmts]string{
 	stmtGetTask: `SELECT ` + taskCols + ` FROM tasks WHERE id = ?`,
 	// ?2: the messageId to look up ('' for none, which no message entry
 	// has); ?3: whether the request is wanted. Each subquery is one
-	// lookup: task_log_message, and the log's primary key.
+	// lookup: task_log_message, and the log's primary key. Left to
+	// itself (no statistics) the planner walks the task's whole log by
+	// its primary key instead, as it is in seq order and holds the body:
+	// INDEXED BY keeps the lookup O(1) in the length of the log (the index
+	// holds seq, the key's tail, so the first match needs no sort).
 	stmtLoadTask: `
 		SELECT ` + taskCols + `,
-			(SELECT body FROM task_log l
+			(SELECT body FROM task_log l INDEXED BY task_log_message
 				WHERE l.task_id = tasks.id AND l.kind = 'message' AND l.message_id = ?2 AND ?2 <> ''
 				ORDER BY l.seq LIMIT 1),
 			CASE WHEN ?3 THEN (SELECT body FROM task_log l WHERE l.task_id = tasks.id AND l.seq = 1) END

@@ -37,6 +37,7 @@ func queryPlan(t *testing.T, s *Store, q string, args ...any) string {
 // The sweeps read their partial indexes in order: no scan of the table, no
 // sort, so they cost O(due), not O(paused).
 func TestSweepsUsePartialIndexes(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	now := time.Now().UnixMilli()
 	for _, c := range []struct {
@@ -60,6 +61,7 @@ func TestSweepsUsePartialIndexes(t *testing.T) {
 // upgrades to the timers and the push outbox: its rows read back with no
 // timer, no pause and no notify entries, and take push configurations.
 func TestUpgradeFrom0001(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "askpoint.db")
 	ms, err := migrations()
 	if err != nil {

@@ -85,6 +85,9 @@ func (s *Store) write(ctx context.Context, fn func(b *batch) error) error {
 		return ctx.Err()
 	}
 	s.closeMu.RUnlock()
+	if f := s.onQueued.Load(); f != nil {
+		(*f)()
+	}
 	select {
 	case <-o.done:
 		return o.err

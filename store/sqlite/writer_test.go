@@ -45,19 +45,37 @@ func holdWriter(t *testing.T, s *Store) (release func()) {
 	return release
 }
 
-// waitQueued waits until n ops wait in the writer's queue.
-func waitQueued(t *testing.T, s *Store, n int) {
+// watchQueue returns a channel that receives a value each time a write
+// joins s's writer queue from now on.
+func watchQueue(t *testing.T, s *Store) <-chan struct{} {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for len(s.ops) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d writes queued, want %d", len(s.ops), n)
+	q := make(chan struct{}, queueLen)
+	f := func() {
+		select {
+		case q <- struct{}{}:
+		default: // more writes than the test waits for: never block the writer
 		}
-		time.Sleep(time.Millisecond)
+	}
+	s.onQueued.Store(&f)
+	t.Cleanup(func() { s.onQueued.Store(nil) })
+	return q
+}
+
+// waitQueued waits until n more writes joined the queue that q watches.
+func waitQueued(t *testing.T, q <-chan struct{}, n int) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for i := range n {
+		select {
+		case <-q:
+		case <-timeout:
+			t.Fatalf("%d writes joined the queue within 10s, want %d", i, n)
+		}
 	}
 }
 
 func TestConcurrentWritesShareACommit(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	const n = 20
 	for i := range n {
@@ -66,6 +84,7 @@ func TestConcurrentWritesShareACommit(t *testing.T) {
 		}
 	}
 	release := holdWriter(t, s)
+	q := watchQueue(t, s)
 	batches0 := s.batches.Load()
 
 	var wg sync.WaitGroup
@@ -81,7 +100,7 @@ func TestConcurrentWritesShareACommit(t *testing.T) {
 			errs[i] = err
 		})
 	}
-	waitQueued(t, s, n)
+	waitQueued(t, q, n)
 	release()
 	wg.Wait()
 	for i, err := range errs {
@@ -102,14 +121,16 @@ func TestConcurrentWritesShareACommit(t *testing.T) {
 }
 
 func TestWriteIsAcknowledgedOnlyAfterItsCommit(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	release := holdWriter(t, s)
+	q := watchQueue(t, s)
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.CreateTask(t.Context(), sampleTask("t1"), nil)
 		done <- err
 	}()
-	waitQueued(t, s, 1)
+	waitQueued(t, q, 1)
 	select {
 	case err := <-done:
 		t.Fatalf("CreateTask returned %v while the writer was busy, want it to wait for its commit", err)
@@ -128,12 +149,14 @@ func TestWriteIsAcknowledgedOnlyAfterItsCommit(t *testing.T) {
 }
 
 func TestCanceledQueuedWriteChangesNothing(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	created, err := s.CreateTask(t.Context(), sampleTask("t1"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	release := holdWriter(t, s)
+	q := watchQueue(t, s)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
@@ -142,7 +165,7 @@ func TestCanceledQueuedWriteChangesNothing(t *testing.T) {
 		_, err := s.UpdateTask(ctx, &next, []store.LogEntry{{Kind: store.KindStatus}})
 		done <- err
 	}()
-	waitQueued(t, s, 1)
+	waitQueued(t, q, 1)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("UpdateTask canceled while queued = %v, want context.Canceled", err)
@@ -162,13 +185,15 @@ func TestCanceledQueuedWriteChangesNothing(t *testing.T) {
 }
 
 func TestFailingWriteDoesNotFailItsBatch(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	release := holdWriter(t, s)
+	q := watchQueue(t, s)
 	boom := errors.New("boom")
 	var wg sync.WaitGroup
 	var errA, errB, errBad, errTaken error
 	wg.Go(func() { _, errA = s.CreateTask(t.Context(), sampleTask("a"), nil) })
-	waitQueued(t, s, 1)
+	waitQueued(t, q, 1)
 	wg.Go(func() {
 		// Writes a task, then fails: a failure the batch cannot keep.
 		errBad = s.write(t.Context(), func(b *batch) error {
@@ -178,11 +203,11 @@ func TestFailingWriteDoesNotFailItsBatch(t *testing.T) {
 			return boom
 		})
 	})
-	waitQueued(t, s, 2)
+	waitQueued(t, q, 1)
 	wg.Go(func() { _, errTaken = s.CreateTask(t.Context(), sampleTask("a"), nil) })
-	waitQueued(t, s, 3)
+	waitQueued(t, q, 1)
 	wg.Go(func() { _, errB = s.CreateTask(t.Context(), sampleTask("b"), nil) })
-	waitQueued(t, s, 4)
+	waitQueued(t, q, 1)
 	release()
 	wg.Wait()
 	if errA != nil || errB != nil {
@@ -202,18 +227,20 @@ func TestFailingWriteDoesNotFailItsBatch(t *testing.T) {
 }
 
 func TestCloseFinishesQueuedWritesThenRefuses(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "askpoint.db")
 	s, err := Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	release := holdWriter(t, s)
+	q := watchQueue(t, s)
 	done := make(chan error, 1)
 	go func() {
 		_, err := s.CreateTask(t.Context(), sampleTask("t1"), nil)
 		done <- err
 	}()
-	waitQueued(t, s, 1)
+	waitQueued(t, q, 1)
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
 	release()
@@ -236,6 +263,7 @@ func TestCloseFinishesQueuedWritesThenRefuses(t *testing.T) {
 }
 
 func TestCreateTasksIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
 	if _, err := s.CreateTask(t.Context(), sampleTask("t2"), nil); err != nil {
 		t.Fatal(err)

@@ -49,14 +49,24 @@ func stored(t *testing.T, s store.Store, ids ...string) []*store.Task {
 	return out
 }
 
-// waitTick returns once the clock has moved on by more than a millisecond
-// from after, so that a task written next gets a later UpdatedAt. It sleeps
-// at least 2ms even if after is already in the past, for a store whose
-// clock is behind the test's.
+// waitTick returns once the clock reads more than a millisecond past
+// after, so that a row the store writes next gets a later timestamp than
+// one it wrote at after. It waits at least 2ms even if after is already in
+// the past, for a store whose clock is behind the test's. The clock is what
+// the stores stamp rows with: there is no other signal to wait on.
 func waitTick(after time.Time) {
-	time.Sleep(2 * time.Millisecond)
-	for !time.Now().After(after.Add(time.Millisecond)) {
-		time.Sleep(time.Millisecond)
+	until := time.Now().Add(2 * time.Millisecond)
+	if a := after.Add(time.Millisecond); a.After(until) {
+		until = a
+	}
+	timer := time.NewTimer(time.Until(until))
+	defer timer.Stop()
+	for {
+		<-timer.C
+		if time.Now().After(until) {
+			return
+		}
+		timer.Reset(time.Until(until) + time.Microsecond)
 	}
 }
 

@@ -305,7 +305,7 @@ func testPutReplace(t *testing.T, s store.Store) {
 		t.Fatalf(`GetPushConfig("t1", "p1") before the replace = %+v, want TargetSeq 2, Attempts 2, Version %d`, stored, settled.Version)
 	}
 
-	time.Sleep(5 * time.Millisecond) // a CreatedAt set again would differ
+	waitTick(stored.CreatedAt) // a CreatedAt set again would differ
 	in := &store.PushConfig{
 		TaskID: "t1", ID: "p1", Config: json.RawMessage(`{"url":"https://hooks.example/new","token":"new"}`),
 		// Delivery state: ignored for an existing configuration.
@@ -403,7 +403,7 @@ func testListPush(t *testing.T, s store.Store) {
 	var created []*store.PushConfig
 	for _, id := range []string{"z", "a", "m"} {
 		created = append(created, mustPut(t, s, pushConfig("t1", id, 0)))
-		time.Sleep(3 * time.Millisecond)
+		waitTick(created[len(created)-1].CreatedAt)
 	}
 	mustPut(t, s, pushConfig("t2", "b", 0))
 	// Perhaps within one millisecond: then ID order.
@@ -499,8 +499,9 @@ func testAppendMovesTarget(t *testing.T, s store.Store) {
 	}
 	checkPush(t, `GetPushConfig("t2", "p1")`, mustGetPush(t, s, "t2", "p1"), other)
 
-	// More notify entries: the target moves again, the due time stays.
-	time.Sleep(3 * time.Millisecond)
+	// More notify entries: the target moves again, the due time stays
+	// (a due time set again would differ).
+	waitTick(dueAt)
 	mustUpdate(t, s, cur, append(notified("e", 2), plain("f", 1)...)) // seqs 5, 6, 7
 	for _, c := range []*store.PushConfig{p1, p2} {
 		got := mustGetPush(t, s, "t1", c.ID)
@@ -842,11 +843,12 @@ func testSettleRacingAppends(t *testing.T, s store.Store) {
 	var (
 		wg       sync.WaitGroup
 		start    = make(chan struct{})
-		done     atomic.Bool
+		appended = make(chan struct{}, 1) // a value: entries were appended since the last receive
+		finished = make(chan struct{})    // closed: the appends are over
 		delivers atomic.Int64
 	)
 	wg.Go(func() {
-		defer done.Store(true)
+		defer close(finished)
 		<-start
 		for i := range appends {
 			next, err := s.UpdateTask(ctx(t), cur, notified(fmt.Sprintf("e%d-", i), 1))
@@ -855,22 +857,34 @@ func testSettleRacingAppends(t *testing.T, s store.Store) {
 				return
 			}
 			cur = next
+			select {
+			case appended <- struct{}{}:
+			default: // the claimer has one to take already
+			}
 		}
 	})
 	wg.Go(func() {
 		<-start
 		for {
-			finished := done.Load() // read before the claim: a claim after the last append follows
+			var over bool // read before the claim: a claim after the last append follows
+			select {
+			case <-finished:
+				over = true
+			default:
+			}
 			got, err := s.ClaimPushDeliveries(ctx(t), claimPush(base, 10))
 			if err != nil {
 				t.Errorf("ClaimPushDeliveries() = %v, want nil", err)
 				return
 			}
 			if len(got) == 0 {
-				if finished {
+				if over {
 					return
 				}
-				time.Sleep(100 * time.Microsecond)
+				select { // nothing due: wait for the next append or the end
+				case <-appended:
+				case <-finished:
+				}
 				continue
 			}
 			for _, c := range got {

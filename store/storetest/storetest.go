@@ -1,8 +1,12 @@
 // Package storetest is the conformance suite of store.Store. Every driver
-// runs it from its own tests:
+// runs it from its own tests, giving it a fresh database per subtest and a
+// way to open handles on it:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) store.Store { ... })
+//		storetest.Run(t, func(t *testing.T) storetest.Open {
+//			path := filepath.Join(t.TempDir(), "askpoint.db")
+//			return func(t *testing.T) store.Store { ... Open(path) ... }
+//		})
 //	}
 //
 // A new semantic of the interface gets its first test here, so that every
@@ -26,28 +30,53 @@ import (
 	"github.com/askpoint/askpoint/store"
 )
 
-// Run runs the conformance suite against the driver that newStore opens.
-// Each subtest calls newStore once and must get a fresh, empty store; Run
-// closes it when the subtest ends (and fails the subtest if Close fails),
-// so newStore must not close it itself.
+// Open opens a new handle on one database: a store of its own, as another
+// process or node of the same deployment would open it (store/sqlite: Open
+// of the same file; store/postgres: a pool of its own on the same schema).
+// What one handle has written is what every other handle reads.
+type Open func(t *testing.T) store.Store
+
+// Run runs the conformance suite against a driver. For each subtest Run
+// calls newDatabase once, which must make a fresh, empty database and
+// return the Open that opens handles on it. Most cases open one handle;
+// the multi-node cases (Nodes/...) open two or more and hold the driver to
+// what a deployment of several nodes on one database relies on: claims
+// never shared, a late write from a node whose lease was taken over
+// refused, one winner of a compare-and-set race, and, for a driver that
+// implements store.Notifier, every node hearing every node's writes.
+//
+// Run closes every handle it opens when the subtest ends (and fails the
+// subtest if Close fails), so neither newDatabase nor Open may close it.
+// The subtests run in parallel (t.Parallel), each on its own database:
+// newDatabase is called from several goroutines at once.
 //
 // The suite takes every time it passes to the store (claim times, leases,
 // log entry times) from fixed values, not from the wall clock; it only
 // relies on the store setting CreatedAt and UpdatedAt from its own clock.
-func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
-	open := func(t *testing.T) store.Store {
-		t.Helper()
-		s := newStore(t)
-		t.Cleanup(func() {
-			if err := s.Close(); err != nil {
-				t.Errorf("Close() = %v, want nil", err)
-			}
-		})
-		return s
+func Run(t *testing.T, newDatabase func(t *testing.T) Open) {
+	handles := func(t *testing.T) Open {
+		open := newDatabase(t)
+		return func(t *testing.T) store.Store {
+			t.Helper()
+			s := open(t)
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close() = %v, want nil", err)
+				}
+			})
+			return s
+		}
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			c.run(t, open(t))
+			t.Parallel()
+			c.run(t, handles(t)(t))
+		})
+	}
+	for _, c := range nodeCases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, handles(t))
 		})
 	}
 }
