@@ -269,7 +269,6 @@ func (s *Server) write(ctx context.Context, next *store.Task, entries []store.Lo
 	return err
 }
 
-
 // releaseDue runs the release of every hold whose deadline passed. It
 // runs on its own timer, apart from the sweeper, so a hold is released on
 // time even when nobody sweeps expiries.
