@@ -734,9 +734,15 @@ func (h *handler) stream(ctx context.Context, t *store.Task, hl *int, yield func
 	}
 }
 
-// GetExtendedAgentCard implements a2asrv.RequestHandler.
+// GetExtendedAgentCard implements a2asrv.RequestHandler. askpoint serves
+// no extended card: a card that does not declare
+// capabilities.extendedAgentCard gets UnsupportedOperation, one that
+// declares it ExtendedAgentCardNotConfigured (A2A 1.0 §3.3.4).
 func (h *handler) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
-	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent has no extended agent card")
+	if e := h.s.agentByName(h.name); e == nil || !e.spec.Card.Capabilities.ExtendedAgentCard {
+		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "this agent's card does not declare capabilities.extendedAgentCard: there is no extended agent card to get")
+	}
+	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent's card declares capabilities.extendedAgentCard, but no extended agent card is configured")
 }
 
 // expiredError says an answer came after its question's expiry.
