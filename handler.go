@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -255,11 +256,76 @@ func validateMessage(req *a2a.SendMessageRequest, maxParts int) error {
 	return nil
 }
 
+// checkInputModes refuses a message with a part whose media type the
+// agent's card does not accept (its defaultInputModes, or text/plain and
+// application/json when it names none, and its skills' inputModes) with
+// ContentTypeNotSupported (A2A 1.0 §3.1.1), before anything is stored or the
+// agent sees it. A part's media type is its mediaType, else text/plain for
+// text and application/json for data; a raw or url part without one is
+// taken. See docs/decisions/0031-parts-the-agent-does-not-accept.md.
+func (h *handler) checkInputModes(m *a2a.Message) error {
+	e := h.s.agentByName(h.name)
+	if e == nil {
+		return nil
+	}
+	modes := e.spec.Card.DefaultInputModes
+	if len(modes) == 0 {
+		modes = []string{"text/plain", "application/json"}
+	}
+	for _, sk := range e.spec.Card.Skills {
+		modes = append(modes, sk.InputModes...)
+	}
+	for i, p := range m.Parts {
+		mt := p.MediaType
+		if mt == "" {
+			switch p.Content.(type) {
+			case a2a.Text:
+				mt = "text/plain"
+			case a2a.Data:
+				mt = "application/json"
+			default:
+				continue
+			}
+		}
+		if !mediaTypeIn(mt, modes) {
+			return a2a.NewError(a2a.ErrUnsupportedContentType, fmt.Sprintf(
+				"message.parts[%d] has media type %q, which this agent does not accept; it accepts %s (its card's input modes)",
+				i, mt, strings.Join(modes, ", ")))
+		}
+	}
+	return nil
+}
+
+// mediaTypeIn says whether media type mt is one of modes, which may hold
+// wildcards (*/*, image/*); parameters and case do not count.
+func mediaTypeIn(mt string, modes []string) bool {
+	base := func(s string) string {
+		if i := strings.IndexByte(s, ';'); i >= 0 {
+			s = s[:i]
+		}
+		return strings.ToLower(strings.TrimSpace(s))
+	}
+	mt = base(mt)
+	top, _, _ := strings.Cut(mt, "/")
+	for _, m := range modes {
+		switch m = base(m); {
+		case m == "*/*" || m == "*" || m == mt:
+			return true
+		case strings.HasSuffix(m, "/*") && strings.TrimSuffix(m, "/*") == top:
+			return true
+		}
+	}
+	return false
+}
+
 // reply asks an agent that implements Replier whether it answers a first
 // message with a message instead of a task. It returns nil when a task is
 // to be made; nothing is stored either way.
 func (h *handler) reply(ctx context.Context, req *a2a.SendMessageRequest) (out *a2a.Message, err error) {
 	if err := validateMessage(req, h.s.cfg.MaxParts); err != nil {
+		return nil, err
+	}
+	if err := h.checkInputModes(req.Message); err != nil {
 		return nil, err
 	}
 	if req.Message.TaskID != "" {
@@ -536,9 +602,15 @@ func (h *handler) stream(ctx context.Context, t *store.Task, hl *int, yield func
 	}
 }
 
-// GetExtendedAgentCard implements a2asrv.RequestHandler.
+// GetExtendedAgentCard implements a2asrv.RequestHandler. askpoint serves
+// no extended card: a card that does not declare
+// capabilities.extendedAgentCard gets UnsupportedOperation, one that
+// declares it ExtendedAgentCardNotConfigured (A2A 1.0 §3.3.4).
 func (h *handler) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
-	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent has no extended agent card")
+	if e := h.s.agentByName(h.name); e == nil || !e.spec.Card.Capabilities.ExtendedAgentCard {
+		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "this agent's card does not declare capabilities.extendedAgentCard: there is no extended agent card to get")
+	}
+	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent's card declares capabilities.extendedAgentCard, but no extended agent card is configured")
 }
 
 // expiredError says an answer came after its question's expiry.

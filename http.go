@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -515,7 +516,8 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 var restPushConfigPath = regexp.MustCompile(`^(?:/([^/]+))?/tasks/([^/]+)/pushNotificationConfigs/([^/]+)$`)
 
 func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w := &a2aJSONWriter{ResponseWriter: rw, a2a: wantsA2AJSON(r)}
 		ar, err := s.authenticate(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="askpoint"`)
@@ -594,6 +596,73 @@ func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// a2aJSONWriter types the JSON responses of the HTTP+JSON binding, errors
+// included, application/a2a+json (A2A 1.0.1 §11.1: SHOULD) when the caller
+// names that type: in Accept, or as the Content-Type of its request. Any
+// other caller gets application/json, the type of A2A 1.0.0 §11.1: the
+// a2a-go v2.4.0 client (Accept: application/json) reads an error of any
+// other type as a bare server error, and the a2a-tck suite (Accept: */*)
+// requires application/json on errors. Event streams keep
+// text/event-stream. See docs/decisions/0030-a2a-json-responses.md.
+type a2aJSONWriter struct {
+	http.ResponseWriter
+	a2a   bool // the caller named application/a2a+json
+	typed bool
+}
+
+func (w *a2aJSONWriter) retype() {
+	if w.typed {
+		return
+	}
+	w.typed = true
+	h := w.ResponseWriter.Header()
+	if mt, _, err := mime.ParseMediaType(h.Get("Content-Type")); err == nil && mt == "application/json" && w.a2a {
+		h.Set("Content-Type", "application/a2a+json")
+	}
+}
+
+// wantsA2AJSON says whether a request names application/a2a+json: in its
+// Accept header with a q above 0, or as its own Content-Type.
+func wantsA2AJSON(r *http.Request) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "application/a2a+json" {
+		return true
+	}
+	for _, v := range r.Header.Values("Accept") {
+		for _, item := range strings.Split(v, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(item))
+			if err != nil || mt != "application/a2a+json" {
+				continue
+			}
+			if q, err := strconv.ParseFloat(params["q"], 64); err == nil && q <= 0 {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func (w *a2aJSONWriter) WriteHeader(code int) {
+	w.retype()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *a2aJSONWriter) Write(b []byte) (int, error) {
+	w.retype()
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush lets the SDK's event streams through the wrapper.
+func (w *a2aJSONWriter) Flush() {
+	w.retype()
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap is for http.ResponseController.
+func (w *a2aJSONWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func errorInfo(pe protocolError) *errordetails.Typed {
 	return errordetails.NewErrorInfo(a2a.ErrorReason(pe.err), a2a.ProtocolDomain, nil)

@@ -88,6 +88,9 @@ func (h *handler) accept(ctx context.Context, req *a2a.SendMessageRequest, quick
 	if err := validateMessage(req, h.s.cfg.MaxParts); err != nil {
 		return nil, err
 	}
+	if err := h.checkInputModes(req.Message); err != nil {
+		return nil, err
+	}
 	if req.Config != nil {
 		if err := checkHistoryLength(req.Config.HistoryLength); err != nil {
 			return nil, err

@@ -96,17 +96,6 @@ func TestTCKPushOperationsOnAnUnknownTaskAreTaskNotFound(t *testing.T) {
 	}
 }
 
-func TestTCKExtendedAgentCardIsRefusedWhenThereIsNone(t *testing.T) {
-	t.Parallel()
-	env := startTCK(t)
-	tckRPC(t, env, "conformance", "GetExtendedAgentCard", map[string]any{}).wantRPCError(t, "GetExtendedAgentCard", -32007)
-	r := tckREST(t, env, "conformance", http.MethodGet, "/extendedAgentCard", nil)
-	r.wantRESTError(t, "GET /extendedAgentCard", http.StatusBadRequest)
-	if !strings.Contains(string(r.Raw), "EXTENDED_AGENT_CARD_NOT_CONFIGURED") {
-		t.Errorf("GET /extendedAgentCard: %s, want reason EXTENDED_AGENT_CARD_NOT_CONFIGURED", r.Raw)
-	}
-}
-
 func TestTCKBodyThatIsNotJSONIsRefusedBeforeItIsParsed(t *testing.T) {
 	t.Parallel()
 	env := startTCK(t)

@@ -50,7 +50,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	pushRetryMin := fs.Duration("push-retry-min", time.Second, "first wait before retrying a failed push notification (it doubles each time)")
 	pushRetryMax := fs.Duration("push-retry-max", 5*time.Minute, "longest wait between push notification retries")
 	pushAttempts := fs.Int("push-attempts", 12, "attempts before giving up on a push receiver's pending notifications")
-	conformanceMode := fs.Bool("conformance", false, "also serve the A2A conformance suite's agent (examples/conformance), whose card is then the one at the host root")
+	conformanceMode := fs.Bool("conformance", false, "also serve the agent the A2A conformance suites (ACTS, a2a-tck) drive (examples/conformance), whose card is then the one at the host root")
 	var defaultsFlag tokenFlags
 	fs.Var(&defaultsFlag, "cost-centre", "`PRINCIPAL=CC-NNNN`: the finance assistant charges this caller's expenses to this cost centre without asking; repeat per caller")
 	var tokenFlag tokenFlags
