@@ -1,13 +1,11 @@
 package askpoint
 
 import (
-	"fmt"
 	"log/slog"
-	"runtime"
-	"slices"
 	"time"
 
-	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/internal/engine"
+	"github.com/askpoint/askpoint/internal/front"
 	"github.com/askpoint/askpoint/store"
 )
 
@@ -44,6 +42,18 @@ type Config struct {
 	// PollInterval is how often the node looks for runnable tasks whose
 	// lease lapsed (crashed runs). Defaults to 1s.
 	PollInterval time.Duration
+	// RecheckInterval is how often a waiting call (a blocking send, a
+	// stream, a subscription) reads the store again in case a change made
+	// on another node was not announced. Defaults to PollInterval.
+	RecheckInterval time.Duration
+	// SweepInterval, ReleaseInterval and PushInterval are the longest the
+	// sweeper (question expiries and reminders), the releaser (holds) and
+	// the push deliverer sleep between rounds: each wakes sooner for what
+	// is due on this node, and this bounds how late it sees a timer set on
+	// another node. Each defaults to PollInterval.
+	SweepInterval   time.Duration
+	ReleaseInterval time.Duration
+	PushInterval    time.Duration
 	// DisableQuickSteps makes every step's message be written before the
 	// step runs, also on a single-node store, where a blocking call's step
 	// otherwise runs first and is written with its message in one write
@@ -124,80 +134,31 @@ type Config struct {
 	Now func() time.Time
 }
 
-func (c Config) withDefaults() Config {
-	if c.Logger == nil {
-		c.Logger = slog.Default()
+// engine is the engine's part of c.
+func (c Config) engine() engine.Config {
+	return engine.Config{
+		Store: c.Store, Logger: c.Logger, NodeID: c.NodeID,
+		Workers: c.Workers, LeaseDuration: c.LeaseDuration, PollInterval: c.PollInterval,
+		RecheckInterval: c.RecheckInterval, SweepInterval: c.SweepInterval,
+		ReleaseInterval: c.ReleaseInterval, PushInterval: c.PushInterval,
+		DisableQuickSteps: c.DisableQuickSteps,
+		QuestionExpiry:    c.QuestionExpiry, MaxAttempts: c.MaxAttempts, MaxAnswerBytes: c.MaxAnswerBytes,
+		Reminders: c.Reminders, DisableSweeper: c.DisableSweeper,
+		PushTimeout: c.PushTimeout, PushRetryMin: c.PushRetryMin, PushRetryMax: c.PushRetryMax,
+		PushMaxAttempts: c.PushMaxAttempts, AllowPrivateWebhooks: c.AllowPrivateWebhooks,
+		WebhookHosts: c.WebhookHosts, MaxPushConfigs: c.MaxPushConfigs,
+		InputRequiredStreams: engine.InputRequiredStreams(c.InputRequiredStreams),
+		MaxPageSize:          c.MaxPageSize, MaxParts: c.MaxParts,
+		Now: c.Now,
 	}
-	if c.NodeID == "" {
-		c.NodeID = "node-" + shortID()
-	}
-	if c.Workers <= 0 {
-		c.Workers = 32 * runtime.GOMAXPROCS(0)
-	}
-	if c.LeaseDuration <= 0 {
-		c.LeaseDuration = 30 * time.Second
-	}
-	if c.PollInterval <= 0 {
-		c.PollInterval = time.Second
-	}
-	if c.QuestionExpiry <= 0 {
-		c.QuestionExpiry = 24 * time.Hour
-	}
-	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = question.DefaultMaxAttempts
-	}
-	if c.MaxAnswerBytes <= 0 {
-		c.MaxAnswerBytes = question.DefaultMaxAnswerBytes
-	}
-	if c.MaxRequestBytes <= 0 {
-		c.MaxRequestBytes = 1 << 20
-	}
-	if c.MaxPageSize <= 0 {
-		c.MaxPageSize = 100
-	}
-	if c.MaxParts <= 0 {
-		c.MaxParts = 64
-	}
-	if c.MaxStreamsPerPrincipal <= 0 {
-		c.MaxStreamsPerPrincipal = 32
-	}
-	if c.Reminders == nil {
-		c.Reminders = []float64{0.5, 0.9}
-	}
-	c.Reminders = slices.Sorted(slices.Values(c.Reminders))
-	c.Reminders = slices.Compact(c.Reminders)
-	if c.PushTimeout <= 0 {
-		c.PushTimeout = 10 * time.Second
-	}
-	if c.PushRetryMin <= 0 {
-		c.PushRetryMin = time.Second
-	}
-	if c.PushRetryMax <= 0 {
-		c.PushRetryMax = 5 * time.Minute
-	}
-	if c.PushRetryMax < c.PushRetryMin {
-		c.PushRetryMax = c.PushRetryMin
-	}
-	if c.PushMaxAttempts <= 0 {
-		c.PushMaxAttempts = 12
-	}
-	if c.MaxPushConfigs <= 0 {
-		c.MaxPushConfigs = 8
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	return c
 }
 
-func (c Config) validate() error {
-	if c.Store == nil {
-		return fmt.Errorf("askpoint: Config.Store is required")
+// front is the HTTP front's part of c; e is the engine (defaults applied).
+func (c Config) front(e engine.Config) front.Options {
+	return front.Options{
+		Tokens: c.Tokens, MaxRequestBytes: c.MaxRequestBytes, MaxParts: e.MaxParts,
+		MaxStreamsPerPrincipal: c.MaxStreamsPerPrincipal,
+		MaxAttempts:            e.MaxAttempts, QuestionExpiry: e.QuestionExpiry,
+		Logger: e.Logger, Now: e.Now,
 	}
-	for _, f := range c.Reminders {
-		if !(f > 0 && f < 1) {
-			return fmt.Errorf("askpoint: Config.Reminders: %v is not a fraction between 0 and 1 (0.5 is half-way to the expiry)", f)
-		}
-	}
-	return nil
 }

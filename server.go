@@ -2,20 +2,18 @@ package askpoint
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
+	"net/http"
 	"regexp"
 	"sync"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
-	"github.com/askpoint/askpoint/store"
+	"github.com/askpoint/askpoint/internal/engine"
+	"github.com/askpoint/askpoint/internal/front"
+	"github.com/askpoint/askpoint/question"
 )
 
 // AgentSpec registers an agent with a [Server].
@@ -35,78 +33,60 @@ type AgentSpec struct {
 // in the store: the server holds no goroutine, channel or timer for it.
 // Create one with [NewServer], register agents, serve [Server.Handler] and
 // call [Server.Start].
+//
+// The server is a facade: the engine (internal/engine) runs tasks, the HTTP
+// front (internal/front) checks and routes requests to it.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	store  store.Store
-	agents map[string]*agentEntry
-	order  []string
+	cfg Config
+	eng *engine.Engine
 
-	broker broker
-	queue  chan job
-	// slots bounds the steps running on this node: the workers' and those
-	// run in a caller's goroutine (runHere).
-	slots chan struct{}
-	locks taskLocks
-
-	// Timer loops: the sweeper (question expiries and reminders), the
-	// releaser (holds) and the push deliverer.
-	sweeper  *timerLoop
-	releaser *timerLoop
-	pusher   *timerLoop
-	push     *pushSender
-	// pushSlots bounds the push deliveries under way on this node.
-	pushSlots chan struct{}
-	tokens    tokenTable
-	streams   streamSlots
-
-	mu       sync.Mutex
-	started  bool
-	stopped  bool
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	running  map[string]context.CancelFunc // task ID -> cancel of its local run
-	runCtx   context.Context
-	stopOnce sync.Once
+	mu    sync.Mutex
+	specs []AgentSpec
+	front *front.Front // built on first use, once every agent is registered
 }
 
-type agentEntry struct {
-	spec    AgentSpec
-	handler *handler
+// Paths under an agent's prefix /NAME.
+const (
+	PathJSONRPC = front.PathJSONRPC
+	PathREST    = front.PathREST
+)
+
+// BearerScheme is the security scheme's name on the agent card.
+const BearerScheme = front.BearerScheme
+
+// ReminderKey is the metadata key of a reminder notification: a status
+// update event whose metadata holds {ReminderKey: {"reminder": n, "of": m,
+// "expires": RFC 3339}} carries the open question unchanged.
+const ReminderKey = question.ExtensionURI + "#reminder"
+
+// ErrNotWaiting says a wake came for a task that has finished: a late
+// notification, which callers usually ignore.
+var ErrNotWaiting = engine.ErrNotWaiting
+
+// ErrBusy says a wake came while the task runs a step: the step is about
+// to decide what the task waits for, so the event should come again
+// shortly (the wake endpoint answers 503, which a push outbox retries).
+var ErrBusy = engine.ErrBusy
+
+// WithPrincipal returns a context that names the caller. Authentication
+// middleware sets it; every task belongs to the principal that created it
+// and is invisible to others. Without it the caller is anonymous.
+func WithPrincipal(ctx context.Context, principal string) context.Context {
+	return engine.WithPrincipal(ctx, principal)
 }
 
 var agentNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // NewServer returns a server for cfg. It does not start anything.
 func NewServer(cfg Config) (*Server, error) {
-	if err := cfg.validate(); err != nil {
+	if err := front.CheckTokens(cfg.Tokens); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
-	tokens, err := newTokenTable(cfg.Tokens)
+	eng, err := engine.New(cfg.engine())
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{
-		tokens:  tokens,
-		streams: streamSlots{limit: cfg.MaxStreamsPerPrincipal, open: map[string]int{}},
-		cfg:     cfg,
-		log:     cfg.Logger,
-		store:   cfg.Store,
-		agents:  map[string]*agentEntry{},
-		running: map[string]context.CancelFunc{},
-		queue:   make(chan job, cfg.Workers*64),
-		slots:   make(chan struct{}, cfg.Workers),
-
-		sweeper:  newTimerLoop("sweeper"),
-		releaser: newTimerLoop("releaser"),
-		pusher:   newTimerLoop("push"),
-		push:     newPushSender(cfg),
-
-		pushSlots: make(chan struct{}, 64),
-	}
-	s.broker.m = map[string]*watchers{}
-	return s, nil
+	return &Server{cfg: cfg, eng: eng}, nil
 }
 
 // Register adds an agent. Call it before Start.
@@ -120,38 +100,72 @@ func (s *Server) Register(spec AgentSpec) error {
 	if spec.Card.Name == "" || spec.Card.Description == "" {
 		return fmt.Errorf("askpoint: agent %q: Card.Name and Card.Description are required", spec.Name)
 	}
+	if err := s.eng.Register(spec.Name, adapt(spec.Agent), spec.Card); err != nil {
+		return err
+	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return fmt.Errorf("askpoint: agent %q: register agents before Start", spec.Name)
-	}
-	if _, dup := s.agents[spec.Name]; dup {
-		return fmt.Errorf("askpoint: agent %q is registered twice", spec.Name)
-	}
-	e := &agentEntry{spec: spec}
-	e.handler = &handler{s: s, name: spec.Name}
-	s.agents[spec.Name] = e
-	s.order = append(s.order, spec.Name)
+	s.specs = append(s.specs, spec)
+	s.front = nil
+	s.mu.Unlock()
 	return nil
 }
 
 // Agents returns the names of the registered agents in registration order.
-func (s *Server) Agents() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.order...)
-}
+func (s *Server) Agents() []string { return s.eng.Agents() }
 
 // RequestHandler returns the a2asrv.RequestHandler that serves the named
 // agent, for mounting on a transport of your choice.
 func (s *Server) RequestHandler(name string) (a2asrv.RequestHandler, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.agents[name]
+	h, ok := s.eng.Handler(name)
 	if !ok {
 		return nil, false
 	}
-	return e.handler, true
+	return h, true
+}
+
+// frontEnd is the HTTP front of the registered agents.
+func (s *Server) frontEnd() *front.Front {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.front != nil {
+		return s.front
+	}
+	var agents []front.Agent
+	for _, spec := range s.specs {
+		h, _ := s.eng.Handler(spec.Name)
+		agents = append(agents, front.Agent{Name: spec.Name, Card: spec.Card, Handler: h})
+	}
+	opts := s.cfg.front(s.eng.Config())
+	opts.Wake = s.eng.Wake
+	f, err := front.New(opts, agents)
+	if err != nil {
+		panic(err) // the tokens were checked by NewServer
+	}
+	s.front = f
+	return f
+}
+
+// Handler returns the HTTP handler that serves every registered agent:
+//
+//	/NAME/.well-known/agent-card.json   the agent card
+//	/NAME/jsonrpc                       JSON-RPC 2.0 binding
+//	/NAME/rest/...                      HTTP+JSON binding
+//	/NAME/wake/TASK_ID                  events for a waiting task (POST, with
+//	                                    its wake token in A2A-Notification-Token)
+//	/.well-known/agent-card.json        the first registered agent's card
+//
+// The A2A bindings are the a2a-go SDK's transports over this server's
+// request handler. In front of them the server refuses, before anything is
+// stored: bodies over Config.MaxRequestBytes or not declared as JSON,
+// requests without A2A-Version 1.0, malformed messages, and subscriptions
+// to finished tasks. Proto field names (history_length) are read as their
+// JSON names (historyLength), as ProtoJSON readers do.
+func (s *Server) Handler() http.Handler { return s.frontEnd().Handler() }
+
+// Card returns the agent card of the named agent as served from baseURL
+// (scheme and host, e.g. "http://127.0.0.1:8420").
+func (s *Server) Card(name, baseURL string) (*a2a.AgentCard, error) {
+	return s.frontEnd().Card(name, baseURL)
 }
 
 // Start starts the worker pool, the poller that takes over runnable tasks
@@ -159,189 +173,26 @@ func (s *Server) RequestHandler(name string) (a2asrv.RequestHandler, bool) {
 // the timer loops: the sweeper (question expiries and reminders), the
 // releaser (holds) and the push deliverer.
 // It returns at once; Stop ends them.
-func (s *Server) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return errors.New("askpoint: server already started")
-	}
-	s.started = true
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel = cancel
-	s.runCtx = ctx
-	for range s.cfg.Workers {
-		s.wg.Add(1)
-		go s.worker(ctx)
-	}
-	s.wg.Add(1)
-	go s.poller(ctx)
-	if !s.cfg.DisableSweeper {
-		s.wg.Add(1)
-		go s.runTimerLoop(ctx, s.sweeper, s.sweep, func(ctx context.Context) (time.Time, error) {
-			return s.store.NextDue(ctx, store.TimerWake)
-		})
-	}
-	s.wg.Add(2)
-	go s.runTimerLoop(ctx, s.releaser, s.releaseDue, func(ctx context.Context) (time.Time, error) {
-		return s.store.NextDue(ctx, store.TimerHold)
-	})
-	go s.runTimerLoop(ctx, s.pusher, s.deliverDue, nil)
-	if n, ok := s.store.(store.Notifier); ok {
-		// Wake this node's waiters when another node changes a task.
-		s.wg.Add(1)
-		go s.listen(ctx, n)
-	}
-	s.log.Info("askpoint started", slog.String("node", s.cfg.NodeID), slog.Int("workers", s.cfg.Workers))
-	return nil
-}
+func (s *Server) Start(ctx context.Context) error { return s.eng.Start(ctx) }
 
 // Stop stops the workers and the poller and waits for them, or for ctx.
 // A step still running is abandoned: its lease is released so the task is
 // taken over on the next start. Stop is idempotent.
-func (s *Server) Stop(ctx context.Context) error {
-	s.stopOnce.Do(func() {
-		s.mu.Lock()
-		s.stopped = true
-		cancel := s.cancel
-		s.mu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
-	})
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+func (s *Server) Stop(ctx context.Context) error { return s.eng.Stop(ctx) }
+
+// Wake resumes a waiting task with event: one that returned [Await], or
+// one paused with a question asked [Outcome.WakeOn]. token must be the one
+// the agent gave. An unknown task and a wrong token are both
+// TaskNotFound, so that a task's existence does not leak; a task that is
+// not waiting gives ErrNotWaiting. The agent's Waker may drop the event,
+// in which case nothing changes and Wake returns nil.
+func (s *Server) Wake(ctx context.Context, taskID, token string, event json.RawMessage) error {
+	return s.eng.Wake(ctx, "", taskID, token, event)
 }
 
 // CredentialArrived resumes a task paused in auth-required: the credential
 // the agent asked for has been delivered out of band. data (encoded to
 // JSON) reaches the agent's step; it must not be the credential itself.
 func (s *Server) CredentialArrived(ctx context.Context, taskID string, data any) error {
-	raw, err := json.Marshal(data)
-	if err != nil {
-		return fmt.Errorf("askpoint: encode credential notice: %w", err)
-	}
-	return s.resumeFromOutside(ctx, taskID, func(t *store.Task) (*runInput, error) {
-		if t.State != a2a.TaskStateAuthRequired {
-			return nil, a2a.NewError(a2a.ErrUnsupportedOperation,
-				fmt.Sprintf("task %q is %s, not waiting for a credential", taskID, stateWord(t.State)))
-		}
-		return &runInput{Kind: inputAuth, AuthData: raw, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}, nil
-	})
-}
-
-// resumeFromOutside resumes a paused task from a Go call (a credential, an
-// event): decide reads the task as it stands and returns what the run gets,
-// nil to leave the task as it is, or an error; the write is a
-// compare-and-set, decided again if the task changed meanwhile.
-func (s *Server) resumeFromOutside(ctx context.Context, taskID string, decide func(*store.Task) (*runInput, error)) error {
-	defer s.lockTask(taskID)()
-	return retryCAS(func() error {
-		l, err := s.store.LoadTask(ctx, taskID, store.LoadParams{Request: true})
-		if errors.Is(err, store.ErrNotFound) {
-			return errTaskNotFound(taskID)
-		}
-		if err != nil {
-			return err
-		}
-		t := l.Task
-		in, err := decide(t)
-		if err != nil || in == nil {
-			return err
-		}
-		next, entries, err := s.resumeRow(t, in, nil, "")
-		if err != nil {
-			return err
-		}
-		if err := withInput(next, in); err != nil {
-			return err
-		}
-		saved, err := s.commit(ctx, next, entries, false)
-		if err != nil {
-			return err
-		}
-		w := &work{task: saved, in: in}
-		if len(l.Request) > 0 {
-			var m a2a.Message
-			if json.Unmarshal(l.Request, &m) == nil {
-				w.request = &m
-			}
-		}
-		s.dispatch(w)
-		return nil
-	})
-}
-
-// listen relays the store's cross-node change notifications to the broker
-// until ctx ends. A lost notification only delays a waiter until its next
-// poll of the store.
-func (s *Server) listen(ctx context.Context, n store.Notifier) {
-	defer s.wg.Done()
-	if err := n.Listen(ctx, s.broker.notify); err != nil && ctx.Err() == nil {
-		s.log.Error("listen for task changes on other nodes; waiters fall back to polling", slog.Any("err", err))
-	}
-}
-
-func (s *Server) now() time.Time { return s.cfg.Now().UTC() }
-
-func shortID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// broker wakes the goroutines of live calls (blocking sends, streams,
-// subscriptions) waiting for a task to change. It holds entries only while
-// someone waits; the store stays the source of truth.
-type broker struct {
-	mu sync.Mutex
-	m  map[string]*watchers
-}
-
-type watchers struct {
-	ch chan struct{}
-	n  int
-}
-
-func (b *broker) watch(id string) (<-chan struct{}, func()) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	w := b.m[id]
-	if w == nil {
-		w = &watchers{ch: make(chan struct{})}
-		b.m[id] = w
-	}
-	w.n++
-	ch := w.ch
-	var once sync.Once
-	return ch, func() {
-		once.Do(func() {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			w.n--
-			if w.n == 0 && b.m[id] == w {
-				delete(b.m, id)
-			}
-		})
-	}
-}
-
-func (b *broker) notify(id string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if w := b.m[id]; w != nil {
-		close(w.ch)
-		w.ch = make(chan struct{})
-	}
-}
-
-func (b *broker) size() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.m)
+	return s.eng.CredentialArrived(ctx, taskID, data)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -80,7 +81,7 @@ type EndedError struct {
 }
 
 func (e *EndedError) Error() string {
-	s := fmt.Sprintf("client: task %s ended %s", e.TaskID, stateWord(e.State))
+	s := fmt.Sprintf("client: task %s ended %s", e.TaskID, text.StateWord(e.State))
 	if e.Reason != "" {
 		s += ": " + e.Reason
 	}

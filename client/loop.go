@@ -14,6 +14,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -72,7 +73,7 @@ func (l *loop) resume(ctx context.Context, it *inbox.Item, ans *Answer) (*Result
 	}
 	l.task = t
 	if t.Status.State != a2a.TaskStateInputRequired || l.key() != it.Key {
-		note := "the task is now " + stateWord(t.Status.State)
+		note := "the task is now " + text.StateWord(t.Status.State)
 		if t.Status.State == a2a.TaskStateInputRequired {
 			note = "the task asks another question now (" + l.key() + ")"
 		}
@@ -113,7 +114,7 @@ func (l *loop) settleItem(ctx context.Context, runErr error) {
 			l.log.Warn("inbox item not marked answered", slog.Int64("item", it.ID), slog.Any("error", err))
 		}
 	case movedOn:
-		_ = l.inbox.Dismiss(ctx, it.ID, "the task is now "+stateWord(l.task.Status.State))
+		_ = l.inbox.Dismiss(ctx, it.ID, "the task is now "+text.StateWord(l.task.Status.State))
 	case errors.Is(runErr, a2a.ErrUnsupportedOperation):
 		_ = l.inbox.Dismiss(ctx, it.ID, "the agent refused the answer: "+runErr.Error())
 	default:
@@ -187,7 +188,7 @@ func (l *loop) recover(ctx context.Context, src *source, err error) (*source, er
 		if l.task == nil {
 			return nil, fmt.Errorf("client: stopped waiting for the agent: %w", ctx.Err())
 		}
-		return nil, fmt.Errorf("client: stopped waiting on task %s (%s): %w", l.task.ID, stateWord(l.task.Status.State), ctx.Err())
+		return nil, fmt.Errorf("client: stopped waiting on task %s (%s): %w", l.task.ID, text.StateWord(l.task.Status.State), ctx.Err())
 	}
 	if errors.Is(err, io.EOF) {
 		if l.task == nil {
@@ -451,7 +452,7 @@ func (l *loop) query() *Query {
 func (l *loop) ask(ctx context.Context) (*Query, *Answer, error) {
 	q := l.query()
 	if l.rounds >= l.cfg.maxRounds {
-		msg := fmt.Sprintf("it asked again (%q) after %d answered questions", firstLine(q.Text), l.rounds)
+		msg := fmt.Sprintf("it asked again (%q) after %d answered questions", text.FirstLine(q.Text), l.rounds)
 		t, err := l.cancel(ctx, "the agent kept asking: "+msg)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %s; canceling task %s failed: %v", ErrKeptAsking, msg, l.task.ID, err)
@@ -501,7 +502,7 @@ func (l *loop) resolve(ctx context.Context, q *Query) (*Answer, error) {
 		}
 		return a, nil
 	}
-	return nil, fmt.Errorf("%w: question %s of task %s (%q); the task stays paused", ErrUnanswered, qid(q), q.TaskID, firstLine(q.Text))
+	return nil, fmt.Errorf("%w: question %s of task %s (%q); the task stays paused", ErrUnanswered, qid(q), q.TaskID, text.FirstLine(q.Text))
 }
 
 // usable says why an answer cannot be sent for q ("" when it can). It may
@@ -718,17 +719,4 @@ func statusText(s a2a.TaskStatus) string {
 		}
 	}
 	return strings.Join(texts, "\n")
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-// stateWord names a state for people: "completed", "input-required".
-func stateWord(s a2a.TaskState) string {
-	w := strings.TrimPrefix(string(s), "TASK_STATE_")
-	return strings.ReplaceAll(strings.ToLower(w), "_", "-")
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -399,7 +400,7 @@ func report(cmd string, stdout, stderr io.Writer, res *client.Result, err error,
 	case errors.As(err, &deferred):
 		it := deferred.Item
 		fmt.Fprintf(stdout, "task:    %s\nstate:   %s\n", it.TaskID, a2a.TaskStateInputRequired)
-		fmt.Fprintf(stdout, "waiting: inbox item %d: %s\n", it.ID, firstLine(it.Text))
+		fmt.Fprintf(stdout, "waiting: inbox item %d: %s\n", it.ID, text.FirstLine(it.Text))
 		fmt.Fprintf(stdout, "answer:  askpoint answer %d --inbox %s\n", it.ID, shellQuote(inboxPath))
 		return exitWaiting
 	case errors.Is(err, client.ErrUnanswered), errors.Is(err, client.ErrAuthRequired):
@@ -470,13 +471,6 @@ func personName() string {
 		}
 	}
 	return ""
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
 
 func shellQuote(s string) string {

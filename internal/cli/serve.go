@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,6 +27,7 @@ import (
 	"github.com/askpoint/askpoint/examples/conformance"
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/examples/planning"
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/postgres"
 	"github.com/askpoint/askpoint/store/sqlite"
@@ -70,7 +69,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	// only to this process.
 	var internalDial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
 	if callers > 0 {
-		internal := randomToken()
+		internal := text.RandomHex(24)
 		tokens[internal] = internalPrincipal
 		hc := &http.Client{Transport: bearerTransport{token: internal}}
 		internalDial = func(ctx context.Context, u string) (*a2aclient.Client, error) { return client.Dial(ctx, u, hc) }
@@ -273,12 +272,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 // internalPrincipal is the principal of this process's own calls to its
 // agents (the finance assistant's and the planning workflow's).
 const internalPrincipal = "askpoint-internal"
-
-func randomToken() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // bearerTransport adds a bearer token to every request.
 type bearerTransport struct{ token string }

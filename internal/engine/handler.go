@@ -1,4 +1,4 @@
-package askpoint
+package engine
 
 import (
 	"context"
@@ -14,17 +14,18 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
 )
 
 // handler implements a2asrv.RequestHandler for one agent.
-type handler struct {
-	s    *Server
+type Handler struct {
+	s    *Engine
 	name string
 }
 
-var _ a2asrv.RequestHandler = (*handler)(nil)
+var _ a2asrv.RequestHandler = (*Handler)(nil)
 
 type principalKey struct{}
 
@@ -35,6 +36,9 @@ func WithPrincipal(ctx context.Context, principal string) context.Context {
 	return context.WithValue(ctx, principalKey{}, principal)
 }
 
+// Principal names the caller of ctx ("" when anonymous).
+func Principal(ctx context.Context) string { return principalFrom(ctx) }
+
 func principalFrom(ctx context.Context) string {
 	p, _ := ctx.Value(principalKey{}).(string)
 	return p
@@ -43,7 +47,7 @@ func principalFrom(ctx context.Context) string {
 // getOwned loads a task the caller may see: one of this agent's, in the
 // caller's tenant, created by the caller. Anything else is not found, so a
 // stranger cannot learn a task exists.
-func (h *handler) getOwned(ctx context.Context, tenant, id string) (*store.Task, error) {
+func (h *Handler) getOwned(ctx context.Context, tenant, id string) (*store.Task, error) {
 	if id == "" {
 		return nil, errInvalidParams("id is required: name the task")
 	}
@@ -68,7 +72,7 @@ func checkHistoryLength(n *int) error {
 }
 
 // GetTask implements a2asrv.RequestHandler.
-func (h *handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (_ *a2a.Task, err error) {
+func (h *Handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (_ *a2a.Task, err error) {
 	defer func() { logInternal(h.s.log, "GetTask", string(req.ID), err) }()
 	if err := checkHistoryLength(req.HistoryLength); err != nil {
 		return nil, err
@@ -80,13 +84,13 @@ func (h *handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (_ *a2a.
 	return h.view(ctx, t, req.HistoryLength)
 }
 
-func (h *handler) view(ctx context.Context, t *store.Task, historyLength *int) (*a2a.Task, error) {
+func (h *Handler) view(ctx context.Context, t *store.Task, historyLength *int) (*a2a.Task, error) {
 	return h.viewKnown(ctx, t, historyLength, nil)
 }
 
 // viewKnown is view for a task whose newest log entries this node wrote:
 // what they hold is not read back.
-func (h *handler) viewKnown(ctx context.Context, t *store.Task, historyLength *int, known *knownLog) (*a2a.Task, error) {
+func (h *Handler) viewKnown(ctx context.Context, t *store.Task, historyLength *int, known *knownLog) (*a2a.Task, error) {
 	out, err := h.s.toA2A(ctx, t, taskView{historyLength: historyLength, artifacts: true, known: known})
 	if err != nil {
 		return nil, errInternal(err)
@@ -100,7 +104,7 @@ type pageToken struct {
 }
 
 // ListTasks implements a2asrv.RequestHandler.
-func (h *handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *a2a.ListTasksResponse, err error) {
+func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *a2a.ListTasksResponse, err error) {
 	defer func() { logInternal(h.s.log, "ListTasks", "", err) }()
 	if err := checkHistoryLength(req.HistoryLength); err != nil {
 		return nil, err
@@ -156,7 +160,7 @@ func (h *handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 }
 
 // CancelTask implements a2asrv.RequestHandler.
-func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+func (h *Handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
 	defer h.s.lockTask(string(req.ID))()
 	var saved *store.Task
 	err := retryCAS(func() error {
@@ -166,7 +170,7 @@ func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*
 		}
 		if t.State.Terminal() {
 			return a2a.NewError(a2a.ErrTaskNotCancelable,
-				fmt.Sprintf("task %q is already %s and cannot be canceled", t.ID, stateWord(t.State)))
+				fmt.Sprintf("task %q is already %s and cannot be canceled", t.ID, text.StateWord(t.State)))
 		}
 		next, e, err := h.s.endRow(t, a2a.TaskStateCanceled, "The task was canceled at the caller's request.", h.s.now())
 		if err != nil {
@@ -186,7 +190,7 @@ func (h *handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*
 	return h.view(ctx, saved, nil)
 }
 
-func (s *Server) cancelLocalRun(id string) {
+func (s *Engine) cancelLocalRun(id string) {
 	s.mu.Lock()
 	cancel := s.running[id]
 	s.mu.Unlock()
@@ -203,7 +207,7 @@ func settled(t *store.Task) bool {
 // waitSettled waits until the task is terminal or interrupted. It holds no
 // goroutine of its own: the caller's request goroutine waits on the broker,
 // and re-reads the store now and then in case a change was made elsewhere.
-func (s *Server) waitSettled(ctx context.Context, t *store.Task) (*store.Task, error) {
+func (s *Engine) waitSettled(ctx context.Context, t *store.Task) (*store.Task, error) {
 	for !settled(t) {
 		ch, release := s.broker.watch(t.ID)
 		latest, err := s.store.GetTask(ctx, t.ID)
@@ -216,7 +220,7 @@ func (s *Server) waitSettled(ctx context.Context, t *store.Task) (*store.Task, e
 			return latest, nil
 		}
 		t = latest
-		timer := time.NewTimer(s.cfg.PollInterval)
+		timer := time.NewTimer(s.cfg.RecheckInterval)
 		select {
 		case <-ch:
 		case <-timer.C:
@@ -231,7 +235,9 @@ func (s *Server) waitSettled(ctx context.Context, t *store.Task) (*store.Task, e
 	return t, nil
 }
 
-func validateMessage(req *a2a.SendMessageRequest, maxParts int) error {
+// ValidateMessage checks a message request as the engine takes it: a
+// messageId, a user role, 1 to maxParts parts each with content.
+func ValidateMessage(req *a2a.SendMessageRequest, maxParts int) error {
 	if req == nil || req.Message == nil {
 		return errInvalidParams("message is required")
 	}
@@ -263,16 +269,16 @@ func validateMessage(req *a2a.SendMessageRequest, maxParts int) error {
 // agent sees it. A part's media type is its mediaType, else text/plain for
 // text and application/json for data; a raw or url part without one is
 // taken. See docs/decisions/0031-parts-the-agent-does-not-accept.md.
-func (h *handler) checkInputModes(m *a2a.Message) error {
+func (h *Handler) checkInputModes(m *a2a.Message) error {
 	e := h.s.agentByName(h.name)
 	if e == nil {
 		return nil
 	}
-	modes := e.spec.Card.DefaultInputModes
+	modes := e.card.DefaultInputModes
 	if len(modes) == 0 {
 		modes = []string{"text/plain", "application/json"}
 	}
-	for _, sk := range e.spec.Card.Skills {
+	for _, sk := range e.card.Skills {
 		modes = append(modes, sk.InputModes...)
 	}
 	for i, p := range m.Parts {
@@ -321,8 +327,8 @@ func mediaTypeIn(mt string, modes []string) bool {
 // reply asks an agent that implements Replier whether it answers a first
 // message with a message instead of a task. It returns nil when a task is
 // to be made; nothing is stored either way.
-func (h *handler) reply(ctx context.Context, req *a2a.SendMessageRequest) (out *a2a.Message, err error) {
-	if err := validateMessage(req, h.s.cfg.MaxParts); err != nil {
+func (h *Handler) reply(ctx context.Context, req *a2a.SendMessageRequest) (out *a2a.Message, err error) {
+	if err := ValidateMessage(req, h.s.cfg.MaxParts); err != nil {
 		return nil, err
 	}
 	if err := h.checkInputModes(req.Message); err != nil {
@@ -335,7 +341,7 @@ func (h *handler) reply(ctx context.Context, req *a2a.SendMessageRequest) (out *
 	if e == nil {
 		return nil, nil
 	}
-	r, ok := e.spec.Agent.(Replier)
+	r, ok := e.agent.(Replier)
 	if !ok {
 		return nil, nil
 	}
@@ -366,7 +372,7 @@ func (h *handler) reply(ctx context.Context, req *a2a.SendMessageRequest) (out *
 
 // answer decides what an answer to an input-required task does: resume it,
 // re-ask with errors, fail it at the cap, or end it by the caller's action.
-func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.LogEntry, *runInput, error) {
+func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.LogEntry, *runInput, error) {
 	s := h.s
 	var q question.Question
 	if err := json.Unmarshal(t.Question, &q); err != nil {
@@ -481,7 +487,7 @@ func withReason(text, reason string) string {
 // SendStreamingMessage implements a2asrv.RequestHandler: the task first,
 // then its status and artifact updates in order, until it is terminal (or
 // input-required, when the server closes streams there).
-func (h *handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+func (h *Handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		if reply, err := h.reply(ctx, req); err != nil || reply != nil {
 			if err != nil {
@@ -515,7 +521,7 @@ func (h *handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 // SubscribeToTask implements a2asrv.RequestHandler: the task as it stands,
 // then every later update, until the task is terminal. It stays open while
 // the task is paused.
-func (h *handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+func (h *Handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
 		t, err := h.subscribable(ctx, req)
 		if err != nil {
@@ -527,14 +533,14 @@ func (h *handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskR
 	}
 }
 
-func (h *handler) subscribable(ctx context.Context, req *a2a.SubscribeToTaskRequest) (*store.Task, error) {
+func (h *Handler) subscribable(ctx context.Context, req *a2a.SubscribeToTaskRequest) (*store.Task, error) {
 	t, err := h.getOwned(ctx, req.Tenant, string(req.ID))
 	if err != nil {
 		return nil, err
 	}
 	if t.State.Terminal() {
 		return nil, a2a.NewError(a2a.ErrUnsupportedOperation,
-			fmt.Sprintf("task %q is already %s; there is nothing to subscribe to (use GetTask)", t.ID, stateWord(t.State)))
+			fmt.Sprintf("task %q is already %s; there is nothing to subscribe to (use GetTask)", t.ID, text.StateWord(t.State)))
 	}
 	return t, nil
 }
@@ -542,7 +548,7 @@ func (h *handler) subscribable(ctx context.Context, req *a2a.SubscribeToTaskRequ
 // stream yields the task snapshot t, then the log entries after it, until
 // ends says a state ends the stream. The log is the source of truth; the
 // broker only wakes the loop.
-func (h *handler) stream(ctx context.Context, t *store.Task, hl *int, yield func(a2a.Event, error) bool, ends func(a2a.TaskState) bool) {
+func (h *Handler) stream(ctx context.Context, t *store.Task, hl *int, yield func(a2a.Event, error) bool, ends func(a2a.TaskState) bool) {
 	s := h.s
 	snap, err := h.view(ctx, t, hl)
 	if err != nil {
@@ -588,7 +594,7 @@ func (h *handler) stream(ctx context.Context, t *store.Task, hl *int, yield func
 			release()
 			continue
 		}
-		timer := time.NewTimer(s.cfg.PollInterval)
+		timer := time.NewTimer(s.cfg.RecheckInterval)
 		select {
 		case <-ch:
 		case <-timer.C:
@@ -606,8 +612,8 @@ func (h *handler) stream(ctx context.Context, t *store.Task, hl *int, yield func
 // no extended card: a card that does not declare
 // capabilities.extendedAgentCard gets UnsupportedOperation, one that
 // declares it ExtendedAgentCardNotConfigured (A2A 1.0 §3.3.4).
-func (h *handler) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
-	if e := h.s.agentByName(h.name); e == nil || !e.spec.Card.Capabilities.ExtendedAgentCard {
+func (h *Handler) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	if e := h.s.agentByName(h.name); e == nil || !e.card.Capabilities.ExtendedAgentCard {
 		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "this agent's card does not declare capabilities.extendedAgentCard: there is no extended agent card to get")
 	}
 	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent's card declares capabilities.extendedAgentCard, but no extended agent card is configured")
@@ -629,7 +635,7 @@ func (e *expiredError) Error() string {
 //
 // What a paused task held and has not released stays on the row, due for
 // release at once.
-func (s *Server) endRow(t *store.Task, state a2a.TaskState, text string, now time.Time) (*store.Task, store.LogEntry, error) {
+func (s *Engine) endRow(t *store.Task, state a2a.TaskState, text string, now time.Time) (*store.Task, store.LogEntry, error) {
 	next := *t
 	next.Runnable, next.LeaseOwner, next.LeaseUntil = false, "", time.Time{}
 	next.Input, next.Question, next.Checkpoint = nil, nil, nil
@@ -640,4 +646,12 @@ func (s *Server) endRow(t *store.Task, state a2a.TaskState, text string, now tim
 	}
 	next.State, next.Status = state, st
 	return &next, e, nil
+}
+
+// CheckSubscribe says, before a transport opens a stream, whether
+// SubscribeToTask would refuse req (an unknown or foreign task, a finished
+// one), so that the refusal travels as a plain error response.
+func (h *Handler) CheckSubscribe(ctx context.Context, req *a2a.SubscribeToTaskRequest) error {
+	_, err := h.subscribable(ctx, req)
+	return err
 }

@@ -1,4 +1,4 @@
-package askpoint
+package engine
 
 import (
 	"context"
@@ -31,12 +31,13 @@ const dueBatch = 256
 // whichever comes first.
 type timerLoop struct {
 	name    string
+	every   time.Duration // the longest sleep between rounds
 	kicks   chan struct{}
 	planned atomic.Int64 // unix ms of the next planned round; 0 when unknown
 }
 
-func newTimerLoop(name string) *timerLoop {
-	return &timerLoop{name: name, kicks: make(chan struct{}, 1)}
+func newTimerLoop(name string, every time.Duration) *timerLoop {
+	return &timerLoop{name: name, every: every, kicks: make(chan struct{}, 1)}
 }
 
 // wake makes the loop run a round soon, if at is before its next planned round.
@@ -61,7 +62,7 @@ func (l *timerLoop) kick() {
 	}
 }
 
-func (s *Server) runTimerLoop(ctx context.Context, l *timerLoop, work func(context.Context) (int, error), next func(context.Context) (time.Time, error)) {
+func (s *Engine) runTimerLoop(ctx context.Context, l *timerLoop, work func(context.Context) (int, error), next func(context.Context) (time.Time, error)) {
 	defer s.wg.Done()
 	for {
 		l.planned.Store(0)
@@ -70,12 +71,12 @@ func (s *Server) runTimerLoop(ctx context.Context, l *timerLoop, work func(conte
 			return
 		}
 		if err != nil {
-			s.log.Error("timer round failed; retrying after the poll interval", slog.String("timer", l.name), slog.Any("err", err))
+			s.log.Error("timer round failed; retrying after its interval", slog.String("timer", l.name), slog.Any("err", err))
 		}
 		if err == nil && n >= dueBatch {
 			continue
 		}
-		wait := s.cfg.PollInterval
+		wait := l.every
 		if err == nil && next != nil {
 			if at, err := next(ctx); err == nil && !at.IsZero() {
 				wait = min(wait, max(at.Sub(s.now()), time.Millisecond))
@@ -97,7 +98,7 @@ func (s *Server) runTimerLoop(ctx context.Context, l *timerLoop, work func(conte
 // sweep acts on every task whose wake timer is due: an open question
 // that expired, or a reminder point that passed. It returns how many
 // due tasks it found.
-func (s *Server) sweep(ctx context.Context) (int, error) {
+func (s *Engine) sweep(ctx context.Context) (int, error) {
 	tasks, err := s.store.DueTasks(ctx, store.DueParams{Timer: store.TimerWake, Now: s.now(), Limit: dueBatch})
 	if err != nil {
 		return 0, err
@@ -116,7 +117,7 @@ func (s *Server) sweep(ctx context.Context) (int, error) {
 // wakeTask acts on one task whose wake timer is due. A conflict means
 // someone else changed the task first (an answer, another node's sweep):
 // the next round sees it as it now stands.
-func (s *Server) wakeTask(ctx context.Context, t *store.Task) error {
+func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 	defer s.lockTask(t.ID)()
 	now := s.now()
 	if t.State == a2a.TaskStateWorking && !t.Runnable && len(t.Question) == 0 {
@@ -207,7 +208,7 @@ func reminderEntry(t *store.Task, n, of int, expires, now time.Time) (store.LogE
 // answer. It is a compare-and-set like every other transition, so it cannot
 // race an answer into two outcomes: store.ErrConflict when the task
 // changed first.
-func (s *Server) expire(ctx context.Context, t *store.Task) (*store.Task, error) {
+func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error) {
 	var q question.Question
 	if err := json.Unmarshal(t.Question, &q); err != nil {
 		return nil, fmt.Errorf("decode open question: %w", err)
@@ -264,7 +265,7 @@ func expiryResult(t *store.Task) string {
 }
 
 // write commits a timer's change to a task (compare-and-set on its version).
-func (s *Server) write(ctx context.Context, next *store.Task, entries []store.LogEntry) error {
+func (s *Engine) write(ctx context.Context, next *store.Task, entries []store.LogEntry) error {
 	_, err := s.commit(ctx, next, entries, false)
 	return err
 }
@@ -272,7 +273,7 @@ func (s *Server) write(ctx context.Context, next *store.Task, entries []store.Lo
 // releaseDue runs the release of every hold whose deadline passed. It
 // runs on its own timer, apart from the sweeper, so a hold is released on
 // time even when nobody sweeps expiries.
-func (s *Server) releaseDue(ctx context.Context) (int, error) {
+func (s *Engine) releaseDue(ctx context.Context) (int, error) {
 	tasks, err := s.store.DueTasks(ctx, store.DueParams{Timer: store.TimerHold, Now: s.now(), Limit: dueBatch})
 	if err != nil {
 		return 0, err
@@ -293,7 +294,7 @@ func (s *Server) releaseDue(ctx context.Context) (int, error) {
 // lasts), runs the agent's release for each, and records what was
 // released. A release cut short by a crash runs again when its claim
 // lapses; the call's key lets the agent make that harmless.
-func (s *Server) releaseHolds(ctx context.Context, t *store.Task) error {
+func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 	unlock := s.lockTask(t.ID)
 	locked := true
 	defer func() {
@@ -343,7 +344,7 @@ func (s *Server) releaseHolds(ctx context.Context, t *store.Task) error {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, s.cfg.LeaseDuration)
-		err := s.callRelease(rctx, agent.spec.Agent, t, holdKey(t.ID, p.Question, h.Name), status)
+		err := s.callRelease(rctx, agent.agent, t, holdKey(t.ID, p.Question, h.Name), status)
 		cancel()
 		if err != nil {
 			s.log.Warn("release failed; it will be tried again", slog.String("task", t.ID), slog.String("hold", h.Name),
@@ -361,7 +362,7 @@ func (s *Server) releaseHolds(ctx context.Context, t *store.Task) error {
 
 // setPauseKeepingTimers stores p and recomputes only the hold timer: a
 // hold release must not move the question's wake timer.
-func (s *Server) setPauseKeepingTimers(next *store.Task, p *pauseState) error {
+func (s *Engine) setPauseKeepingTimers(next *store.Task, p *pauseState) error {
 	raw, err := json.Marshal(p)
 	if err != nil {
 		return err
@@ -377,7 +378,7 @@ func holdKey(taskID, questionID, name string) string {
 	return taskID + "/" + questionID + "/hold/" + name
 }
 
-func (s *Server) callRelease(ctx context.Context, agent Agent, t *store.Task, key string, h HoldStatus) (err error) {
+func (s *Engine) callRelease(ctx context.Context, agent Agent, t *store.Task, key string, h HoldStatus) (err error) {
 	r, ok := agent.(Releaser)
 	if !ok {
 		return fmt.Errorf("agent %q cannot release holds", t.Agent)
@@ -394,7 +395,7 @@ func (s *Server) callRelease(ctx context.Context, agent Agent, t *store.Task, ke
 // markReleased records released holds on the task, retrying the
 // compare-and-set while the task changes under it. A task that resumed in
 // the meantime took its holds back; there is nothing left to record.
-func (s *Server) markReleased(ctx context.Context, t *store.Task, claims map[string]time.Time) error {
+func (s *Engine) markReleased(ctx context.Context, t *store.Task, claims map[string]time.Time) error {
 	for range maxCASRetries {
 		p, err := decodePause(t)
 		if err != nil {

@@ -1,4 +1,4 @@
-package askpoint
+package engine
 
 import (
 	"bytes"
@@ -70,7 +70,7 @@ func sameContent(stored, incoming *a2a.Message) bool {
 // caller that acted on the task by its ID knew of it, so the same first
 // message again is a new request (the A2A conformance suite sends one
 // message many times for many tasks).
-func (s *Server) sameRequest(ctx context.Context, id string, m *a2a.Message) (*store.Task, bool, error) {
+func (s *Engine) sameRequest(ctx context.Context, id string, m *a2a.Message) (*store.Task, bool, error) {
 	t, err := s.store.GetTask(ctx, id)
 	if err != nil {
 		return nil, false, err
@@ -102,7 +102,7 @@ func (s *Server) sameRequest(ctx context.Context, id string, m *a2a.Message) (*s
 // task's message with msg's messageId (from store.LoadTask), nil when it
 // has none. A messageId reused with other content is a different message:
 // it is logged and handled as new.
-func (s *Server) redelivered(t *store.Task, stored json.RawMessage, msg *a2a.Message) (bool, error) {
+func (s *Engine) redelivered(t *store.Task, stored json.RawMessage, msg *a2a.Message) (bool, error) {
 	if stored == nil {
 		return false, nil
 	}

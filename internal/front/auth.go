@@ -1,4 +1,4 @@
-package askpoint
+package front
 
 import (
 	"crypto/sha256"
@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/askpoint/askpoint/internal/engine"
 )
 
 // Authentication and the per-principal limits that need to know who is
@@ -36,10 +37,17 @@ func newTokenTable(tokens map[string]string) (tokenTable, error) {
 	return t, nil
 }
 
+// CheckTokens says whether tokens can be served: each at least 16
+// characters, each mapped to a principal.
+func CheckTokens(tokens map[string]string) error {
+	_, err := newTokenTable(tokens)
+	return err
+}
+
 // authenticate names the caller from its bearer token, or refuses the
 // request. Without configured tokens every caller is anonymous.
-func (s *Server) authenticate(r *http.Request) (*http.Request, error) {
-	if len(s.tokens) == 0 {
+func (f *Front) authenticate(r *http.Request) (*http.Request, error) {
+	if len(f.tokens) == 0 {
 		return r, nil
 	}
 	h := r.Header.Get("Authorization")
@@ -50,11 +58,11 @@ func (s *Server) authenticate(r *http.Request) (*http.Request, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return nil, a2a.NewError(a2a.ErrUnauthenticated, "the Authorization header must be \"Bearer <token>\"")
 	}
-	principal, ok := s.tokens[sha256.Sum256([]byte(strings.TrimSpace(token)))]
+	principal, ok := f.tokens[sha256.Sum256([]byte(strings.TrimSpace(token)))]
 	if !ok {
 		return nil, a2a.NewError(a2a.ErrUnauthenticated, "the bearer token is not one this server knows: send Authorization: Bearer <token> with a token its operator issued")
 	}
-	return r.WithContext(WithPrincipal(r.Context(), principal)), nil
+	return r.WithContext(engine.WithPrincipal(r.Context(), principal)), nil
 }
 
 // streamSlots counts each principal's open streams.

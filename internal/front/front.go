@@ -1,4 +1,4 @@
-package askpoint
+package front
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/errordetails"
 
+	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -41,45 +42,45 @@ const (
 // requests without A2A-Version 1.0, malformed messages, and subscriptions
 // to finished tasks. Proto field names (history_length) are read as their
 // JSON names (historyLength), as ProtoJSON readers do.
-func (s *Server) Handler() http.Handler {
+func (f *Front) Handler() http.Handler {
 	mux := http.NewServeMux()
-	cardModified := s.now().Truncate(time.Second) // cards change only when the server is built anew
-	names := s.Agents()
+	cardModified := f.now().Truncate(time.Second) // cards change only when the server is built anew
+	names := f.names()
 	for i, name := range names {
-		e := s.agentByName(name)
+		e := f.agent(name)
 		prefix := "/" + name
-		card := s.cardHandler(e, cardModified)
+		card := f.cardHandler(e, cardModified)
 		mux.Handle("GET "+prefix+a2asrv.WellKnownAgentCardPath, card)
 		if i == 0 {
 			mux.Handle("GET "+a2asrv.WellKnownAgentCardPath, card)
 		}
-		jsonrpc := s.jsonrpcFront(e.handler, a2asrv.NewJSONRPCHandler(e.handler))
+		jsonrpc := f.jsonrpcFront(e.Handler, a2asrv.NewJSONRPCHandler(e.Handler))
 		// Events for waiting tasks (a sub-agent's push notifications):
 		// authenticated by each task's wake token, not by caller tokens.
-		mux.HandleFunc("POST "+prefix+"/wake/{task}", func(w http.ResponseWriter, r *http.Request) { s.serveWake(w, r, name) })
+		mux.HandleFunc("POST "+prefix+"/wake/{task}", func(w http.ResponseWriter, r *http.Request) { f.serveWake(w, r, name) })
 		mux.Handle(prefix+PathJSONRPC, jsonrpc)
 		// Clients that join a base URL and "/" (Python's httpx, the
 		// conformance suite's client) post to the endpoint with a
 		// trailing slash.
 		mux.Handle(prefix+PathJSONRPC+"/{$}", jsonrpc)
-		mux.Handle(prefix+PathREST+"/", http.StripPrefix(prefix+PathREST, s.restFront(e.handler, a2asrv.NewRESTHandler(e.handler))))
+		mux.Handle(prefix+PathREST+"/", http.StripPrefix(prefix+PathREST, f.restFront(e.Handler, a2asrv.NewRESTHandler(e.Handler))))
 	}
 	return mux
 }
 
 // Card returns the agent card of the named agent as served from baseURL
 // (scheme and host, e.g. "http://127.0.0.1:8420").
-func (s *Server) Card(name, baseURL string) (*a2a.AgentCard, error) {
-	e := s.agentByName(name)
+func (f *Front) Card(name, baseURL string) (*a2a.AgentCard, error) {
+	e := f.agent(name)
 	if e == nil {
 		return nil, fmt.Errorf("askpoint: no agent named %q", name)
 	}
-	return s.card(e, baseURL), nil
+	return f.card(e, baseURL), nil
 }
 
-func (s *Server) card(e *agentEntry, baseURL string) *a2a.AgentCard {
-	c := e.spec.Card
-	base := strings.TrimSuffix(baseURL, "/") + "/" + e.spec.Name
+func (f *Front) card(e *Agent, baseURL string) *a2a.AgentCard {
+	c := e.Card
+	base := strings.TrimSuffix(baseURL, "/") + "/" + e.Name
 	c.SupportedInterfaces = []*a2a.AgentInterface{
 		a2a.NewAgentInterface(base+PathJSONRPC, a2a.TransportProtocolJSONRPC),
 		a2a.NewAgentInterface(base+PathREST, a2a.TransportProtocolHTTPJSON),
@@ -96,7 +97,7 @@ func (s *Server) card(e *agentEntry, baseURL string) *a2a.AgentCard {
 	if c.Skills == nil {
 		c.Skills = []a2a.AgentSkill{}
 	}
-	if len(s.tokens) > 0 {
+	if len(f.tokens) > 0 {
 		c.SecuritySchemes = a2a.NamedSecuritySchemes{BearerScheme: a2a.HTTPAuthSecurityScheme{
 			Scheme: "Bearer", Description: "An API key issued by the server's operator, sent as Authorization: Bearer <token>.",
 		}}
@@ -109,20 +110,20 @@ func (s *Server) card(e *agentEntry, baseURL string) *a2a.AgentCard {
 		Description: "Questions carry a data part with questionId, expires, answerSchema and options; answers are validated and re-asked with errors.",
 		Required:    false,
 		Params: map[string]any{
-			"maxAttempts":   s.cfg.MaxAttempts,
-			"defaultExpiry": s.cfg.QuestionExpiry.String(),
+			"maxAttempts":   f.opts.MaxAttempts,
+			"defaultExpiry": f.opts.QuestionExpiry.String(),
 		},
 	})
 	return &c
 }
 
-func (s *Server) cardHandler(e *agentEntry, modified time.Time) http.Handler {
+func (f *Front) cardHandler(e *Agent, modified time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scheme := "http"
 		if r.TLS != nil {
 			scheme = "https"
 		}
-		body, err := json.Marshal(s.card(e, scheme+"://"+r.Host))
+		body, err := json.Marshal(f.card(e, scheme+"://"+r.Host))
 		if err != nil {
 			http.Error(w, "agent card cannot be encoded", http.StatusInternalServerError)
 			return
@@ -400,13 +401,13 @@ type jsonrpcEnvelope struct {
 	ID      any             `json:"id"`
 }
 
-func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
+func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
 			writeJSONRPCError(w, nil, a2a.NewError(a2a.ErrInvalidRequest, "JSON-RPC requests must be sent with POST"))
 			return
 		}
-		ar, err := s.authenticate(r)
+		ar, err := f.authenticate(r)
 		if err != nil {
 			// JSON-RPC errors travel with status 200: clients read the
 			// error object, not the status.
@@ -423,7 +424,7 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 			writeJSONRPCError(w, nil, err)
 			return
 		}
-		body, err := readBody(r, s.cfg.MaxRequestBytes)
+		body, err := readBody(r, f.opts.MaxRequestBytes)
 		if err != nil {
 			writeJSONRPCError(w, nil, err)
 			return
@@ -466,7 +467,7 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 				fail(w, env.ID, errInvalidParams("params must be an object holding message"))
 				return
 			}
-			if err := checkParts("params.message", p.Message, s.cfg.MaxParts); err != nil {
+			if err := checkParts("params.message", p.Message, f.opts.MaxParts); err != nil {
 				fail(w, env.ID, err)
 				return
 			}
@@ -492,13 +493,13 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 				fail(w, env.ID, errInvalidParams("params must be an object holding id"))
 				return
 			}
-			if _, err := h.subscribable(r.Context(), &p); err != nil {
+			if err := h.CheckSubscribe(r.Context(), &p); err != nil {
 				fail(w, env.ID, err)
 				return
 			}
 		}
 		if env.Method == "SendStreamingMessage" || env.Method == "SubscribeToTask" {
-			release, err := s.streams.acquire(principalFrom(r.Context()))
+			release, err := f.streams.acquire(engine.Principal(r.Context()))
 			if err != nil {
 				fail(w, env.ID, err)
 				return
@@ -515,10 +516,10 @@ func (s *Server) jsonrpcFront(h *handler, next http.Handler) http.Handler {
 // [/TENANT]/tasks/TASK/pushNotificationConfigs/ID.
 var restPushConfigPath = regexp.MustCompile(`^(?:/([^/]+))?/tasks/([^/]+)/pushNotificationConfigs/([^/]+)$`)
 
-func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
+func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w := &a2aJSONWriter{ResponseWriter: rw, a2a: wantsA2AJSON(r)}
-		ar, err := s.authenticate(r)
+		ar, err := f.authenticate(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="askpoint"`)
 			writeRESTError(w, err)
@@ -531,7 +532,7 @@ func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
 				return
 			}
 		}
-		body, err := readBody(r, s.cfg.MaxRequestBytes)
+		body, err := readBody(r, f.opts.MaxRequestBytes)
 		if err != nil {
 			writeRESTError(w, err)
 			return
@@ -560,7 +561,7 @@ func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
 				writeRESTError(w, a2a.NewError(a2a.ErrParseError, "request body is not valid JSON: "+err.Error()))
 				return
 			}
-			if err := checkParts("message", p.Message, s.cfg.MaxParts); err != nil {
+			if err := checkParts("message", p.Message, f.opts.MaxParts); err != nil {
 				writeRESTError(w, err)
 				return
 			}
@@ -578,13 +579,13 @@ func (s *Server) restFront(h *handler, next http.Handler) http.Handler {
 			return
 		case strings.HasPrefix(r.URL.Path, "/tasks/") && strings.HasSuffix(r.URL.Path, ":subscribe"):
 			id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/tasks/"), ":subscribe")
-			if _, err := h.subscribable(r.Context(), &a2a.SubscribeToTaskRequest{ID: a2a.TaskID(id)}); err != nil {
+			if err := h.CheckSubscribe(r.Context(), &a2a.SubscribeToTaskRequest{ID: a2a.TaskID(id)}); err != nil {
 				writeRESTError(w, err)
 				return
 			}
 		}
 		if r.URL.Path == "/message:stream" || strings.HasSuffix(r.URL.Path, ":subscribe") {
-			release, err := s.streams.acquire(principalFrom(r.Context()))
+			release, err := f.streams.acquire(engine.Principal(r.Context()))
 			if err != nil {
 				writeRESTError(w, err)
 				return

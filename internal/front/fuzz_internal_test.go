@@ -1,10 +1,11 @@
-package askpoint
+package front
 
 import (
 	"encoding/json"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/askpoint/askpoint/internal/engine"
 )
 
 // FuzzCheckParts: the front check of a message never panics, and whatever
@@ -42,7 +43,7 @@ func FuzzCheckParts(f *testing.F) {
 				t.Fatalf("checkParts accepted %s whose part %d has no content", raw, i)
 			}
 		}
-		if err := validateMessage(&a2a.SendMessageRequest{Message: &m}, 64); err != nil && m.Role != a2a.MessageRoleAgent {
+		if err := engine.ValidateMessage(&a2a.SendMessageRequest{Message: &m}, 64); err != nil && m.Role != a2a.MessageRoleAgent {
 			t.Fatalf("checkParts accepted %s but the engine refuses it: %v", raw, err)
 		}
 	})

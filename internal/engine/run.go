@@ -1,4 +1,4 @@
-package askpoint
+package engine
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
 )
@@ -46,7 +47,7 @@ const (
 // it held. msg, when not nil, is the caller's message, appended to the
 // history; note, when not empty, is a status message saying why the task
 // resumed (for people and push receivers).
-func (s *Server) resumeRow(t *store.Task, in *runInput, msg *a2a.Message, note string) (*store.Task, []store.LogEntry, error) {
+func (s *Engine) resumeRow(t *store.Task, in *runInput, msg *a2a.Message, note string) (*store.Task, []store.LogEntry, error) {
 	now := s.now()
 	p, err := decodePause(t)
 	if err != nil {
@@ -195,11 +196,11 @@ type job struct{ w *work }
 // quickSteps reports whether this node runs a blocking call's step before
 // its message is written (see send.go): only on a store one process owns,
 // where the task locks serialise every transition that could race it.
-func (s *Server) quickSteps() bool { return s.serialised() && !s.cfg.DisableQuickSteps }
+func (s *Engine) quickSteps() bool { return s.serialised() && !s.cfg.DisableQuickSteps }
 
 // serialised reports whether transitions of one task on this node take the
 // task's lock.
-func (s *Server) serialised() bool {
+func (s *Engine) serialised() bool {
 	sn, ok := s.store.(interface{ SingleNode() bool })
 	return ok && sn.SingleNode()
 }
@@ -207,7 +208,7 @@ func (s *Server) serialised() bool {
 // enter registers a step run outside the worker pool with the server, so
 // that Stop waits for it. It is false once the server stops (or before it
 // starts).
-func (s *Server) enter() bool {
+func (s *Engine) enter() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.started || s.stopped {
@@ -220,7 +221,7 @@ func (s *Server) enter() bool {
 // runHere runs w's step in the calling goroutine when a worker slot is
 // free, else queues it. It returns the task as the step left it (or as it
 // was, when queued).
-func (s *Server) runHere(w *work) *store.Task {
+func (s *Engine) runHere(w *work) *store.Task {
 	select {
 	case s.slots <- struct{}{}:
 	default:
@@ -240,7 +241,7 @@ func (s *Server) runHere(w *work) *store.Task {
 // is then as the step left it). When no worker slot is free or the server
 // is stopping, nothing runs and ok is false; when the pending write lost,
 // w.lostPending is set.
-func (s *Server) runQuick(w *work) (*store.Task, bool) {
+func (s *Engine) runQuick(w *work) (*store.Task, bool) {
 	select {
 	case s.slots <- struct{}{}:
 	default:
@@ -276,7 +277,7 @@ func withInput(t *store.Task, in *runInput) error {
 // dispatch hands w to the local worker pool. When the pool's queue is full
 // the lease is released so the poller (here or on another node) takes the
 // task.
-func (s *Server) dispatch(w *work) {
+func (s *Engine) dispatch(w *work) {
 	select {
 	case s.queue <- job{w: w}:
 	default:
@@ -287,7 +288,7 @@ func (s *Server) dispatch(w *work) {
 	}
 }
 
-func (s *Server) worker(ctx context.Context) {
+func (s *Engine) worker(ctx context.Context) {
 	defer s.wg.Done()
 	for {
 		select {
@@ -310,7 +311,7 @@ func (s *Server) worker(ctx context.Context) {
 // queue when the server stops (acknowledged, never started), as execute does
 // for a step it abandons, so that the next start or another node takes them
 // over at once instead of after their lease lapses.
-func (s *Server) releaseQueued() {
+func (s *Engine) releaseQueued() {
 	for {
 		select {
 		case j := <-s.queue:
@@ -323,7 +324,7 @@ func (s *Server) releaseQueued() {
 
 // releaseJob releases the lease this node took for j, unless the task has
 // moved on since (then the release is a no-op conflict).
-func (s *Server) releaseJob(j job) {
+func (s *Engine) releaseJob(j job) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	t := j.w.task
@@ -337,7 +338,7 @@ func (s *Server) releaseJob(j job) {
 // or stopped node, or work the queue could not take. The claim query is
 // indexed on the lease of runnable tasks, so it costs O(runnable), not
 // O(paused).
-func (s *Server) poller(ctx context.Context) {
+func (s *Engine) poller(ctx context.Context) {
 	defer s.wg.Done()
 	tick := time.NewTicker(s.cfg.PollInterval)
 	defer tick.Stop()
@@ -352,7 +353,7 @@ func (s *Server) poller(ctx context.Context) {
 	}
 }
 
-func (s *Server) claimLapsed(ctx context.Context) {
+func (s *Engine) claimLapsed(ctx context.Context) {
 	free := cap(s.queue) - len(s.queue)
 	if free <= 0 {
 		return
@@ -374,7 +375,7 @@ func (s *Server) claimLapsed(ctx context.Context) {
 
 // run is one step of one task on this node.
 type run struct {
-	s     *Server
+	s     *Engine
 	mu    sync.Mutex
 	task  *store.Task // the latest version this run wrote or claimed
 	lost  bool
@@ -408,7 +409,7 @@ const workingAfter = 100 * time.Millisecond
 
 // runWork runs w's step on this node and returns the task as the step
 // left it: the last version it wrote (or w.task when it wrote nothing).
-func (s *Server) runWork(ctx context.Context, w *work) *store.Task {
+func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 	t := w.task
 	r := &run{s: s, task: t, agent: t.Agent, pending: w.pending, unlock: w.unlock, known: w.known}
 	if w.pending != nil {
@@ -473,7 +474,7 @@ func (s *Server) runWork(ctx context.Context, w *work) *store.Task {
 	}
 
 	stopBeat := r.heartbeat(runCtx)
-	outcome, stepErr := safeStep(runCtx, entry.spec.Agent, call, res)
+	outcome, stepErr := safeStep(runCtx, entry.agent, call, res)
 	stopBeat()
 
 	if ctx.Err() != nil && stepErr != nil {
@@ -491,13 +492,13 @@ func (s *Server) runWork(ctx context.Context, w *work) *store.Task {
 	return r.latest()
 }
 
-func (s *Server) agentByName(name string) *agentEntry {
+func (s *Engine) agentByName(name string) *agentEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.agents[name]
 }
 
-func (s *Server) buildCall(ctx context.Context, r *run, in *runInput, request *a2a.Message) (*Call, *Resumption, error) {
+func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a2a.Message) (*Call, *Resumption, error) {
 	t := r.task
 	call := &Call{
 		TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner,
@@ -704,7 +705,7 @@ func (r *run) finish(ctx context.Context, o Outcome, stepErr error) {
 	s := r.s
 	if stepErr != nil {
 		s.log.Warn("agent step failed", slog.String("task", r.task.ID), slog.String("agent", r.agent), slog.Any("err", stepErr))
-		o = Fail("The agent failed: " + firstLine(stepErr.Error()))
+		o = Fail("The agent failed: " + text.FirstLine(stepErr.Error()))
 	}
 	err := r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
 		return s.applyOutcome(next, o, now)
@@ -715,7 +716,7 @@ func (r *run) finish(ctx context.Context, o Outcome, stepErr error) {
 }
 
 // applyOutcome turns an outcome into the task's next row and log entries.
-func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]store.LogEntry, error) {
+func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]store.LogEntry, error) {
 	next.Runnable = false
 	next.LeaseOwner = ""
 	next.LeaseUntil = time.Time{}
@@ -728,7 +729,7 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		s.log.Error("the pause state of a task cannot be read; a late wake will be told not found", slog.String("task", next.ID), slog.Any("err", err))
 	}
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
-	if o.kind == OutcomeComplete || o.kind == OutcomeFail || o.kind == OutcomeReject {
+	if o.Kind == OutcomeComplete || o.Kind == OutcomeFail || o.Kind == OutcomeReject {
 		// A wake that comes after the end is told it is late.
 		defer keepDigest(next, digest)
 	}
@@ -736,19 +737,19 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 	var entries []store.LogEntry
 	var state a2a.TaskState
 	var msg *a2a.Message
-	switch o.kind {
+	switch o.Kind {
 	case OutcomeAsk:
-		q, err := s.prepareQuestion(o.question, next.ID, next.Version, now)
+		q, err := s.prepareQuestion(o.Question, next.ID, next.Version, now)
 		if err != nil {
 			return s.applyOutcome(next, Fail("The agent asked a question that cannot be answered: "+err.Error()), now)
 		}
-		cp, err := json.Marshal(o.checkpoint)
+		cp, err := json.Marshal(o.Checkpoint)
 		if err != nil {
 			return s.applyOutcome(next, Fail("The agent's checkpoint could not be saved: "+err.Error()), now)
 		}
 		var agent Agent
 		if e := s.agentByName(next.Agent); e != nil {
-			agent = e.spec.Agent
+			agent = e.agent
 		}
 		pause, err := s.preparePause(o, q, agent, now)
 		if err != nil {
@@ -759,11 +760,11 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 			return nil, err
 		}
 		next.Checkpoint, next.Question = cp, qraw
-		if o.wakeToken != "" {
-			if len(o.wakeToken) < minWakeToken {
+		if o.WakeToken != "" {
+			if len(o.WakeToken) < minWakeToken {
 				return s.applyOutcome(next, Fail(fmt.Sprintf("The agent's wake token is shorter than %d characters.", minWakeToken)), now)
 			}
-			pause.WakeDigest = tokenDigest(o.wakeToken)
+			pause.WakeDigest = tokenDigest(o.WakeToken)
 		}
 		if err := s.setPause(next, pause); err != nil {
 			return nil, err
@@ -771,32 +772,32 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		state, msg = a2a.TaskStateInputRequired, q.Message()
 		msg.TaskID, msg.ContextID = a2a.TaskID(next.ID), next.ContextID
 	case OutcomeAuth:
-		cp, err := json.Marshal(o.checkpoint)
+		cp, err := json.Marshal(o.Checkpoint)
 		if err != nil {
 			return s.applyOutcome(next, Fail("The agent's checkpoint could not be saved: "+err.Error()), now)
 		}
 		next.Checkpoint = cp
-		state, msg = a2a.TaskStateAuthRequired, agentMessage(next, o.text)
+		state, msg = a2a.TaskStateAuthRequired, agentMessage(next, o.Text)
 	case OutcomeAwait:
-		if len(o.wakeToken) < minWakeToken {
+		if len(o.WakeToken) < minWakeToken {
 			return s.applyOutcome(next, Fail(fmt.Sprintf("The agent waits for an event with a wake token shorter than %d characters.", minWakeToken)), now)
 		}
-		if !o.deadline.After(now) {
+		if !o.Deadline.After(now) {
 			return s.applyOutcome(next, Fail("The agent waits for an event with a deadline that has passed."), now)
 		}
-		cp, err := json.Marshal(o.checkpoint)
+		cp, err := json.Marshal(o.Checkpoint)
 		if err != nil {
 			return s.applyOutcome(next, Fail("The agent's checkpoint could not be saved: "+err.Error()), now)
 		}
 		next.Checkpoint = cp
 		// Question names the pause in hold keys: unique per pause.
-		p := &pauseState{Asked: now, Await: o.text, Question: fmt.Sprintf("await-%d", next.Version),
-			Expires: o.deadline.UTC().Truncate(time.Millisecond), WakeDigest: tokenDigest(o.wakeToken)}
+		p := &pauseState{Asked: now, Await: o.Text, Question: fmt.Sprintf("await-%d", next.Version),
+			Expires: o.Deadline.UTC().Truncate(time.Millisecond), WakeDigest: tokenDigest(o.WakeToken)}
 		var agent Agent
 		if e := s.agentByName(next.Agent); e != nil {
-			agent = e.spec.Agent
+			agent = e.agent
 		}
-		if p.Holds, err = prepareHolds(o.holds, p.Expires, "the wait's deadline", agent); err != nil {
+		if p.Holds, err = prepareHolds(o.Holds, p.Expires, "the wait's deadline", agent); err != nil {
 			return s.applyOutcome(next, Fail("The agent waits while holding what the runtime cannot keep: "+err.Error()), now)
 		}
 		raw, err := json.Marshal(p)
@@ -804,9 +805,9 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 			return nil, err
 		}
 		next.Pause, next.WakeAt, next.HoldAt = raw, p.Expires, p.nextRelease()
-		state, msg = a2a.TaskStateWorking, agentMessage(next, o.text)
+		state, msg = a2a.TaskStateWorking, agentMessage(next, o.Text)
 	case OutcomeComplete:
-		for _, a := range o.artifacts {
+		for _, a := range o.Artifacts {
 			e, err := addArtifact(next, a, now)
 			if err != nil {
 				return nil, err
@@ -815,16 +816,16 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		}
 		next.Checkpoint = nil
 		state = a2a.TaskStateCompleted
-		if o.text != "" {
-			msg = agentMessage(next, o.text)
+		if o.Text != "" {
+			msg = agentMessage(next, o.Text)
 		}
 	case OutcomeFail, OutcomeReject:
 		next.Checkpoint = nil
 		state = a2a.TaskStateFailed
-		if o.kind == OutcomeReject {
+		if o.Kind == OutcomeReject {
 			state = a2a.TaskStateRejected
 		}
-		msg = agentMessage(next, o.text)
+		msg = agentMessage(next, o.Text)
 	default:
 		return s.applyOutcome(next, Fail("The agent ended its step without an outcome."), now)
 	}
@@ -838,7 +839,7 @@ func (s *Server) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 
 // prepareQuestion fills what the agent left to the runtime and checks the
 // question can be answered.
-func (s *Server) prepareQuestion(in *question.Question, taskID string, version int64, now time.Time) (*question.Question, error) {
+func (s *Engine) prepareQuestion(in *question.Question, taskID string, version int64, now time.Time) (*question.Question, error) {
 	q := *in
 	if q.ID == "" {
 		q.ID = questionID(taskID, version)
@@ -863,13 +864,4 @@ func (s *Server) prepareQuestion(in *question.Question, taskID string, version i
 		return nil, err
 	}
 	return &q, nil
-}
-
-func firstLine(s string) string {
-	for i, c := range s {
-		if c == '\n' {
-			return s[:i]
-		}
-	}
-	return s
 }

@@ -1,12 +1,12 @@
-package askpoint
+package engine
 
 import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/askpoint/askpoint/internal/text"
 )
 
 // Errors a caller can get. Each wraps one a2a sentinel, so the SDK's
@@ -23,7 +23,7 @@ func errTaskNotFound(id string) error {
 
 func errTerminal(id string, state a2a.TaskState) error {
 	return a2a.NewError(a2a.ErrUnsupportedOperation,
-		fmt.Sprintf("task %q is %s and takes no more messages; start a new task (send without taskId)", id, stateWord(state)))
+		fmt.Sprintf("task %q is %s and takes no more messages; start a new task (send without taskId)", id, text.StateWord(state)))
 }
 
 // internalError is a failure of the server itself (the store, an encoding).
@@ -60,40 +60,4 @@ func logInternal(log *slog.Logger, op, task string, err error) {
 	}
 	ie.logged = true
 	log.Error("internal error", slog.String("op", op), slog.String("task", task), slog.Any("err", ie.cause))
-}
-
-// protocolError describes how one sentinel travels on each binding.
-type protocolError struct {
-	err        error
-	code       int // JSON-RPC
-	httpStatus int // HTTP+JSON
-	status     string
-}
-
-var protocolErrors = []protocolError{
-	{a2a.ErrParseError, -32700, http.StatusBadRequest, "INVALID_ARGUMENT"},
-	{a2a.ErrInvalidRequest, -32600, http.StatusBadRequest, "INVALID_ARGUMENT"},
-	{a2a.ErrMethodNotFound, -32601, http.StatusNotImplemented, "UNIMPLEMENTED"},
-	{a2a.ErrInvalidParams, -32602, http.StatusBadRequest, "INVALID_ARGUMENT"},
-	{a2a.ErrTaskNotFound, -32001, http.StatusNotFound, "NOT_FOUND"},
-	{a2a.ErrTaskNotCancelable, -32002, http.StatusBadRequest, "FAILED_PRECONDITION"},
-	{a2a.ErrPushNotificationNotSupported, -32003, http.StatusBadRequest, "FAILED_PRECONDITION"},
-	{a2a.ErrUnsupportedOperation, -32004, http.StatusBadRequest, "FAILED_PRECONDITION"},
-	{a2a.ErrUnsupportedContentType, -32005, http.StatusUnsupportedMediaType, "INVALID_ARGUMENT"},
-	{a2a.ErrVersionNotSupported, -32009, http.StatusBadRequest, "FAILED_PRECONDITION"},
-	{a2a.ErrUnauthenticated, -31401, http.StatusUnauthorized, "UNAUTHENTICATED"},
-	{a2a.ErrUnauthorized, -31403, http.StatusForbidden, "PERMISSION_DENIED"},
-}
-
-func lookupProtocolError(err error) protocolError {
-	var le *limitError
-	if errors.As(err, &le) {
-		return protocolError{a2a.ErrInvalidRequest, -32600, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED"}
-	}
-	for _, pe := range protocolErrors {
-		if errors.Is(err, pe.err) {
-			return pe
-		}
-	}
-	return protocolError{a2a.ErrInternalError, -32603, http.StatusInternalServerError, "INTERNAL"}
 }

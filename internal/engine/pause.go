@@ -1,7 +1,6 @@
-package askpoint
+package engine
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,109 +12,9 @@ import (
 	"github.com/askpoint/askpoint/store"
 )
 
-// ExpiryAction says what happens to a task whose question expires
-// unanswered.
-type ExpiryAction string
-
-const (
-	// ExpireFail ends the task failed, with a status message naming the
-	// question and when it expired. The default.
-	ExpireFail ExpiryAction = "fail"
-	// ExpireCancel ends the task canceled.
-	ExpireCancel ExpiryAction = "cancel"
-	// ExpireDefault resumes the task with the default answer set by
-	// [Outcome.DefaultAnswer]; the agent's step sees Call.Expired.
-	ExpireDefault ExpiryAction = "default"
-)
-
-// OnExpiry sets what an Ask outcome's question does when it expires
-// unanswered: [ExpireFail] (the default) or [ExpireCancel]. To resume
-// with an answer instead, use [Outcome.DefaultAnswer].
-func (o Outcome) OnExpiry(a ExpiryAction) Outcome {
-	o.onExpiry = a
-	return o
-}
-
-// DefaultAnswer makes an Ask outcome's question resume the task with
-// answer when it expires unanswered. answer must encode to a JSON object
-// valid against the question's schema; the runtime checks it when the
-// agent asks.
-func (o Outcome) DefaultAnswer(answer any) Outcome {
-	o.onExpiry = ExpireDefault
-	o.defaultAnswer = answer
-	return o
-}
-
-// Hold declares something the task holds while its question is open, or
-// while it awaits an event ([Await]): a seat, stock, a budget reservation,
-// a sub-agent's task. The runtime calls the agent's
-// release ([Releaser], or Steps.OnRelease) for it at h.Until if the task
-// has not resumed by then, or as soon as the task ends without resuming
-// (it expires, or the caller cancels). A task that resumes first gets its
-// holds back in [Call.Holds].
-func (o Outcome) Hold(h Hold) Outcome {
-	o.holds = append(o.holds, h)
-	return o
-}
-
-// Holds are an Ask outcome's holds.
-func (o Outcome) Holds() []Hold { return o.holds }
-
-// ExpiryAction is what an Ask outcome's question does at its expiry.
-func (o Outcome) ExpiryAction() ExpiryAction {
-	if o.onExpiry == "" {
-		return ExpireFail
-	}
-	return o.onExpiry
-}
-
-// Hold is something a paused task holds.
-type Hold struct {
-	// Name identifies the hold within the task, for people and logs
-	// ("seat 14C"). Required and unique per question.
-	Name string
-	// Until is the release deadline: no later than the question's expiry.
-	// Zero means the question's expiry.
-	Until time.Time
-	// Data is what the release needs (encoded to JSON), such as the
-	// reservation's ID.
-	Data any
-}
-
-// HoldStatus is a hold as the runtime tracks it.
-type HoldStatus struct {
-	Name  string
-	Until time.Time
-	Data  json.RawMessage
-	// Lapsed: the deadline passed before the task resumed. The thing held
-	// may be gone; re-check before acting on it.
-	Lapsed bool
-	// Released: the runtime started the release. It may still be running,
-	// or have failed (then it is not retried once the task resumed): an
-	// agent that needs the thing gone releases it itself, which releases
-	// being idempotent makes harmless.
-	Released bool
-}
-
-// Releaser is implemented by agents that hold things while paused. The
-// runtime calls Release on the hold's deadline, on whichever node gets to
-// it first, even when nobody acts on the question's expiry. call carries the
-// task's identity and an idempotency key for the release (call.Key); it has
-// no request or message. A release that returns an error is tried again
-// after the lease duration.
-type Releaser interface {
-	Release(ctx context.Context, call *Call, h HoldStatus) error
-}
-
-// releases reports whether Steps can release holds.
-func (s Steps[C, A]) releases() bool { return s.OnRelease != nil }
-
 func canRelease(a Agent) bool {
-	if s, ok := a.(interface{ releases() bool }); ok {
-		return s.releases()
-	}
-	_, ok := a.(Releaser)
-	return ok
+	r, ok := a.(Releaser)
+	return ok && r.CanRelease()
 }
 
 // pauseState is the engine's state of a pause, kept in store.Task.Pause.
@@ -175,12 +74,12 @@ func decodePause(t *store.Task) (*pauseState, error) {
 
 // preparePause checks an Ask outcome's expiry action and holds against its
 // question and builds the pause state.
-func (s *Server) preparePause(o Outcome, q *question.Question, agent Agent, now time.Time) (*pauseState, error) {
-	p := &pauseState{Asked: now, Question: q.ID, Expires: q.Expires, OnExpiry: o.ExpiryAction()}
+func (s *Engine) preparePause(o Outcome, q *question.Question, agent Agent, now time.Time) (*pauseState, error) {
+	p := &pauseState{Asked: now, Question: q.ID, Expires: q.Expires, OnExpiry: o.expiryAction()}
 	switch p.OnExpiry {
 	case ExpireFail, ExpireCancel:
 	case ExpireDefault:
-		raw, err := json.Marshal(o.defaultAnswer)
+		raw, err := json.Marshal(o.DefaultAnswer)
 		if err != nil {
 			return nil, fmt.Errorf("its default answer cannot be encoded: %v", err)
 		}
@@ -199,7 +98,7 @@ func (s *Server) preparePause(o Outcome, q *question.Question, agent Agent, now 
 	default:
 		return nil, fmt.Errorf("unknown expiry action %q (use ExpireFail, ExpireCancel or DefaultAnswer)", p.OnExpiry)
 	}
-	holds, err := prepareHolds(o.holds, q.Expires, "the question expires", agent)
+	holds, err := prepareHolds(o.Holds, q.Expires, "the question expires", agent)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +141,7 @@ func prepareHolds(hs []Hold, end time.Time, ends string, agent Agent) ([]heldThi
 
 // setPause stores p on next and sets the task's timers from it: the wake
 // timer while a question is open, the hold timer while a hold is unreleased.
-func (s *Server) setPause(next *store.Task, p *pauseState) error {
+func (s *Engine) setPause(next *store.Task, p *pauseState) error {
 	next.WakeAt, next.HoldAt, next.Pause = time.Time{}, time.Time{}, nil
 	if p == nil {
 		return nil
@@ -264,7 +163,7 @@ func (s *Server) setPause(next *store.Task, p *pauseState) error {
 
 // nextWake is when the sweeper must look at an open question next: its
 // next reminder point, or its expiry.
-func (s *Server) nextWake(p *pauseState) time.Time {
+func (s *Engine) nextWake(p *pauseState) time.Time {
 	if p.Reminded < len(s.cfg.Reminders) && p.Expires.After(p.Asked) {
 		return s.reminderAt(p, p.Reminded)
 	}
@@ -272,7 +171,7 @@ func (s *Server) nextWake(p *pauseState) time.Time {
 }
 
 // reminderAt is the time of reminder point i of p.
-func (s *Server) reminderAt(p *pauseState, i int) time.Time {
+func (s *Engine) reminderAt(p *pauseState, i int) time.Time {
 	span := p.Expires.Sub(p.Asked)
 	return p.Asked.Add(time.Duration(float64(span) * s.cfg.Reminders[i])).Truncate(time.Millisecond)
 }
@@ -323,7 +222,7 @@ func keepDigest(next *store.Task, digest string) {
 
 // keepHoldsOnEnd keeps the unreleased holds of a paused task that ends
 // without resuming, due for release at once.
-func (s *Server) keepHoldsOnEnd(t, next *store.Task, now time.Time) {
+func (s *Engine) keepHoldsOnEnd(t, next *store.Task, now time.Time) {
 	next.WakeAt, next.HoldAt, next.Pause = time.Time{}, time.Time{}, nil
 	p, err := decodePause(t)
 	if err != nil {

@@ -1,4 +1,4 @@
-package askpoint
+package engine
 
 import (
 	"context"
@@ -28,7 +28,7 @@ var errKeptChanging = a2a.NewError(a2a.ErrInternalError, "the task kept changing
 // on next.Version) with its log entries, and publishes the change: local
 // waiters, the timer loops, and the push deliverer for pauses and endings.
 // Cross-node waiters hear of it from the store (store.Notifier).
-func (s *Server) commit(ctx context.Context, next *store.Task, entries []store.LogEntry, create bool) (*store.Task, error) {
+func (s *Engine) commit(ctx context.Context, next *store.Task, entries []store.LogEntry, create bool) (*store.Task, error) {
 	var saved *store.Task
 	var err error
 	if create {
@@ -45,7 +45,7 @@ func (s *Server) commit(ctx context.Context, next *store.Task, entries []store.L
 
 // publish tells this node's waiters and loops that t changed; notify says
 // the change appended something for push receivers.
-func (s *Server) publish(t *store.Task, notify bool) {
+func (s *Engine) publish(t *store.Task, notify bool) {
 	s.broker.notify(t.ID)
 	s.sweeper.wake(t.WakeAt)
 	s.releaser.wake(t.HoldAt)
@@ -84,7 +84,7 @@ type taskLock struct {
 
 // lockTask takes task id's lock on a serialised store and returns its
 // unlock, which may be called more than once; elsewhere it does nothing.
-func (s *Server) lockTask(id string) (unlock func()) {
+func (s *Engine) lockTask(id string) (unlock func()) {
 	if !s.serialised() {
 		return func() {}
 	}

@@ -1,4 +1,4 @@
-package askpoint
+package engine
 
 import (
 	"bytes"

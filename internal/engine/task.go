@@ -1,11 +1,10 @@
-package askpoint
+package engine
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -170,7 +169,7 @@ type taskView struct {
 }
 
 // toA2A builds the protocol's view of t.
-func (s *Server) toA2A(ctx context.Context, t *store.Task, v taskView) (*a2a.Task, error) {
+func (s *Engine) toA2A(ctx context.Context, t *store.Task, v taskView) (*a2a.Task, error) {
 	out := &a2a.Task{ID: a2a.TaskID(t.ID), ContextID: t.ContextID}
 	if st, ok := v.known.status(t); ok {
 		out.Status = st
@@ -263,10 +262,4 @@ func logEvent(e store.LogEntry) (a2a.Event, *a2a.TaskState, error) {
 
 func interrupted(s a2a.TaskState) bool {
 	return s == a2a.TaskStateInputRequired || s == a2a.TaskStateAuthRequired
-}
-
-// stateWord names a state for people: "completed", "input-required".
-func stateWord(s a2a.TaskState) string {
-	w := strings.TrimPrefix(string(s), "TASK_STATE_")
-	return strings.ReplaceAll(strings.ToLower(w), "_", "-")
 }

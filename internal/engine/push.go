@@ -1,4 +1,4 @@
-package askpoint
+package engine
 
 import (
 	"context"
@@ -73,7 +73,7 @@ func (ps *pushSender) send(ctx context.Context, cfg *a2a.PushConfig, ev a2a.Even
 
 // deliverDue claims the push configurations with a delivery due and
 // delivers one notification for each. It returns how many it claimed.
-func (s *Server) deliverDue(ctx context.Context) (int, error) {
+func (s *Engine) deliverDue(ctx context.Context) (int, error) {
 	free := cap(s.pushSlots) - len(s.pushSlots)
 	if free <= 0 {
 		return 0, nil // every slot busy: a finishing delivery kicks the loop
@@ -100,7 +100,7 @@ func (s *Server) deliverDue(ctx context.Context) (int, error) {
 }
 
 // deliverOne sends c's next notification and settles the outcome.
-func (s *Server) deliverOne(ctx context.Context, c *store.PushConfig) {
+func (s *Engine) deliverOne(ctx context.Context, c *store.PushConfig) {
 	log := s.log.With(slog.String("task", c.TaskID), slog.String("pushConfig", c.ID))
 	settle := *c
 	entry, scanned, err := s.nextNotification(ctx, c)
@@ -156,14 +156,14 @@ func (s *Server) deliverOne(ctx context.Context, c *store.PushConfig) {
 }
 
 // releaseClaim gives a claimed configuration back unchanged, due now.
-func (s *Server) releaseClaim(log *slog.Logger, c *store.PushConfig) {
+func (s *Engine) releaseClaim(log *slog.Logger, c *store.PushConfig) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c.DueAt = time.Now()
 	s.settlePush(ctx, log, c)
 }
 
-func (s *Server) settlePush(ctx context.Context, log *slog.Logger, c *store.PushConfig) {
+func (s *Engine) settlePush(ctx context.Context, log *slog.Logger, c *store.PushConfig) {
 	saved, err := s.store.SettlePush(context.WithoutCancel(ctx), c)
 	switch {
 	case err == nil:
@@ -178,7 +178,7 @@ func (s *Server) settlePush(ctx context.Context, log *slog.Logger, c *store.Push
 }
 
 // pushBackoff is the wait before attempt n+1 after n failed attempts.
-func (s *Server) pushBackoff(n int) time.Duration {
+func (s *Engine) pushBackoff(n int) time.Duration {
 	d := s.cfg.PushRetryMin
 	for i := 1; i < n && d < s.cfg.PushRetryMax; i++ {
 		d *= 2
@@ -189,7 +189,7 @@ func (s *Server) pushBackoff(n int) time.Duration {
 // nextNotification finds the first entry to notify after c.SentSeq (up to
 // c.TargetSeq). It returns nil and the last seq it looked at when there is
 // none.
-func (s *Server) nextNotification(ctx context.Context, c *store.PushConfig) (*store.LogEntry, int64, error) {
+func (s *Engine) nextNotification(ctx context.Context, c *store.PushConfig) (*store.LogEntry, int64, error) {
 	seq := c.SentSeq
 	for seq < c.TargetSeq {
 		entries, err := s.store.ReadLog(ctx, c.TaskID, seq, 64)
@@ -244,7 +244,7 @@ func redactURL(raw string) string {
 // checkPushConfig checks a push configuration a caller sent before anything
 // is stored: a URL the server may call, an authentication scheme it can
 // send, sizes within reason.
-func (s *Server) checkPushConfig(ctx context.Context, c *a2a.PushConfig) error {
+func (s *Engine) checkPushConfig(ctx context.Context, c *a2a.PushConfig) error {
 	if c == nil {
 		return errInvalidParams("the push notification configuration is missing")
 	}
@@ -320,7 +320,7 @@ var extraBlocked = func() []*net.IPNet {
 // putPushConfig stores c for t, delivering what is notified after
 // fromSeq. An empty ID gets one derived from the configuration, so a
 // retried request does not add a second receiver.
-func (s *Server) putPushConfig(ctx context.Context, t *store.Task, c *a2a.PushConfig, fromSeq int64) (*a2a.PushConfig, error) {
+func (s *Engine) putPushConfig(ctx context.Context, t *store.Task, c *a2a.PushConfig, fromSeq int64) (*a2a.PushConfig, error) {
 	cfg := *c
 	cfg.TaskID, cfg.Tenant = a2a.TaskID(t.ID), t.Tenant
 	if cfg.ID == "" {
@@ -370,7 +370,7 @@ func errNoPushConfig(taskID, id string) error {
 // CreateTaskPushConfig implements a2asrv.RequestHandler. Only the task's
 // owner may configure its notifications; the configuration receives what is
 // notified from now on.
-func (h *handler) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (_ *a2a.PushConfig, err error) {
+func (h *Handler) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (_ *a2a.PushConfig, err error) {
 	defer func() { logInternal(h.s.log, "CreateTaskPushConfig", pushTask(req), err) }()
 	if req == nil {
 		return nil, errInvalidParams("the push notification configuration is missing")
@@ -389,7 +389,7 @@ func (h *handler) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig)
 }
 
 // GetTaskPushConfig implements a2asrv.RequestHandler.
-func (h *handler) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushConfigRequest) (_ *a2a.PushConfig, err error) {
+func (h *Handler) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushConfigRequest) (_ *a2a.PushConfig, err error) {
 	defer func() { logInternal(h.s.log, "GetTaskPushConfig", string(req.TaskID), err) }()
 	t, err := h.getOwned(ctx, req.Tenant, string(req.TaskID))
 	if err != nil {
@@ -407,7 +407,7 @@ func (h *handler) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushCon
 
 // ListTaskPushConfigs implements a2asrv.RequestHandler. A task has few
 // configurations (MaxPushConfigs): they come on one page.
-func (h *handler) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushConfigRequest) (_ *a2a.ListTaskPushConfigResponse, err error) {
+func (h *Handler) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushConfigRequest) (_ *a2a.ListTaskPushConfigResponse, err error) {
 	defer func() { logInternal(h.s.log, "ListTaskPushConfigs", string(req.TaskID), err) }()
 	if req.PageSize < 0 {
 		return nil, errInvalidParams("pageSize must not be negative, got %d", req.PageSize)
@@ -438,7 +438,7 @@ func (h *handler) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPush
 // configuration was still owed is not sent. Deleting a configuration that
 // does not exist succeeds (the operation is idempotent); the task must
 // still be the caller's.
-func (h *handler) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) (err error) {
+func (h *Handler) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) (err error) {
 	defer func() { logInternal(h.s.log, "DeleteTaskPushConfig", string(req.TaskID), err) }()
 	t, err := h.getOwned(ctx, req.Tenant, string(req.TaskID))
 	if err != nil {

@@ -1,4 +1,4 @@
-package askpoint
+package engine
 
 import (
 	"context"
@@ -32,7 +32,7 @@ import (
 
 // SendMessage implements a2asrv.RequestHandler. It blocks until the task is
 // terminal or interrupted unless configuration.returnImmediately is set.
-func (h *handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (res a2a.SendMessageResult, err error) {
+func (h *Handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (res a2a.SendMessageResult, err error) {
 	defer func() { logInternal(h.s.log, "SendMessage", messageTask(req), err) }()
 	if reply, err := h.reply(ctx, req); err != nil || reply != nil {
 		if err != nil {
@@ -84,8 +84,8 @@ type accepted struct {
 
 // accept takes the message. quick allows a quick step: the returned work
 // then holds the write of the message, made with the step's first write.
-func (h *handler) accept(ctx context.Context, req *a2a.SendMessageRequest, quick bool) (*accepted, error) {
-	if err := validateMessage(req, h.s.cfg.MaxParts); err != nil {
+func (h *Handler) accept(ctx context.Context, req *a2a.SendMessageRequest, quick bool) (*accepted, error) {
+	if err := ValidateMessage(req, h.s.cfg.MaxParts); err != nil {
 		return nil, err
 	}
 	if err := h.checkInputModes(req.Message); err != nil {
@@ -131,7 +131,7 @@ func (h *handler) accept(ctx context.Context, req *a2a.SendMessageRequest, quick
 // derived task ID; a reuse with other content gets one derived from the
 // content and how many reuses came before, so that a redelivery of any of
 // them finds its own task again.
-func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick bool) (*accepted, error) {
+func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick bool) (*accepted, error) {
 	s := h.s
 	owner := principalFrom(ctx)
 	id := requestTaskID(req.Tenant, owner, h.name, req.Message.ID, nil)
@@ -179,7 +179,7 @@ func (h *handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 // and writes the task with the step's outcome. ok is false when it could not
 // (no free worker, the ID is taken): the caller then takes the message the
 // ordinary way, which finds a redelivery or picks the next ID.
-func (h *handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, id string) (*accepted, bool) {
+func (h *Handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, id string) (*accepted, bool) {
 	s := h.s
 	unlock := s.lockTask(id)
 	defer unlock()
@@ -197,7 +197,7 @@ func (h *handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, i
 
 // newTask builds the row and the log of a new task for a first message,
 // runnable under this node's lease.
-func (h *handler) newTask(ctx context.Context, req *a2a.SendMessageRequest, id string) (*store.Task, *runInput, []store.LogEntry, error) {
+func (h *Handler) newTask(ctx context.Context, req *a2a.SendMessageRequest, id string) (*store.Task, *runInput, []store.LogEntry, error) {
 	s := h.s
 	msg := *req.Message
 	msg.TaskID = a2a.TaskID(id)
@@ -234,7 +234,7 @@ func (h *handler) newTask(ctx context.Context, req *a2a.SendMessageRequest, id s
 
 // continueTask takes a message to an existing task: an answer, a
 // follow-up, a late or repeated delivery.
-func (h *handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest, quick bool) (*accepted, error) {
+func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest, quick bool) (*accepted, error) {
 	s := h.s
 	id := string(req.Message.TaskID)
 	if id == "" {

@@ -1,0 +1,322 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/internal/text"
+	"github.com/askpoint/askpoint/store"
+)
+
+// Engine runs agents' tasks on a durable store: the A2A request handler of
+// each agent, the workers that run steps, the leases that let any node take
+// a lapsed run over, the timer loops (question expiries and reminders, hold
+// releases) and the push outbox. A paused task is rows in the store: the
+// engine holds no goroutine, channel or timer for it.
+type Engine struct {
+	cfg    Config
+	log    *slog.Logger
+	store  store.Store
+	agents map[string]*agentEntry
+	order  []string
+
+	broker broker
+	queue  chan job
+	// slots bounds the steps running on this node: the workers' and those
+	// run in a caller's goroutine (runHere).
+	slots chan struct{}
+	locks taskLocks
+
+	// Timer loops: the sweeper (question expiries and reminders), the
+	// releaser (holds) and the push deliverer.
+	sweeper  *timerLoop
+	releaser *timerLoop
+	pusher   *timerLoop
+	push     *pushSender
+	// pushSlots bounds the push deliveries under way on this node.
+	pushSlots chan struct{}
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	running  map[string]context.CancelFunc // task ID -> cancel of its local run
+	runCtx   context.Context
+	stopOnce sync.Once
+}
+
+type agentEntry struct {
+	name    string
+	agent   Agent
+	card    a2a.AgentCard // the card as registered: input modes, capabilities
+	handler *Handler
+}
+
+// New returns an engine for cfg. It does not start anything.
+func New(cfg Config) (*Engine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	s := &Engine{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		store:   cfg.Store,
+		agents:  map[string]*agentEntry{},
+		running: map[string]context.CancelFunc{},
+		queue:   make(chan job, cfg.Workers*64),
+		slots:   make(chan struct{}, cfg.Workers),
+
+		sweeper:  newTimerLoop("sweeper", cfg.SweepInterval),
+		releaser: newTimerLoop("releaser", cfg.ReleaseInterval),
+		pusher:   newTimerLoop("push", cfg.PushInterval),
+		push:     newPushSender(cfg),
+
+		pushSlots: make(chan struct{}, 64),
+	}
+	s.broker.m = map[string]*watchers{}
+	return s, nil
+}
+
+// Register adds an agent under name, with the card it is served with (the
+// engine reads its input modes and capabilities). Call it before Start.
+func (s *Engine) Register(name string, agent Agent, card a2a.AgentCard) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return fmt.Errorf("askpoint: agent %q: register agents before Start", name)
+	}
+	if _, dup := s.agents[name]; dup {
+		return fmt.Errorf("askpoint: agent %q is registered twice", name)
+	}
+	e := &agentEntry{name: name, agent: agent, card: card}
+	e.handler = &Handler{s: s, name: name}
+	s.agents[name] = e
+	s.order = append(s.order, name)
+	return nil
+}
+
+// Agents returns the names of the registered agents in registration order.
+func (s *Engine) Agents() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.order...)
+}
+
+// Handler returns the request handler that serves the named agent.
+func (s *Engine) Handler(name string) (*Handler, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.agents[name]
+	if !ok {
+		return nil, false
+	}
+	return e.handler, true
+}
+
+// Start starts the worker pool, the poller that takes over runnable tasks
+// whose lease lapsed (a crashed run, or work left by a stopped node), and
+// the timer loops: the sweeper (question expiries and reminders), the
+// releaser (holds) and the push deliverer.
+// It returns at once; Stop ends them.
+func (s *Engine) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("askpoint: server already started")
+	}
+	s.started = true
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.cancel = cancel
+	s.runCtx = ctx
+	for range s.cfg.Workers {
+		s.wg.Add(1)
+		go s.worker(ctx)
+	}
+	s.wg.Add(1)
+	go s.poller(ctx)
+	if !s.cfg.DisableSweeper {
+		s.wg.Add(1)
+		go s.runTimerLoop(ctx, s.sweeper, s.sweep, func(ctx context.Context) (time.Time, error) {
+			return s.store.NextDue(ctx, store.TimerWake)
+		})
+	}
+	s.wg.Add(2)
+	go s.runTimerLoop(ctx, s.releaser, s.releaseDue, func(ctx context.Context) (time.Time, error) {
+		return s.store.NextDue(ctx, store.TimerHold)
+	})
+	go s.runTimerLoop(ctx, s.pusher, s.deliverDue, nil)
+	if n, ok := s.store.(store.Notifier); ok {
+		// Wake this node's waiters when another node changes a task.
+		s.wg.Add(1)
+		go s.listen(ctx, n)
+	}
+	s.log.Info("askpoint started", slog.String("node", s.cfg.NodeID), slog.Int("workers", s.cfg.Workers))
+	return nil
+}
+
+// Stop stops the workers and the poller and waits for them, or for ctx.
+// A step still running is abandoned: its lease is released so the task is
+// taken over on the next start. Stop is idempotent.
+func (s *Engine) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.mu.Lock()
+		s.stopped = true
+		cancel := s.cancel
+		s.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	})
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// CredentialArrived resumes a task paused in auth-required with data, what
+// the agent's step is told of the credential's arrival.
+func (s *Engine) CredentialArrived(ctx context.Context, taskID string, data any) error {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("askpoint: encode credential notice: %w", err)
+	}
+	return s.resumeFromOutside(ctx, taskID, func(t *store.Task) (*runInput, error) {
+		if t.State != a2a.TaskStateAuthRequired {
+			return nil, a2a.NewError(a2a.ErrUnsupportedOperation,
+				fmt.Sprintf("task %q is %s, not waiting for a credential", taskID, text.StateWord(t.State)))
+		}
+		return &runInput{Kind: inputAuth, AuthData: raw, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}, nil
+	})
+}
+
+// resumeFromOutside resumes a paused task from a Go call (a credential, an
+// event): decide reads the task as it stands and returns what the run gets,
+// nil to leave the task as it is, or an error; the write is a
+// compare-and-set, decided again if the task changed meanwhile.
+func (s *Engine) resumeFromOutside(ctx context.Context, taskID string, decide func(*store.Task) (*runInput, error)) error {
+	defer s.lockTask(taskID)()
+	return retryCAS(func() error {
+		l, err := s.store.LoadTask(ctx, taskID, store.LoadParams{Request: true})
+		if errors.Is(err, store.ErrNotFound) {
+			return errTaskNotFound(taskID)
+		}
+		if err != nil {
+			return err
+		}
+		t := l.Task
+		in, err := decide(t)
+		if err != nil || in == nil {
+			return err
+		}
+		next, entries, err := s.resumeRow(t, in, nil, "")
+		if err != nil {
+			return err
+		}
+		if err := withInput(next, in); err != nil {
+			return err
+		}
+		saved, err := s.commit(ctx, next, entries, false)
+		if err != nil {
+			return err
+		}
+		w := &work{task: saved, in: in}
+		if len(l.Request) > 0 {
+			var m a2a.Message
+			if json.Unmarshal(l.Request, &m) == nil {
+				w.request = &m
+			}
+		}
+		s.dispatch(w)
+		return nil
+	})
+}
+
+// listen relays the store's cross-node change notifications to the broker
+// until ctx ends. A lost notification only delays a waiter until its next
+// poll of the store.
+func (s *Engine) listen(ctx context.Context, n store.Notifier) {
+	defer s.wg.Done()
+	if err := n.Listen(ctx, s.broker.notify); err != nil && ctx.Err() == nil {
+		s.log.Error("listen for task changes on other nodes; waiters fall back to polling", slog.Any("err", err))
+	}
+}
+
+func (s *Engine) now() time.Time { return s.cfg.Now().UTC() }
+
+// broker wakes the goroutines of live calls (blocking sends, streams,
+// subscriptions) waiting for a task to change. It holds entries only while
+// someone waits; the store stays the source of truth.
+type broker struct {
+	mu sync.Mutex
+	m  map[string]*watchers
+}
+
+type watchers struct {
+	ch chan struct{}
+	n  int
+}
+
+func (b *broker) watch(id string) (<-chan struct{}, func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	w := b.m[id]
+	if w == nil {
+		w = &watchers{ch: make(chan struct{})}
+		b.m[id] = w
+	}
+	w.n++
+	ch := w.ch
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			w.n--
+			if w.n == 0 && b.m[id] == w {
+				delete(b.m, id)
+			}
+		})
+	}
+}
+
+func (b *broker) notify(id string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w := b.m[id]; w != nil {
+		close(w.ch)
+		w.ch = make(chan struct{})
+	}
+}
+
+func (b *broker) size() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.m)
+}
+
+// Waiters reports how many tasks have live callers waiting on them in this
+// process (blocking sends, streams, subscriptions).
+func (s *Engine) Waiters() int { return s.broker.size() }
+
+// SweepNow runs one round of the sweeper (question expiries and
+// reminders), for tests that drive the clock.
+func (s *Engine) SweepNow(ctx context.Context) error {
+	_, err := s.sweep(ctx)
+	return err
+}
+
+// Config is the engine's configuration, its defaults filled in.
+func (s *Engine) Config() Config { return s.cfg }

@@ -1,0 +1,182 @@
+package front
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/askpoint/askpoint/internal/engine"
+)
+
+// Package front is askpoint's HTTP front: what a request meets before the
+// engine. It checks the protocol version and the content type, bounds
+// bodies, parts and streams, authenticates bearer tokens into principals,
+// serves agent cards, maps errors to each binding's shape, serves the wake
+// endpoint, and mounts the a2a-go SDK's JSON-RPC and HTTP+JSON transports
+// over each agent's engine handler.
+
+// Handler is what the front needs of an agent's engine handler.
+type Handler interface {
+	a2asrv.RequestHandler
+	// CheckSubscribe refuses a subscription before its stream opens.
+	CheckSubscribe(ctx context.Context, req *a2a.SubscribeToTaskRequest) error
+}
+
+// Agent is one agent the front serves, under /Name.
+type Agent struct {
+	Name    string
+	Card    a2a.AgentCard // the card as registered; the front fills in interfaces, capabilities, security
+	Handler Handler
+}
+
+// Options configure the front.
+type Options struct {
+	// Tokens maps bearer tokens (at least 16 characters) to principals;
+	// empty: callers are anonymous.
+	Tokens map[string]string
+	// MaxRequestBytes caps a request body (default 1 MiB).
+	MaxRequestBytes int64
+	// MaxParts caps a message's parts (default 64).
+	MaxParts int
+	// MaxStreamsPerPrincipal caps a caller's open streams (default 32).
+	MaxStreamsPerPrincipal int
+	// MaxAttempts and QuestionExpiry are the question extension's
+	// parameters on the cards.
+	MaxAttempts    int
+	QuestionExpiry time.Duration
+	// Wake resumes a waiting task with an event (engine.Engine.Wake).
+	Wake   func(ctx context.Context, agent, taskID, token string, event json.RawMessage) error
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Front is the HTTP front of a set of agents.
+type Front struct {
+	opts    Options
+	tokens  tokenTable
+	streams streamSlots
+	agents  []Agent
+	byName  map[string]*Agent
+}
+
+// New returns the front for agents.
+func New(opts Options, agents []Agent) (*Front, error) {
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = 1 << 20
+	}
+	if opts.MaxParts <= 0 {
+		opts.MaxParts = 64
+	}
+	if opts.MaxStreamsPerPrincipal <= 0 {
+		opts.MaxStreamsPerPrincipal = 32
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	tokens, err := newTokenTable(opts.Tokens)
+	if err != nil {
+		return nil, err
+	}
+	f := &Front{
+		opts: opts, tokens: tokens, agents: agents, byName: map[string]*Agent{},
+		streams: streamSlots{limit: opts.MaxStreamsPerPrincipal, open: map[string]int{}},
+	}
+	for i := range f.agents {
+		f.byName[f.agents[i].Name] = &f.agents[i]
+	}
+	return f, nil
+}
+
+func (f *Front) names() []string {
+	out := make([]string, len(f.agents))
+	for i, a := range f.agents {
+		out[i] = a.Name
+	}
+	return out
+}
+
+func (f *Front) agent(name string) *Agent { return f.byName[name] }
+
+func (f *Front) now() time.Time { return f.opts.Now().UTC() }
+
+func errInvalidParams(format string, args ...any) error {
+	return a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf(format, args...))
+}
+
+// protocolError describes how one sentinel travels on each binding.
+type protocolError struct {
+	err        error
+	code       int // JSON-RPC
+	httpStatus int // HTTP+JSON
+	status     string
+}
+
+var protocolErrors = []protocolError{
+	{a2a.ErrParseError, -32700, http.StatusBadRequest, "INVALID_ARGUMENT"},
+	{a2a.ErrInvalidRequest, -32600, http.StatusBadRequest, "INVALID_ARGUMENT"},
+	{a2a.ErrMethodNotFound, -32601, http.StatusNotImplemented, "UNIMPLEMENTED"},
+	{a2a.ErrInvalidParams, -32602, http.StatusBadRequest, "INVALID_ARGUMENT"},
+	{a2a.ErrTaskNotFound, -32001, http.StatusNotFound, "NOT_FOUND"},
+	{a2a.ErrTaskNotCancelable, -32002, http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{a2a.ErrPushNotificationNotSupported, -32003, http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{a2a.ErrUnsupportedOperation, -32004, http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{a2a.ErrUnsupportedContentType, -32005, http.StatusUnsupportedMediaType, "INVALID_ARGUMENT"},
+	{a2a.ErrVersionNotSupported, -32009, http.StatusBadRequest, "FAILED_PRECONDITION"},
+	{a2a.ErrUnauthenticated, -31401, http.StatusUnauthorized, "UNAUTHENTICATED"},
+	{a2a.ErrUnauthorized, -31403, http.StatusForbidden, "PERMISSION_DENIED"},
+}
+
+func lookupProtocolError(err error) protocolError {
+	var le *limitError
+	if errors.As(err, &le) {
+		return protocolError{a2a.ErrInvalidRequest, -32600, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED"}
+	}
+	for _, pe := range protocolErrors {
+		if errors.Is(err, pe.err) {
+			return pe
+		}
+	}
+	return protocolError{a2a.ErrInternalError, -32603, http.StatusInternalServerError, "INTERNAL"}
+}
+
+// serveWake is POST /NAME/wake/{task}: a push notification (or any JSON
+// event) for a waiting task, authenticated by its wake token.
+func (f *Front) serveWake(w http.ResponseWriter, r *http.Request, agent string) {
+	id := r.PathValue("task")
+	token := r.Header.Get("A2A-Notification-Token")
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opts.MaxRequestBytes))
+	if err != nil {
+		http.Error(w, "the event is larger than this server takes", http.StatusRequestEntityTooLarge)
+		return
+	}
+	if !json.Valid(body) {
+		http.Error(w, "the event must be JSON (a push notification's StreamResponse)", http.StatusBadRequest)
+		return
+	}
+	err = f.opts.Wake(r.Context(), agent, id, token, body)
+	switch {
+	case err == nil:
+		w.WriteHeader(http.StatusNoContent)
+	case errors.Is(err, engine.ErrNotWaiting):
+		w.WriteHeader(http.StatusAccepted) // late: nothing to do
+	case errors.Is(err, engine.ErrBusy):
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	case errors.Is(err, a2a.ErrTaskNotFound):
+		http.Error(w, "no such waiting task, or a wrong token", http.StatusNotFound)
+	default:
+		f.opts.Logger.Error("wake a task", slog.String("task", id), slog.Any("err", err))
+		http.Error(w, "internal error", http.StatusInternalServerError)
+	}
+}
