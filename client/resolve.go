@@ -70,7 +70,7 @@ func (q *Query) Fields() []Field {
 	if q.Question == nil {
 		return nil
 	}
-	return schemaFields(q.Question.Schema)
+	return q.Question.Fields()
 }
 
 // Answer is a resolver's reply: an answer (Fields for a question with a
