@@ -96,6 +96,12 @@ type Answer struct {
 	Rule string
 	// Person names the person who answered, when known.
 	Person string
+	// Justification is why, in the answerer's words (optional); it goes in
+	// the answer's decision record.
+	Justification string
+	// Via says where the answer was given ("web inbox", "terminal"); it
+	// goes in the decision record.
+	Via string
 }
 
 // Answered is an answer the loop sent.
