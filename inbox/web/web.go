@@ -381,7 +381,8 @@ func (s *Server) authed(h authedHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		sess := s.sess.check(r)
 		if sess == nil {
-			if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" && !strings.HasSuffix(r.URL.Path, "/state") && r.URL.Path != "/items" {
+			page := !strings.HasSuffix(r.URL.Path, "/state") && r.URL.Path != "/items" && r.URL.Path != "/events"
+			if r.Method == http.MethodGet && page {
 				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
 			}
