@@ -252,7 +252,9 @@ func (t *Terminal) choose(ctx context.Context, f Field, title string) (v any, se
 		} else if v, ok := f.Choose(line); ok {
 			return v, true, nil
 		}
-		fmt.Fprintf(t.out, "Choose a number from 1 to %d.\n", len(f.Options))
+		// The same words as the web form and the agent: Field.Parse's.
+		_, perr := f.Parse(line)
+		fmt.Fprintf(t.out, "%s: %v. Choose a number from 1 to %d.\n", f.Name, perr, len(f.Options))
 	}
 }
 

@@ -321,6 +321,18 @@ func TestWebInboxInABrowser(t *testing.T) {
 	if strings.Join(names, ",") != "amount:number,date:text,costCentre:choice,currency:choice" {
 		t.Errorf("fields %v; want amount, date, costCentre and currency", names)
 	}
+	// Refused in the page in the terminal's words (internal/cli's
+	// TestAnswerPromptsFieldsOneByOneAndChecksThemLocally types the same).
+	run(t, ctx, "refusals in the page",
+		chromedp.SendKeys(css("#field-amount input"), "-5"),
+		chromedp.SendKeys(css("#field-date input"), "yesterday"),
+		chromedp.Click(css("#send")),
+		chromedp.WaitVisible(css("#field-date ul.errors li")),
+	)
+	got := value(t, ctx, "the errors", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#answer .field[data-kind]")).map(e => e.dataset.name + ": " + e.querySelector("ul.errors").textContent)`))
+	if want := `amount: must be greater than 0,date: "yesterday" does not match ^[0-9]{4}-[0-9]{2}-[0-9]{2}$,costCentre: missing required field costCentre,currency: `; strings.Join(got, ",") != want {
+		t.Errorf("errors in the page:\n%s\nwant\n%s", strings.Join(got, ","), want)
+	}
 	run(t, ctx, "decline",
 		chromedp.Click(css("#refuse summary")),
 		chromedp.SendKeys(css("#reason"), "Not my receipt"),

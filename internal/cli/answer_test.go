@@ -129,7 +129,7 @@ func TestAPersonAnswersThroughAskpointAnswerInASeparateProcess(t *testing.T) {
 	}
 	mustContain(t, "askpoint answer", out,
 		"Which cost centre should this expense be charged to?", "Expires in 23h5",
-		"  1) CC-4410\n  2) CC-4420\n", "Choose 1-2> ", "Choose a number from 1 to 2.",
+		"  1) CC-4410\n  2) CC-4420\n", "Choose 1-2> ", "costCentre: expected one of CC-4410, CC-4420. Choose a number from 1 to 2.",
 		"by person (erin): {\"costCentre\":\"CC-4420\"}",
 		"state:   TASK_STATE_COMPLETED", "artifact: expense", `"costCentre":"CC-4420"`)
 
