@@ -126,6 +126,11 @@ type inboxEnv struct {
 // startInbox serves a web inbox over a new inbox file for frank (with an
 // email address) and erin (without).
 func startInbox(t *testing.T, mailer *web.Mailer) *inboxEnv {
+	return startInboxWith(t, func(c *web.Config) { c.Mailer = mailer })
+}
+
+// startInboxWith is startInbox with the config adjusted.
+func startInboxWith(t *testing.T, adjust func(*web.Config)) *inboxEnv {
 	t.Helper()
 	ib, err := inbox.Open(t.Context(), filepath.Join(t.TempDir(), "inbox.db"))
 	if err != nil {
@@ -141,7 +146,9 @@ func startInbox(t *testing.T, mailer *web.Mailer) *inboxEnv {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	srv, err := web.New(web.Config{Inbox: ib, People: people, PublicURL: base, Mailer: mailer, Watch: 50 * time.Millisecond, Refresh: -1})
+	cfg := web.Config{Inbox: ib, People: people, PublicURL: base, Watch: 50 * time.Millisecond, Refresh: -1}
+	adjust(&cfg)
+	srv, err := web.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,3 +336,49 @@ func TestLoginAndCSRFGuardEveryForm(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// An expired question and a withdrawn one (its task canceled by someone
+// else, no push reaching the inbox) leave the list.
+func TestExpiredAndWithdrawnQuestionsLeaveTheList(t *testing.T) {
+	env := apitest.Start(t, apitest.Options{Quiet: true, Config: func(c *askpoint.Config) { c.QuestionExpiry = 2 * time.Second }})
+	agent := env.AgentURL("expense")
+	c := env.Client(t, "expense", a2a.TransportProtocolJSONRPC)
+	in := startInboxWith(t, func(c *web.Config) { c.Refresh = 100 * time.Millisecond })
+	ib, base := in.ib, in.url
+	hc := in.login(t)
+
+	ask := func() *inbox.Item {
+		_, err := client.Run(t.Context(), c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros")),
+			client.WithAgentURL(agent), client.WithResolvers(client.Person{Inbox: ib}))
+		d, ok := err.(*client.DeferredError)
+		if !ok {
+			t.Fatalf("Run = %v; want the question in the inbox", err)
+		}
+		return d.Item
+	}
+	listed := func(it *inbox.Item) bool {
+		_, page := get(t, hc, base+"/items")
+		return strings.Contains(page, `data-item="`+itoa(it.ID)+`"`)
+	}
+	expiring := ask()
+	if !listed(expiring) {
+		t.Fatal("the new question is not listed")
+	}
+	apitest.Eventually(t, "the expired question leaves the list", 10*time.Second, func() bool { return !listed(expiring) })
+
+	env2 := apitest.Start(t, apitest.Options{Quiet: true})
+	agent = env2.AgentURL("expense")
+	c = env2.Client(t, "expense", a2a.TransportProtocolJSONRPC)
+	withdrawn := ask()
+	if !listed(withdrawn) {
+		t.Fatal("the second question is not listed")
+	}
+	if _, err := c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: a2a.TaskID(withdrawn.TaskID)}); err != nil {
+		t.Fatal(err)
+	}
+	apitest.Eventually(t, "the withdrawn question leaves the list", 10*time.Second, func() bool { return !listed(withdrawn) })
+	it, err := ib.Get(t.Context(), withdrawn.ID)
+	if err != nil || it.State != inbox.StateClosed || !strings.Contains(it.Note, "canceled") {
+		t.Errorf("the withdrawn item: %+v (%v); want it closed, saying the task was canceled", it, err)
+	}
+}
