@@ -73,7 +73,7 @@ func (s *Server) rows(ctx context.Context, p *Person) ([]row, error) {
 		if !r.Expires.IsZero() {
 			r.Left = client.HumanDuration(r.Expires.Sub(now))
 		}
-		r.Attempt = attemptText(it.Question)
+		r.Attempt = attemptText(it.Question, s.maxAttempts(it))
 		if q := it.Question; q != nil {
 			fs := q.Fields()
 			r.Fields = len(fs)
@@ -86,14 +86,14 @@ func (s *Server) rows(ctx context.Context, p *Person) ([]row, error) {
 	return out, nil
 }
 
-// attemptText is "attempt N of M" ("attempt 1" when the agent did not say
-// its cap; a first ask does not carry it).
-func attemptText(q *question.Question) string {
+// attemptText is "attempt N of M" ("attempt N" when neither the question
+// nor its agent's card says M).
+func attemptText(q *question.Question, m int) string {
 	if q == nil {
 		return ""
 	}
-	if q.MaxAttempts > 0 {
-		return fmt.Sprintf("attempt %d of %d", max(q.Attempt, 1), q.MaxAttempts)
+	if m > 0 {
+		return fmt.Sprintf("attempt %d of %d", max(q.Attempt, 1), m)
 	}
 	return fmt.Sprintf("attempt %d", max(q.Attempt, 1))
 }
@@ -233,7 +233,7 @@ func (s *Server) formView(ctx context.Context, it *inbox.Item, inputs map[string
 		f.Typed = inputs[""]
 		return f
 	}
-	f.Attempt = attemptText(q)
+	f.Attempt = attemptText(q, s.maxAttempts(it))
 	f.ReAsked = q.Attempt > 1
 	shown := errs
 	if shown == nil && inputs == nil {
@@ -593,7 +593,7 @@ func (s *Server) deliver(n notice) error {
 	if e := it.Expires(); !e.IsZero() {
 		fmt.Fprintf(&b, "It expires at %s (in %s).\n", e.UTC().Format(time.RFC1123), client.HumanDuration(e.Sub(s.now())))
 	}
-	if a := attemptText(it.Question); a != "" && it.Question.Attempt > 1 {
+	if a := attemptText(it.Question, s.maxAttempts(it)); a != "" && it.Question.Attempt > 1 {
 		fmt.Fprintf(&b, "This is %s.\n", a)
 	}
 	fmt.Fprintf(&b, "Answer it here: %s\n\nAgent: %s\nTask: %s\n", link, orUnknown(it.AgentURL), it.TaskID)

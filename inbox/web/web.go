@@ -27,9 +27,11 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
 	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/question"
 )
 
 //go:embed assets
@@ -58,6 +60,10 @@ type Config struct {
 	// Dial connects to an agent to read a task (the history view, the
 	// refresh); default client.Dial.
 	Dial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
+	// Card fetches an agent's card, whose question extension params say
+	// how many attempts a question gets (a first ask does not carry it);
+	// default: the card at AGENT_URL/.well-known/agent-card.json.
+	Card func(ctx context.Context, agentURL string) (*a2a.AgentCard, error)
 	// Mailer, when set, emails people with an address of new questions and
 	// of the agents' reminders.
 	Mailer *Mailer
@@ -94,6 +100,8 @@ type Server struct {
 	done    chan struct{}
 	failed  map[string]int  // failures to send a notice, by item and kind
 	queued  map[string]bool // notices waiting to be sent
+
+	caps map[string]int // agent URL -> maxAttempts from its card (0: unknown)
 
 	mail chan notice
 	wg   sync.WaitGroup
@@ -133,6 +141,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Card == nil {
+		cfg.Card = func(ctx context.Context, agentURL string) (*a2a.AgentCard, error) {
+			return agentcard.NewResolver(&http.Client{}).Resolve(ctx, strings.TrimSuffix(agentURL, "/"))
+		}
+	}
 	if cfg.Dial == nil {
 		cfg.Dial = func(ctx context.Context, agentURL string) (*a2aclient.Client, error) {
 			return client.Dial(ctx, agentURL, nil)
@@ -147,6 +160,7 @@ func New(cfg Config) (*Server, error) {
 		done:    make(chan struct{}),
 		failed:  map[string]int{},
 		queued:  map[string]bool{},
+		caps:    map[string]int{},
 		mail:    make(chan notice, 64),
 	}
 	for _, h := range cfg.ExtraHosts {
@@ -208,6 +222,7 @@ func (s *Server) look(ctx context.Context) {
 		}
 		return
 	}
+	s.learnCaps(ctx, items)
 	var b strings.Builder
 	b.WriteString(v)
 	for _, it := range items {
@@ -226,6 +241,48 @@ func (s *Server) look(ctx context.Context) {
 			s.queue(ctx, notice{item: it, kind: "new"})
 		}
 	}
+}
+
+// learnCaps reads, once per agent, how many attempts its questions get
+// (the question extension's maxAttempts param on its card), so that a
+// first ask can say "attempt 1 of 3".
+func (s *Server) learnCaps(ctx context.Context, items []*inbox.Item) {
+	for _, it := range items {
+		s.mu.Lock()
+		_, known := s.caps[it.AgentURL]
+		s.mu.Unlock()
+		if known || it.AgentURL == "" {
+			continue
+		}
+		n := 0
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		card, err := s.cfg.Card(cctx, it.AgentURL)
+		cancel()
+		if err != nil {
+			s.log.Debug("web inbox: no agent card", slog.String("agent", it.AgentURL), slog.Any("error", err))
+		} else {
+			for _, e := range card.Capabilities.Extensions {
+				if e.URI == question.ExtensionURI {
+					if f, ok := e.Params["maxAttempts"].(float64); ok && f >= 1 {
+						n = int(f)
+					}
+				}
+			}
+		}
+		s.mu.Lock()
+		s.caps[it.AgentURL] = n
+		s.mu.Unlock()
+	}
+}
+
+// maxAttempts is the question's cap on attempts: its own, else its agent's.
+func (s *Server) maxAttempts(it *inbox.Item) int {
+	if it.Question != nil && it.Question.MaxAttempts > 0 {
+		return it.Question.MaxAttempts
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.caps[it.AgentURL]
 }
 
 // open lists the items that wait on a person now: open and not expired.

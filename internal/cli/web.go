@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+
 	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/inbox/web"
@@ -130,7 +133,10 @@ func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken stri
 	cfg := web.Config{
 		Inbox: ib, People: people, PublicURL: public, ExtraHosts: extra,
 		Resolvers: machine, Options: []client.Option{client.WithDialer(lf.dialer())},
-		Dial: lf.dialer(), PushToken: pushToken, Watch: *wf.watch, Refresh: *wf.refresh, Logger: logger,
+		Dial: lf.dialer(), Card: func(ctx context.Context, agentURL string) (*a2a.AgentCard, error) {
+			return agentcard.NewResolver(lf.httpClient()).Resolve(ctx, strings.TrimSuffix(agentURL, "/"))
+		},
+		PushToken: pushToken, Watch: *wf.watch, Refresh: *wf.refresh, Logger: logger,
 	}
 	if *wf.refresh == 0 {
 		cfg.Refresh = -1
