@@ -69,6 +69,9 @@ type Config struct {
 	Mailer *Mailer
 	// PushToken, when set, must come with every push notification.
 	PushToken string
+	// NoPush refuses push notifications (an inbox reachable beyond
+	// loopback without a push token would take questions from anyone).
+	NoPush bool
 	// Watch is how often the inbox file is looked at for changes made by
 	// any process (default 500ms).
 	Watch time.Duration
@@ -370,7 +373,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /q/{id}", s.authed(s.answerPost))
 	mux.HandleFunc("GET /tasks/{task}", s.authed(s.taskPage))
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(staticFS())))
-	push := inbox.NewPushHandler(s.ib, inbox.PushOptions{
+	var push http.Handler = inbox.NewPushHandler(s.ib, inbox.PushOptions{
 		Token: s.cfg.PushToken,
 		OnReminder: func(it *inbox.Item, r inbox.Reminder) {
 			if s.cfg.Mailer != nil {
@@ -378,6 +381,11 @@ func (s *Server) Handler() http.Handler {
 			}
 		},
 	})
+	if s.cfg.NoPush {
+		push = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "this inbox takes no push notifications: it is reachable beyond loopback and has no push token (askpoint inbox --web --token T)", http.StatusForbidden)
+		})
+	}
 	mux.Handle("POST /push", push)
 	return s.guard(mux)
 }

@@ -136,7 +136,7 @@ func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken stri
 		Dial: lf.dialer(), Card: func(ctx context.Context, agentURL string) (*a2a.AgentCard, error) {
 			return agentcard.NewResolver(lf.httpClient()).Resolve(ctx, strings.TrimSuffix(agentURL, "/"))
 		},
-		PushToken: pushToken, Watch: *wf.watch, Refresh: *wf.refresh, Logger: logger,
+		PushToken: pushToken, NoPush: !loopback && pushToken == "", Watch: *wf.watch, Refresh: *wf.refresh, Logger: logger,
 	}
 	if *wf.refresh == 0 {
 		cfg.Refresh = -1
