@@ -39,11 +39,14 @@ var funcs = template.FuncMap{
 	},
 	"join": strings.Join,
 	"dv":   question.DisplayValue,
+	"base": func() string { return "" },
 }
 
 // row is one question in the list.
 type row struct {
 	Item     *inbox.Item
+	Link     string // the question's form
+	TaskLink string // the task's history ("" for none)
 	Agent    string
 	Text     string
 	Expires  time.Time
@@ -66,7 +69,8 @@ func (s *Server) rows(ctx context.Context, p *Person) ([]row, error) {
 		if !p.sees(it.Caller) {
 			continue
 		}
-		r := row{Item: it, Agent: it.AgentURL, Text: it.Text, Expires: it.Expires(), About: about(it)}
+		r := row{Item: it, Agent: it.AgentURL, Text: it.Text, Expires: it.Expires(), About: about(it),
+			Link: "/q/" + strconv.FormatInt(it.ID, 10), TaskLink: "/tasks/" + it.TaskID}
 		if r.Agent == "" {
 			r.Agent = "(unknown agent)"
 		}
@@ -124,6 +128,7 @@ type page struct {
 	CSRF   string
 	Body   any
 	Live   string // what the page's script follows: "list" or "item"
+	Notice string
 }
 
 func (s *Server) page(sess *session, title, live string, body any) page {
@@ -175,6 +180,9 @@ func (s *Server) item(w http.ResponseWriter, r *http.Request, sess *session) *in
 // form is the view of one question's form.
 type form struct {
 	Item     *inbox.Item
+	Action   string // where the form posts
+	StateURL string // where the page asks whether the question is still open
+	TaskLink string // the task's history ("" for none)
 	Q        *question.Question
 	Text     string
 	Attempt  string
@@ -207,7 +215,9 @@ type fieldView struct {
 }
 
 func (s *Server) formView(ctx context.Context, it *inbox.Item, inputs map[string]string, errs []question.FieldError) *form {
-	f := &form{Item: it, Q: it.Question, Text: it.Text, About: about(it), Expires: it.Expires()}
+	id := strconv.FormatInt(it.ID, 10)
+	f := &form{Item: it, Q: it.Question, Text: it.Text, About: about(it), Expires: it.Expires(),
+		Action: "/q/" + id, StateURL: "/q/" + id + "/state", TaskLink: "/tasks/" + it.TaskID}
 	now := s.now()
 	if !f.Expires.IsZero() {
 		f.Left = client.HumanDuration(f.Expires.Sub(now))
@@ -233,7 +243,15 @@ func (s *Server) formView(ctx context.Context, it *inbox.Item, inputs map[string
 		f.Typed = inputs[""]
 		return f
 	}
-	f.Attempt = attemptText(q, s.maxAttempts(it))
+	fillFields(f, q, inputs, errs, s.maxAttempts(it))
+	return f
+}
+
+// fillFields sets the form's fields from the question: what was typed (or
+// what the agent proposes), and the errors next to the fields they name
+// (the agent's re-ask errors when nothing was typed yet).
+func fillFields(f *form, q *question.Question, inputs map[string]string, errs []question.FieldError, maxAttempts int) {
+	f.Attempt = attemptText(q, maxAttempts)
 	f.ReAsked = q.Attempt > 1
 	shown := errs
 	if shown == nil && inputs == nil {
@@ -270,7 +288,6 @@ func (s *Server) formView(ctx context.Context, it *inbox.Item, inputs map[string
 		}
 		f.Fields = append(f.Fields, v)
 	}
-	return f
 }
 
 // nextOpen is the open item of the same task asked after it, if any.

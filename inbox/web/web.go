@@ -169,11 +169,20 @@ func New(cfg Config) (*Server, error) {
 	for _, h := range cfg.ExtraHosts {
 		s.hosts[h] = true
 	}
-	s.tmpl, err = template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	if s.tmpl, err = parseTemplates(""); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// parseTemplates parses the pages for a site served under base ("" for
+// the root).
+func parseTemplates(base string) (*template.Template, error) {
+	t, err := template.New("").Funcs(funcs).Funcs(template.FuncMap{"base": func() string { return base }}).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("web: templates: %w", err)
 	}
-	return s, nil
+	return t, nil
 }
 
 // Run watches the inbox until ctx ends: it tells open pages of changes,

@@ -142,10 +142,11 @@ function setupForm(form) {
 function live() {
   const mode = document.body.dataset.live;
   if (!mode || !window.EventSource) return;
-  const es = new EventSource("/events");
+  const base = document.body.dataset.base || "";
+  const es = new EventSource(base + "/events");
   es.addEventListener("changed", async () => {
     if (mode === "list") {
-      const r = await fetch("/items", { credentials: "same-origin" });
+      const r = await fetch(base + "/items", { credentials: "same-origin" });
       if (!r.ok) return;
       const box = document.getElementById("items");
       box.innerHTML = await r.text(); // rendered and escaped by the server's templates
@@ -154,7 +155,7 @@ function live() {
     } else if (mode === "item") {
       const q = document.getElementById("question");
       if (!q) return;
-      const r = await fetch("/q/" + q.dataset.item + "/state", { credentials: "same-origin" });
+      const r = await fetch(q.dataset.state, { credentials: "same-origin" });
       if (!r.ok) return;
       const st = await r.json();
       if (st.open) return;
