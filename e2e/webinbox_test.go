@@ -438,3 +438,52 @@ func lastDecision(t *testing.T, task *a2a.Task) *question.Decision {
 	t.Fatalf("no decision record in the task's history: %v", task.History)
 	return nil
 }
+
+// askpoint serve's own page, in the browser: the principal logs in with
+// their bearer token, sees their paused task, sees a new one appear
+// without a reload, and answers it.
+func TestServerPageInABrowser(t *testing.T) {
+	ctx := browser(t)
+	bin := buildAskpoint(t)
+	const token = "alice-token-0123456789"
+	srv, err := startServer(t, bin, "askpoint", filepath.Join(t.TempDir(), "askpoint.db"), "--token", "alice="+token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dialAs(t, srv.url+"/expense", token)
+	send := func(text string) *a2a.Task {
+		res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*a2a.Task)
+	}
+	first := send("File my taxi receipt from Tuesday, 42 euros")
+	run(t, ctx, "log in",
+		chromedp.Navigate(srv.url+"/inbox/"),
+		chromedp.WaitVisible(css("#token")),
+		chromedp.SendKeys(css("#token"), token),
+		chromedp.Submit(css("#login")),
+		chromedp.WaitVisible(css("#task-"+string(first.ID))),
+		chromedp.Evaluate[chromedp.Void](`window.__same = 1`),
+	)
+	second := send("File my taxi receipt")
+	run(t, ctx, "the new task appears", chromedp.WaitVisible(css("#task-"+string(second.ID))))
+	if !value(t, ctx, "the mark", chromedp.Evaluate[bool](`window.__same === 1`)) {
+		t.Error("the page was reloaded; want the new task to appear in place")
+	}
+	run(t, ctx, "answer",
+		chromedp.Click(css("#task-"+string(first.ID)+" a.open")),
+		chromedp.WaitVisible(css("#answer")),
+		chromedp.Click(css(`#field-costCentre input[value="CC-4410"]`)),
+		chromedp.Click(css("#send")),
+		chromedp.WaitVisible(css("#notice")),
+	)
+	if notice := value(t, ctx, "notice", chromedp.Text(css("#notice"))); !strings.Contains(notice, "completed") {
+		t.Errorf("after answering: %q; want the task completed", notice)
+	}
+	done := crashGet(t.Context(), t, c, string(first.ID))
+	if d := lastDecision(t, done); done.Status.State != a2a.TaskStateCompleted || d.By.Name != "alice" || d.By.Via != "server page" {
+		t.Errorf("task %s, decision %+v; want completed, answered by alice on the server page", done.Status.State, d)
+	}
+}
