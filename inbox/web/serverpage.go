@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -57,7 +58,13 @@ type ServerPage struct {
 	hosts map[string]bool
 	orig  string
 	open  bool // no tokens: everyone is the anonymous principal
+	done  chan struct{}
+	once  sync.Once
 }
+
+// Close ends the pages' event streams, so that a server's graceful
+// shutdown does not wait on them.
+func (sp *ServerPage) Close() { sp.once.Do(func() { close(sp.done) }) }
 
 // NewServerPage checks cfg and returns the page.
 func NewServerPage(cfg ServerPageConfig) (*ServerPage, error) {
@@ -92,7 +99,7 @@ func NewServerPage(cfg ServerPageConfig) (*ServerPage, error) {
 		return nil, err
 	}
 	sp := &ServerPage{cfg: cfg, sess: newSessions(people, u.Scheme == "https", cfg.Now), tmpl: tmpl, log: cfg.Logger,
-		hosts: map[string]bool{u.Host: true}, orig: u.Scheme + "://" + u.Host, open: open}
+		hosts: map[string]bool{u.Host: true}, orig: u.Scheme + "://" + u.Host, open: open, done: make(chan struct{})}
 	for _, h := range cfg.ExtraHosts {
 		sp.hosts[h] = true
 	}
@@ -255,6 +262,7 @@ func (sp *ServerPage) events(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
+	fl.Flush()
 	last := ""
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
@@ -276,6 +284,8 @@ func (sp *ServerPage) events(w http.ResponseWriter, r *http.Request, sess *sessi
 		select {
 		case <-tick.C:
 		case <-r.Context().Done():
+			return
+		case <-sp.done:
 			return
 		}
 	}

@@ -541,6 +541,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ *session) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+	fl.Flush()
 	last := ""
 	keepAlive := time.NewTicker(25 * time.Second)
 	defer keepAlive.Stop()

@@ -248,7 +248,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "askpoint: try: askpoint send %s/expense \"File my taxi receipt from Tuesday, 42 euros\"\n", base)
 
-	page, err := serverPage(srv, base, tokens, logger)
+	page, closePage, err := serverPage(srv, base, tokens, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 1
@@ -273,6 +273,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "askpoint: shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	closePage() // its live pages' streams would hold the shutdown up
 	_ = hs.Shutdown(shutdownCtx)
 	if err := srv.Stop(shutdownCtx); err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: stop: %v\n", err)
@@ -302,7 +303,7 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // serverPage is the server's own page at /inbox/: the paused tasks of the
 // logged-in principal (their bearer token is the login), answered in place.
-func serverPage(srv *askpoint.Server, base string, tokens map[string]string, logger *slog.Logger) (http.Handler, error) {
+func serverPage(srv *askpoint.Server, base string, tokens map[string]string, logger *slog.Logger) (http.Handler, func(), error) {
 	byPrincipal := map[string]string{}
 	for tok, p := range tokens {
 		if p != internalPrincipal {
@@ -321,9 +322,9 @@ func serverPage(srv *askpoint.Server, base string, tokens map[string]string, log
 		Logger: logger,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return sp.Handler(), nil
+	return sp.Handler(), sp.Close, nil
 }
 
 // parseReminders reads --reminders: fractions like "0.5,0.9", or "none".
