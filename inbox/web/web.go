@@ -9,6 +9,10 @@
 //
 // Answers go through client.Resume with the resolver chain the inbox was
 // given: what facts or policy answer never reaches a person.
+//
+// ServerPage serves the same pages for a server's own paused tasks
+// (askpoint serve's /inbox/): each principal sees their tasks and answers
+// the agent directly.
 package web
 
 import (
