@@ -640,6 +640,7 @@ func (l *loop) answerMessage(q *Query, a *Answer) *a2a.Message {
 	if a.Person != "" {
 		meta[MetaPerson] = a.Person
 	}
+	meta[question.DecisionKey] = decisionRecord(q, a, time.Now()).Metadata()
 	msg := &a2a.Message{
 		ID: a2a.NewMessageID(), Role: a2a.MessageRoleUser,
 		TaskID: l.task.ID, ContextID: l.task.ContextID, Metadata: meta,
@@ -667,6 +668,27 @@ func (l *loop) answerMessage(q *Query, a *Answer) *a2a.Message {
 	}
 	msg.Parts = a2a.ContentParts{a2a.NewTextPart(a.Text)}
 	return msg
+}
+
+// decisionRecord says, bound to the question, who decided what (the
+// question extension's decision record).
+func decisionRecord(q *Query, a *Answer, now time.Time) question.Decision {
+	d := question.Decision{
+		Version: question.DecisionVersion,
+		By:      question.Decider{Kind: a.By, Name: a.Person, Rule: a.Rule, Via: a.Via},
+		At:      now.UTC().Truncate(time.Millisecond), Justification: a.Justification,
+	}
+	if d.Justification == "" && a.Action != "" {
+		d.Justification = a.Reason
+	}
+	if qq := q.Question; qq != nil {
+		d.QuestionID, d.QuestionDigest = qq.ID, question.Digest(qq)
+		d.Decision = qq.DecisionFor(a.Action, a.Fields)
+		return d
+	}
+	d.QuestionID, d.QuestionDigest = qid(q), question.DigestText(q.Text)
+	d.Decision = (*question.Question)(nil).DecisionFor(a.Action, nil)
+	return d
 }
 
 // finish reads the terminal task once more (the authoritative copy, with

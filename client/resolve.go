@@ -70,7 +70,7 @@ func (q *Query) Fields() []Field {
 	if q.Question == nil {
 		return nil
 	}
-	return schemaFields(q.Question.Schema)
+	return q.Question.Fields()
 }
 
 // Answer is a resolver's reply: an answer (Fields for a question with a
@@ -96,6 +96,12 @@ type Answer struct {
 	Rule string
 	// Person names the person who answered, when known.
 	Person string
+	// Justification is why, in the answerer's words (optional); it goes in
+	// the answer's decision record.
+	Justification string
+	// Via says where the answer was given ("web inbox", "terminal"); it
+	// goes in the decision record.
+	Via string
 }
 
 // Answered is an answer the loop sent.

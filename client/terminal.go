@@ -3,7 +3,6 @@ package client
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -160,28 +159,31 @@ func (t *Terminal) prompt(ctx context.Context, q *Query) (*Answer, error) {
 		}
 	}
 	qq := q.Question
-	fields := q.Fields()
-	optionField := qq.OptionField()
+	// The same fields, read with the same Field.Parse and checked with the
+	// same Validate, as the web inbox's form.
+	fields := qq.Fields()
 	answer := map[string]any{}
 	todo := make([]string, 0, len(fields))
 	for _, f := range fields {
 		todo = append(todo, f.Name)
 	}
-	if optionField != "" && !containsField(fields, optionField) {
-		todo = append([]string{optionField}, todo...)
-	}
 	for {
 		for _, name := range todo {
-			if name == optionField && len(qq.Options) > 0 {
-				v, err := t.choose(ctx, qq)
-				if err != nil {
-					return nil, err
-				}
-				answer[name] = v
-				continue
-			}
 			f := fieldNamed(fields, name)
-			v, set, err := t.field(ctx, f)
+			var (
+				v   any
+				set bool
+				err error
+			)
+			if f.Kind == question.KindChoice {
+				title := "Options"
+				if f.Name != qq.OptionField() {
+					title = chooseTitle(f)
+				}
+				v, set, err = t.choose(ctx, f, title)
+			} else {
+				v, set, err = t.field(ctx, f)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -199,7 +201,7 @@ func (t *Terminal) prompt(ctx context.Context, q *Query) (*Answer, error) {
 		again := map[string]bool{}
 		for _, e := range errs {
 			name := topField(e.Pointer)
-			if name == "" || !containsField(fields, name) && name != optionField {
+			if name == "" || !containsField(fields, name) {
 				fmt.Fprintf(t.out, "  - %s\n", e.Message)
 				for _, f := range fields {
 					again[f.Name] = true
@@ -222,40 +224,57 @@ func (t *Terminal) prompt(ctx context.Context, q *Query) (*Answer, error) {
 	}
 }
 
-// choose offers the options as a numbered choice.
-func (t *Terminal) choose(ctx context.Context, q *question.Question) (string, error) {
-	fmt.Fprintln(t.out, "Options:")
-	for i, o := range q.Options {
-		if o.Label != "" && o.Label != o.Value {
-			fmt.Fprintf(t.out, "  %d) %s — %s\n", i+1, o.Value, o.Label)
+// choose offers a choice field's options as a numbered choice; an option's
+// value or label is taken too. set is false when an optional choice is
+// left empty.
+func (t *Terminal) choose(ctx context.Context, f Field, title string) (v any, set bool, err error) {
+	fmt.Fprintf(t.out, "%s:\n", title)
+	for i, o := range f.Options {
+		value := question.DisplayValue(o.Value)
+		if o.Label != "" && o.Label != value {
+			fmt.Fprintf(t.out, "  %d) %s — %s\n", i+1, value, o.Label)
 		} else {
-			fmt.Fprintf(t.out, "  %d) %s\n", i+1, o.Value)
+			fmt.Fprintf(t.out, "  %d) %s\n", i+1, value)
 		}
 	}
 	for {
-		line, err := t.readLine(ctx, fmt.Sprintf("Choose 1-%d> ", len(q.Options)))
+		line, err := t.readLine(ctx, fmt.Sprintf("Choose 1-%d> ", len(f.Options)))
 		if err != nil {
-			return "", err
+			return nil, false, err
+		}
+		if line == "" && !f.Required {
+			return nil, false, nil
 		}
 		if n, err := strconv.Atoi(line); err == nil {
-			if n >= 1 && n <= len(q.Options) {
-				return q.Options[n-1].Value, nil
+			if n >= 1 && n <= len(f.Options) {
+				return f.Options[n-1].Value, true, nil
 			}
-		} else {
-			for _, o := range q.Options {
-				if strings.EqualFold(line, o.Value) || (o.Label != "" && strings.EqualFold(line, o.Label)) {
-					return o.Value, nil
-				}
-			}
+		} else if v, ok := f.Choose(line); ok {
+			return v, true, nil
 		}
-		fmt.Fprintf(t.out, "Choose a number from 1 to %d.\n", len(q.Options))
+		// The same words as the web form and the agent: Field.Parse's.
+		_, perr := f.Parse(line)
+		fmt.Fprintf(t.out, "%s: %v. Choose a number from 1 to %d.\n", f.Name, perr, len(f.Options))
 	}
+}
+
+// chooseTitle heads the choice of a field other than the question's
+// option field: its name and description.
+func chooseTitle(f Field) string {
+	s := "Options for " + f.Label()
+	if f.Description != "" {
+		s += " — " + f.Description
+	}
+	if !f.Required {
+		s += " (optional: leave empty to skip)"
+	}
+	return s
 }
 
 // field prompts for one field until the input parses as its type. set is
 // false when an optional field is left empty.
 func (t *Terminal) field(ctx context.Context, f Field) (v any, set bool, err error) {
-	prompt := f.Name
+	prompt := f.Label()
 	if c := f.Constraints(); c != "" {
 		prompt += " (" + c + ")"
 	}
@@ -275,65 +294,13 @@ func (t *Terminal) field(ctx context.Context, f Field) (v any, set bool, err err
 			fmt.Fprintf(t.out, "%s is required.\n", f.Name)
 			continue
 		}
-		v, perr := parseValue(f, line)
+		v, perr := f.Parse(line)
 		if perr != nil {
 			fmt.Fprintf(t.out, "%s: %v\n", f.Name, perr)
 			continue
 		}
 		return v, true, nil
 	}
-}
-
-// parseValue reads a line as a value of the field's type.
-func parseValue(f Field, line string) (any, error) {
-	if len(f.Enum) > 0 {
-		for _, e := range f.Enum {
-			if s, ok := e.(string); ok && strings.EqualFold(s, line) {
-				return s, nil
-			}
-		}
-	}
-	if len(f.Types) == 0 {
-		var v any
-		if json.Unmarshal([]byte(line), &v) == nil {
-			return v, nil
-		}
-		return line, nil
-	}
-	for _, typ := range []string{"integer", "number", "boolean", "object", "array", "null", "string"} {
-		if !f.is(typ) {
-			continue
-		}
-		switch typ {
-		case "integer":
-			if n, err := strconv.ParseInt(line, 10, 64); err == nil {
-				return n, nil
-			}
-		case "number":
-			if n, err := strconv.ParseFloat(strings.ReplaceAll(line, ",", "."), 64); err == nil {
-				return n, nil
-			}
-		case "boolean":
-			switch strings.ToLower(line) {
-			case "y", "yes", "true":
-				return true, nil
-			case "n", "no", "false":
-				return false, nil
-			}
-		case "object", "array":
-			var v any
-			if json.Unmarshal([]byte(line), &v) == nil {
-				return v, nil
-			}
-		case "null":
-			if line == "null" {
-				return nil, nil
-			}
-		case "string":
-			return line, nil
-		}
-	}
-	return nil, fmt.Errorf("expected %s", strings.Join(f.Types, " or "))
 }
 
 func topField(ptr string) string {

@@ -207,6 +207,12 @@ CREATE TABLE IF NOT EXISTS items (
 );
 CREATE INDEX IF NOT EXISTS items_open ON items (state, id);
 CREATE INDEX IF NOT EXISTS items_task ON items (task_id, state);
+CREATE TABLE IF NOT EXISTS notices (
+	item_id INTEGER NOT NULL,
+	kind    TEXT    NOT NULL,
+	sent    TEXT    NOT NULL,
+	PRIMARY KEY (item_id, kind)
+);
 `
 
 // Open opens (creating if need be, with its directory) the inbox file at
@@ -352,6 +358,9 @@ func (ib *Inbox) Get(ctx context.Context, id int64) (*Item, error) {
 type ListOptions struct {
 	All    bool   // also answered and closed items
 	TaskID string // only this task's items
+	// ByTask orders items by the first item of their task, then by ID, so
+	// that a task's next question (a re-ask) takes the place of the last.
+	ByTask bool
 }
 
 // List returns items oldest first: the open ones, or all with All.
@@ -366,7 +375,11 @@ func (ib *Inbox) List(ctx context.Context, opts ListOptions) ([]*Item, error) {
 		q += ` AND task_id = ?`
 		args = append(args, opts.TaskID)
 	}
-	q += ` ORDER BY id`
+	if opts.ByTask {
+		q += ` ORDER BY (SELECT MIN(f.id) FROM items f WHERE f.task_id = items.task_id), id`
+	} else {
+		q += ` ORDER BY id`
+	}
 	rows, err := ib.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("inbox: list: %w", err)
@@ -384,6 +397,48 @@ func (ib *Inbox) List(ctx context.Context, opts ListOptions) ([]*Item, error) {
 		return nil, fmt.Errorf("inbox: list: %w", err)
 	}
 	return out, nil
+}
+
+// Version changes whenever an item is added or changes state, also by
+// another process on the same file; watchers compare it to learn of
+// changes.
+func (ib *Inbox) Version(ctx context.Context) (string, error) {
+	var (
+		n, maxID int64
+		updated  string
+	)
+	err := ib.db.QueryRowContext(ctx, `SELECT COUNT(*), COALESCE(MAX(id), 0), COALESCE(MAX(updated), '') FROM items`).Scan(&n, &maxID, &updated)
+	if err != nil {
+		return "", fmt.Errorf("inbox: version: %w", err)
+	}
+	return fmt.Sprintf("%d.%d.%s", n, maxID, updated), nil
+}
+
+// Notified says whether a notice of kind (e.g. "new", "reminder-1") was
+// recorded for item id.
+func (ib *Inbox) Notified(ctx context.Context, id int64, kind string) (bool, error) {
+	var one int
+	err := ib.db.QueryRowContext(ctx, `SELECT 1 FROM notices WHERE item_id = ? AND kind = ?`, id, kind).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("inbox: notices of item %d: %w", id, err)
+	}
+	return true, nil
+}
+
+// MarkNotified records that a notice of kind went out for item id, so that
+// it goes out once even across restarts. first is false when it was
+// recorded already.
+func (ib *Inbox) MarkNotified(ctx context.Context, id int64, kind string) (first bool, err error) {
+	res, err := ib.db.ExecContext(ctx, `INSERT OR IGNORE INTO notices (item_id, kind, sent) VALUES (?, ?, ?)`,
+		id, kind, ib.now().UTC().Format(time.RFC3339Nano))
+	if err != nil {
+		return false, fmt.Errorf("inbox: record a notice of item %d: %w", id, err)
+	}
+	n, _ := res.RowsAffected()
+	return n == 1, nil
 }
 
 // MarkAnswered records that the open item id was answered by who with

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
@@ -27,6 +28,42 @@ type PushOptions struct {
 	// OnItem, when set, is called with each open item a notification
 	// added or found.
 	OnItem func(it *Item, created bool)
+	// OnReminder, when set, is called when a notification is one of the
+	// agent's reminders of an open question (a status update whose
+	// metadata holds ReminderKey), with the item it reminds of.
+	OnReminder func(it *Item, r Reminder)
+}
+
+// ReminderKey is the status update metadata key of a question reminder
+// (see docs/extensions/question-v1.md).
+const ReminderKey = "https://askpoint.dev/ext/question/v1#reminder"
+
+// Reminder is what a reminder says: which of how many, and the expiry.
+type Reminder struct {
+	N       int       `json:"reminder"`
+	Of      int       `json:"of"`
+	Expires time.Time `json:"expires"`
+}
+
+// reminderOf reads a reminder from a status update, if it is one.
+func reminderOf(ev a2a.Event) (Reminder, bool) {
+	su, ok := ev.(*a2a.TaskStatusUpdateEvent)
+	if !ok || su.Metadata == nil {
+		return Reminder{}, false
+	}
+	v, ok := su.Metadata[ReminderKey]
+	if !ok {
+		return Reminder{}, false
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return Reminder{}, false
+	}
+	var r Reminder
+	if json.Unmarshal(raw, &r) != nil || r.N < 1 {
+		return Reminder{}, false
+	}
+	return r, true
 }
 
 // NewPushHandler returns an http.Handler that receives A2A push
@@ -84,6 +121,9 @@ func NewPushHandler(ib *Inbox, opts PushOptions) http.Handler {
 		}
 		if it != nil && opts.OnItem != nil {
 			opts.OnItem(it, created)
+		}
+		if r, ok := reminderOf(sr.Event); ok && it != nil && it.State == StateOpen && opts.OnReminder != nil {
+			opts.OnReminder(it, r)
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})

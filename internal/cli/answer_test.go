@@ -130,7 +130,7 @@ func TestAPersonAnswersThroughAskpointAnswerInASeparateProcess(t *testing.T) {
 	}
 	mustContain(t, "askpoint answer", out,
 		"Which cost centre should this expense be charged to?", "Expires in 23h5",
-		"  1) CC-4410\n  2) CC-4420\n", "Choose 1-2> ", "Choose a number from 1 to 2.",
+		"  1) CC-4410\n  2) CC-4420\n", "Choose 1-2> ", "costCentre: expected one of CC-4410, CC-4420. Choose a number from 1 to 2.",
 		"by person (erin): {\"costCentre\":\"CC-4420\"}",
 		"state:   TASK_STATE_COMPLETED", "artifact: expense", `"costCentre":"CC-4420"`)
 
@@ -176,16 +176,17 @@ func TestAnswerPromptsFieldsOneByOneAndChecksThemLocally(t *testing.T) {
 	}
 	mustContain(t, "askpoint answer", out,
 		"amount (number, > 0, required) — the amount on the receipt> ",
-		"amount: expected number",
+		"amount: expected a number",
 		"date (string, pattern ^[0-9]{4}-[0-9]{2}-[0-9]{2}$, required) — the receipt's date, YYYY-MM-DD> ",
-		"costCentre (string, one of CC-4410, CC-4420, pattern ^CC-[0-9]{4}$, required)> ",
-		"currency (string, one of EUR, USD, GBP, CHF, optional) — defaults to EUR> ",
+		// Enums are choices, as in the web inbox's form.
+		"Options for costCentre:\n  1) CC-4410\n  2) CC-4420\nChoose 1-2> ",
+		"Options for currency — defaults to EUR (optional: leave empty to skip):\n  1) EUR\n",
 		"That answer would not be accepted:",
 		"  - amount: must be greater than 0",
 		`  - date: "yesterday" does not match ^[0-9]{4}-[0-9]{2}-[0-9]{2}$`,
 		"state:   TASK_STATE_COMPLETED", `"amount":42`, `"date":"2026-11-24"`, `"costCentre":"CC-4410"`)
 	// Only the refused fields were asked again.
-	if n := strings.Count(out, "costCentre (string"); n != 1 {
+	if n := strings.Count(out, "Options for costCentre"); n != 1 {
 		t.Errorf("costCentre was prompted %d times, want once", n)
 	}
 	if n := strings.Count(out, "amount (number"); n != 3 { // abc, -5, then 42

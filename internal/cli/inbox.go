@@ -27,11 +27,14 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("inbox", "", "the inbox `file` (default $"+inbox.EnvPath+", else askpoint/inbox.db in your config directory)")
 	all := fs.Bool("all", false, "also list answered and closed items")
 	listen := fs.String("listen", "", "receive A2A push notifications on `host:port` (POST a StreamResponse to http://host:port/?agent=AGENT_URL) until interrupted")
-	token := fs.String("token", "", "with --listen: refuse notifications without this A2A-Notification-Token header")
+	token := fs.String("token", "", "with --listen or --web: refuse push notifications without this A2A-Notification-Token header")
+	wf := addWebFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: askpoint inbox [--inbox FILE] [--all] [--listen ADDR [--token T]]")
+		fmt.Fprintln(stderr, "       askpoint inbox --web ADDR --people FILE [web flags]")
 		fmt.Fprintln(stderr, "List the questions that wait on a person (answer one with askpoint answer ID), or receive")
-		fmt.Fprintln(stderr, "push notifications so the inbox learns of new questions without polling.")
+		fmt.Fprintln(stderr, "push notifications so the inbox learns of new questions without polling, or serve the web")
+		fmt.Fprintln(stderr, "inbox: a page of the questions and a form for each, for the people in the people file.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
@@ -41,8 +44,16 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "askpoint inbox: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
-	if *token != "" && *listen == "" {
-		fmt.Fprintln(stderr, "askpoint inbox: --token only applies with --listen")
+	if *token != "" && *listen == "" && *wf.addr == "" {
+		fmt.Fprintln(stderr, "askpoint inbox: --token only applies with --listen or --web")
+		return exitUsage
+	}
+	if *listen != "" && *wf.addr != "" {
+		fmt.Fprintln(stderr, "askpoint inbox: give --listen or --web, not both (the web inbox receives push notifications at /push)")
+		return exitUsage
+	}
+	if msg := wf.misused(fs); msg != "" {
+		fmt.Fprintf(stderr, "askpoint inbox: %s\n", msg)
 		return exitUsage
 	}
 	if *path == "" {
@@ -63,6 +74,9 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 	defer ib.Close()
 	if *listen != "" {
 		return listenPush(ctx, ib, *listen, *token, stdout, stderr)
+	}
+	if *wf.addr != "" {
+		return serveWeb(ctx, ib, wf, *token, stdout, stderr)
 	}
 
 	items, err := ib.List(ctx, inbox.ListOptions{All: *all})

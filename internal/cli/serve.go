@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 	"github.com/askpoint/askpoint/examples/conformance"
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/examples/planning"
+	"github.com/askpoint/askpoint/inbox/web"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/postgres"
@@ -245,7 +247,16 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "askpoint: try: askpoint send %s/expense \"File my taxi receipt from Tuesday, 42 euros\"\n", base)
 
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	page, closePage, err := serverPage(srv, base, tokens, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "askpoint: paused tasks, answered in the browser: %s/inbox/\n", base)
+	root := http.NewServeMux()
+	root.Handle("/inbox/", page)
+	root.Handle("/", srv.Handler())
+	hs := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 
@@ -261,6 +272,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "askpoint: shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	closePage() // its live pages' streams would hold the shutdown up
 	_ = hs.Shutdown(shutdownCtx)
 	if err := srv.Stop(shutdownCtx); err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: stop: %v\n", err)
@@ -280,6 +292,32 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// serverPage is the server's own page at /inbox/: the paused tasks of the
+// logged-in principal (their bearer token is the login), answered in place.
+func serverPage(srv *askpoint.Server, base string, tokens map[string]string, logger *slog.Logger) (http.Handler, func(), error) {
+	byPrincipal := map[string]string{}
+	for tok, p := range tokens {
+		if p != internalPrincipal {
+			byPrincipal[p] = tok
+		}
+	}
+	extra := []string{}
+	if u, err := url.Parse(base); err == nil {
+		if _, port, err := net.SplitHostPort(u.Host); err == nil {
+			extra = append(extra, "localhost:"+port, "127.0.0.1:"+port, "[::1]:"+port)
+		}
+	}
+	sp, err := web.NewServerPage(web.ServerPageConfig{
+		Base: "/inbox", PublicURL: base, ExtraHosts: extra, Tokens: byPrincipal,
+		Agents: srv.Agents, Handler: srv.RequestHandler, WithPrincipal: askpoint.WithPrincipal,
+		Logger: logger,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sp.Handler(), sp.Close, nil
 }
 
 // parseReminders reads --reminders: fractions like "0.5,0.9", or "none".

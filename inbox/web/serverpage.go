@@ -1,0 +1,500 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/question"
+)
+
+// ServerPageConfig configures the server's own page: the paused tasks of
+// the logged-in principal, answered in place, without a caller's inbox.
+type ServerPageConfig struct {
+	// Base is the path the page is served under (e.g. "/inbox").
+	Base string
+	// PublicURL is the server's address (scheme://host:port), the one
+	// origin whose forms are taken.
+	PublicURL  string
+	ExtraHosts []string
+	// Tokens maps principals to their bearer tokens, which are also the
+	// page's login; empty: callers are anonymous (the server is loopback
+	// only) and the page logs everyone in as the anonymous principal.
+	Tokens map[string]string
+	// Agents lists the server's agents; Handler returns one's request
+	// handler; WithPrincipal says on whose behalf a call is made.
+	Agents        func() []string
+	Handler       func(name string) (a2asrv.RequestHandler, bool)
+	WithPrincipal func(ctx context.Context, principal string) context.Context
+	// MaxAttempts is the server's cap on answers per question.
+	MaxAttempts int
+	Logger      *slog.Logger
+	Now         func() time.Time
+}
+
+// anonymous is the principal of a server without tokens.
+const anonymous = ""
+
+// ServerPage is the server's own page.
+type ServerPage struct {
+	cfg   ServerPageConfig
+	sess  *sessions
+	tmpl  *template.Template
+	log   *slog.Logger
+	hosts map[string]bool
+	orig  string
+	open  bool // no tokens: everyone is the anonymous principal
+	done  chan struct{}
+	once  sync.Once
+}
+
+// Close ends the pages' event streams, so that a server's graceful
+// shutdown does not wait on them.
+func (sp *ServerPage) Close() { sp.once.Do(func() { close(sp.done) }) }
+
+// NewServerPage checks cfg and returns the page.
+func NewServerPage(cfg ServerPageConfig) (*ServerPage, error) {
+	if cfg.Agents == nil || cfg.Handler == nil || cfg.WithPrincipal == nil {
+		return nil, errors.New("web: the server page needs the server's agents, handlers and principals")
+	}
+	u, err := url.Parse(cfg.PublicURL)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("web: the public URL %q must be http(s)://host:port", cfg.PublicURL)
+	}
+	cfg.Base = "/" + strings.Trim(cfg.Base, "/")
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = question.DefaultMaxAttempts
+	}
+	var people []Person
+	for p, tok := range cfg.Tokens {
+		people = append(people, Person{Name: p, Token: tok})
+	}
+	open := len(people) == 0
+	if open {
+		people = []Person{{Name: anonymous}}
+	}
+	sort.Slice(people, func(i, j int) bool { return people[i].Name < people[j].Name })
+	tmpl, err := parseTemplates(cfg.Base)
+	if err != nil {
+		return nil, err
+	}
+	sp := &ServerPage{cfg: cfg, sess: newSessions(people, u.Scheme == "https", cfg.Now), tmpl: tmpl, log: cfg.Logger,
+		hosts: map[string]bool{u.Host: true}, orig: u.Scheme + "://" + u.Host, open: open, done: make(chan struct{})}
+	for _, h := range cfg.ExtraHosts {
+		sp.hosts[h] = true
+	}
+	return sp, nil
+}
+
+// Handler serves the page under Base.
+func (sp *ServerPage) Handler() http.Handler {
+	// The same guard, login and CSRF checks as the web inbox.
+	s := &Server{sess: sp.sess, tmpl: sp.tmpl, log: sp.log, hosts: sp.hosts, orig: sp.orig, now: sp.cfg.Now}
+	mux := http.NewServeMux()
+	b := sp.cfg.Base
+	mux.HandleFunc("GET "+b+"/login", func(w http.ResponseWriter, r *http.Request) {
+		if sp.open {
+			sp.sess.issue(w, &sp.sess.people[0])
+			http.Redirect(w, r, b+"/", http.StatusSeeOther)
+			return
+		}
+		s.loginPage(w, r)
+	})
+	mux.HandleFunc("POST "+b+"/login", s.loginPost)
+	mux.HandleFunc("POST "+b+"/logout", s.authed(s.logout))
+	mux.HandleFunc("GET "+b+"/{$}", s.authed(sp.list))
+	mux.HandleFunc("GET "+b+"/items", s.authed(sp.rowsFragment))
+	mux.HandleFunc("GET "+b+"/events", s.authed(sp.events))
+	mux.HandleFunc("GET "+b+"/t/{agent}/{task}", s.authed(sp.form))
+	mux.HandleFunc("GET "+b+"/t/{agent}/{task}/state", s.authed(sp.state))
+	mux.HandleFunc("POST "+b+"/t/{agent}/{task}", s.authed(sp.answer))
+	mux.Handle("GET "+b+"/static/", http.StripPrefix(b+"/static/", http.FileServerFS(staticFS())))
+	inner := s.guard(mux)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// authed sends people without a session to /login: this page's.
+		if strings.HasPrefix(r.URL.Path, b+"/") || r.URL.Path == b {
+			rw := &loginRedirect{ResponseWriter: w, base: b}
+			inner.ServeHTTP(rw, r)
+			return
+		}
+		http.NotFound(w, r)
+	})
+}
+
+// loginRedirect rewrites the web inbox's redirects to /login (and /) onto
+// the page's base.
+type loginRedirect struct {
+	http.ResponseWriter
+	base string
+}
+
+func (l *loginRedirect) WriteHeader(code int) {
+	if loc := l.Header().Get("Location"); code == http.StatusSeeOther && strings.HasPrefix(loc, "/") && !strings.HasPrefix(loc, l.base+"/") {
+		if rest, ok := strings.CutPrefix(loc, "/login?next="); ok {
+			loc = l.base + "/login?next=" + rest
+		} else {
+			loc = l.base + loc
+		}
+		l.Header().Set("Location", loc)
+	}
+	l.ResponseWriter.WriteHeader(code)
+}
+
+func (l *loginRedirect) Flush() {
+	if f, ok := l.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// paused lists the principal's tasks that wait for an answer, as items.
+func (sp *ServerPage) paused(ctx context.Context, principal string) ([]row, error) {
+	pctx := sp.cfg.WithPrincipal(ctx, principal)
+	var out []row
+	now := sp.cfg.Now()
+	for _, name := range sp.cfg.Agents() {
+		h, ok := sp.cfg.Handler(name)
+		if !ok {
+			continue
+		}
+		res, err := h.ListTasks(pctx, &a2a.ListTasksRequest{Status: a2a.TaskStateInputRequired, PageSize: 100})
+		if err != nil {
+			return nil, fmt.Errorf("list the paused tasks of agent %s: %w", name, err)
+		}
+		for _, t := range res.Tasks {
+			if t.Status.Message == nil {
+				continue
+			}
+			it := inbox.FromStatus(name, string(t.ID), t.ContextID, t.Status.Message)
+			if e := it.Expires(); !e.IsZero() && !e.After(now) {
+				continue
+			}
+			link := sp.cfg.Base + "/t/" + url.PathEscape(name) + "/" + url.PathEscape(string(t.ID))
+			r := row{Item: it, Link: link, Agent: name, Text: it.Text, Expires: it.Expires(), About: about(it)}
+			if !r.Expires.IsZero() {
+				r.Left = client.HumanDuration(r.Expires.Sub(now))
+			}
+			r.Attempt = attemptText(it.Question, sp.maxAttempts(it.Question))
+			if q := it.Question; q != nil {
+				r.Fields = len(q.Fields())
+				for _, o := range q.Options {
+					r.Options = append(r.Options, question.FieldOption{Value: o.Value, Label: o.Label}.Text())
+				}
+			}
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Item.TaskID < out[j].Item.TaskID })
+	return out, nil
+}
+
+func (sp *ServerPage) maxAttempts(q *question.Question) int {
+	if q != nil && q.MaxAttempts > 0 {
+		return q.MaxAttempts
+	}
+	return sp.cfg.MaxAttempts
+}
+
+func (sp *ServerPage) page(sess *session, title, live string, body any) page {
+	who := sess.person.Name
+	if who == anonymous {
+		who = "anonymous"
+	}
+	return page{Title: title, Person: who, CSRF: sp.sess.csrf(sess), Body: body, Live: live}
+}
+
+func (sp *ServerPage) render(w http.ResponseWriter, status int, name string, data any) {
+	(&Server{tmpl: sp.tmpl, log: sp.log}).render(w, status, name, data)
+}
+
+func (sp *ServerPage) fail(w http.ResponseWriter, what string, err error) {
+	sp.log.Error("server page: "+what, slog.Any("error", err))
+	http.Error(w, "could not "+what+"; see the server's log", http.StatusInternalServerError)
+}
+
+func (sp *ServerPage) list(w http.ResponseWriter, r *http.Request, sess *session) {
+	rows, err := sp.paused(r.Context(), sess.person.Name)
+	if err != nil {
+		sp.fail(w, "list the paused tasks", err)
+		return
+	}
+	pg := sp.page(sess, "Paused tasks", "list", rows)
+	pg.Notice = r.URL.Query().Get("notice")
+	sp.render(w, http.StatusOK, "list.html", pg)
+}
+
+func (sp *ServerPage) rowsFragment(w http.ResponseWriter, r *http.Request, sess *session) {
+	rows, err := sp.paused(r.Context(), sess.person.Name)
+	if err != nil {
+		sp.fail(w, "list the paused tasks", err)
+		return
+	}
+	sp.render(w, http.StatusOK, "rows", rows)
+}
+
+// events tells the page when the principal's paused tasks change: it reads
+// them every two seconds while the page is open (the page's own look; the
+// store keeps no list of watchers).
+func (sp *ServerPage) events(w http.ResponseWriter, r *http.Request, sess *session) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming is not supported here", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fl.Flush()
+	last := ""
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for {
+		rows, err := sp.paused(r.Context(), sess.person.Name)
+		if err == nil {
+			var b strings.Builder
+			for _, row := range rows {
+				b.WriteString(row.Item.TaskID + "/" + row.Item.Key + "|")
+			}
+			if sig := b.String(); sig != last {
+				if _, err := fmt.Fprintf(w, "event: changed\ndata: %d\n\n", len(rows)); err != nil {
+					return
+				}
+				fl.Flush()
+				last = sig
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-r.Context().Done():
+			return
+		case <-sp.done:
+			return
+		}
+	}
+}
+
+// task reads the path's task for the principal.
+func (sp *ServerPage) task(w http.ResponseWriter, r *http.Request, sess *session) (string, a2asrv.RequestHandler, *a2a.Task) {
+	name := r.PathValue("agent")
+	h, ok := sp.cfg.Handler(name)
+	if !ok {
+		http.Error(w, fmt.Sprintf("this server has no agent %q", name), http.StatusNotFound)
+		return "", nil, nil
+	}
+	t, err := h.GetTask(sp.cfg.WithPrincipal(r.Context(), sess.person.Name), &a2a.GetTaskRequest{ID: a2a.TaskID(r.PathValue("task"))})
+	if errors.Is(err, a2a.ErrTaskNotFound) {
+		http.Error(w, fmt.Sprintf("you have no task %q at agent %s", r.PathValue("task"), name), http.StatusNotFound)
+		return "", nil, nil
+	}
+	if err != nil {
+		sp.fail(w, "read the task", err)
+		return "", nil, nil
+	}
+	return name, h, t
+}
+
+func (sp *ServerPage) formOf(name string, t *a2a.Task, inputs map[string]string, errs []question.FieldError) *form {
+	link := sp.cfg.Base + "/t/" + url.PathEscape(name) + "/" + url.PathEscape(string(t.ID))
+	it := &inbox.Item{AgentURL: name, TaskID: string(t.ID), State: inbox.StateOpen}
+	if t.Status.State == a2a.TaskStateInputRequired && t.Status.Message != nil {
+		it = inbox.FromStatus(name, string(t.ID), t.ContextID, t.Status.Message)
+	}
+	f := &form{Item: it, Q: it.Question, Text: it.Text, About: about(it), Expires: it.Expires(), Action: link, StateURL: link + "/state"}
+	if it.Question != nil {
+		f.StateURL += "?q=" + url.QueryEscape(it.Question.ID)
+	}
+	now := sp.cfg.Now()
+	if !f.Expires.IsZero() {
+		f.Left = client.HumanDuration(f.Expires.Sub(now))
+	}
+	switch {
+	case t.Status.State != a2a.TaskStateInputRequired:
+		f.Closed = "the task is " + stateName(t.Status.State)
+		if t.Status.Message != nil {
+			f.Closed += " (" + textOf(t.Status.Message.Parts) + ")"
+		}
+	case !f.Expires.IsZero() && !f.Expires.After(now):
+		f.Closed = "expired at " + f.Expires.UTC().Format(time.RFC3339)
+	}
+	if it.Question == nil {
+		f.TextOnly = true
+		f.Typed = inputs[""]
+		return f
+	}
+	fillFields(f, it.Question, inputs, errs, sp.maxAttempts(it.Question))
+	return f
+}
+
+func stateName(s a2a.TaskState) string {
+	return strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(string(s), "TASK_STATE_"), "_", "-"))
+}
+
+func (sp *ServerPage) form(w http.ResponseWriter, r *http.Request, sess *session) {
+	name, _, t := sp.task(w, r, sess)
+	if t == nil {
+		return
+	}
+	f := sp.formOf(name, t, nil, nil)
+	f.Notice = r.URL.Query().Get("notice")
+	sp.render(w, http.StatusOK, "form.html", sp.page(sess, "Task "+string(t.ID), "item", f))
+}
+
+func (sp *ServerPage) state(w http.ResponseWriter, r *http.Request, sess *session) {
+	name, _, t := sp.task(w, r, sess)
+	if t == nil {
+		return
+	}
+	f := sp.formOf(name, t, nil, nil)
+	w.Header().Set("Content-Type", "application/json")
+	key := ""
+	if f.Q != nil {
+		key = f.Q.ID
+	}
+	// The page's question is the one it was rendered with; a re-ask is a
+	// new question, and the page offers to show it.
+	open := f.Closed == "" && (r.URL.Query().Get("q") == "" || r.URL.Query().Get("q") == key)
+	out := map[string]any{"open": open, "closed": f.Closed}
+	if f.Closed == "" && !open {
+		out["closed"], out["next"] = "the agent asks again", f.Action
+	}
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+// answer sends the form's answer (checked as the agent will check it) to
+// the agent as the principal, with the decision record.
+func (sp *ServerPage) answer(w http.ResponseWriter, r *http.Request, sess *session) {
+	name, h, t := sp.task(w, r, sess)
+	if t == nil {
+		return
+	}
+	inputs := map[string]string{}
+	for k, vs := range r.PostForm {
+		if k != "csrf" && k != "action" && k != "justification" && k != "reason" && len(vs) > 0 {
+			inputs[k] = vs[len(vs)-1]
+		}
+	}
+	inputs[""] = r.PostForm.Get("answer")
+	justification := strings.TrimSpace(r.PostForm.Get("justification"))
+	f := sp.formOf(name, t, nil, nil)
+	title := "Task " + string(t.ID)
+	again := func(status int, errs []question.FieldError, problem string) {
+		g := sp.formOf(name, t, inputs, errs)
+		g.Justify, g.Problem = justification, problem
+		sp.render(w, status, "form.html", sp.page(sess, title, "item", g))
+	}
+	if f.Closed != "" {
+		again(http.StatusConflict, nil, "This question no longer takes answers ("+f.Closed+"). Nothing was sent.")
+		return
+	}
+	q := f.Q
+	who := question.Decider{Kind: question.DeciderPerson, Name: sess.person.Name, Via: "server page"}
+	if who.Name == anonymous {
+		who.Name = "anonymous"
+	}
+	rec := question.Decision{Version: question.DecisionVersion, By: who, Justification: justification, At: sp.cfg.Now().UTC().Truncate(time.Millisecond)}
+	msg := &a2a.Message{ID: a2a.NewMessageID(), Role: a2a.MessageRoleUser, TaskID: t.ID, ContextID: t.ContextID}
+	obj := map[string]any{}
+	action := r.PostForm.Get("action")
+	switch action {
+	case question.ActionDecline, question.ActionCancel:
+		reason := strings.TrimSpace(r.PostForm.Get("reason"))
+		if rec.Justification == "" {
+			rec.Justification = reason
+		}
+		if q == nil {
+			if action == question.ActionCancel {
+				break
+			}
+			again(http.StatusUnprocessableEntity, nil, "A question asked in text only cannot be declined; answer it or cancel the task.")
+			return
+		}
+		obj["action"] = action
+		if reason != "" {
+			obj["reason"] = reason
+		}
+	case "", "answer":
+		if q == nil {
+			text := strings.TrimSpace(inputs[""])
+			if text == "" {
+				again(http.StatusUnprocessableEntity, nil, "An answer is needed.")
+				return
+			}
+			msg.Parts = a2a.ContentParts{a2a.NewTextPart(text)}
+			break
+		}
+		for _, fd := range q.Fields() {
+			if strings.TrimSpace(inputs[fd.Name]) == "" && strings.TrimSpace(inputs["typed."+fd.Name]) != "" {
+				inputs[fd.Name] = inputs["typed."+fd.Name]
+			}
+		}
+		fields, errs := q.ParseForm(inputs)
+		if len(errs) > 0 {
+			again(http.StatusUnprocessableEntity, errs, "")
+			return
+		}
+		for k, v := range fields {
+			obj[k] = v
+		}
+		rec.Decision = q.DecisionFor("", fields)
+	default:
+		http.Error(w, fmt.Sprintf("unknown action %q (answer, decline or cancel)", action), http.StatusBadRequest)
+		return
+	}
+	pctx := sp.cfg.WithPrincipal(r.Context(), sess.person.Name)
+	if q == nil && action == question.ActionCancel {
+		if _, err := h.CancelTask(pctx, &a2a.CancelTaskRequest{ID: t.ID}); err != nil {
+			again(http.StatusBadGateway, nil, "The task could not be canceled: "+err.Error())
+			return
+		}
+		http.Redirect(w, r, sp.cfg.Base+"/?notice="+url.QueryEscape("Task "+string(t.ID)+" was canceled."), http.StatusSeeOther)
+		return
+	}
+	if q != nil {
+		rec.QuestionID, rec.QuestionDigest = q.ID, question.Digest(q)
+		if rec.Decision == "" {
+			rec.Decision = q.DecisionFor(action, nil)
+		}
+		obj["questionId"] = q.ID
+		p := a2a.NewDataPart(obj)
+		p.MediaType = question.MediaTypeJSON
+		msg.Parts = a2a.ContentParts{p}
+		msg.Extensions = []string{question.ExtensionURI}
+	} else {
+		rec.QuestionID, rec.QuestionDigest, rec.Decision = t.Status.Message.ID, question.DigestText(f.Text), question.DecisionAnswered
+	}
+	msg.Metadata = map[string]any{question.DecisionKey: rec.Metadata(), client.MetaAnsweredBy: client.ByPerson, client.MetaPerson: who.Name}
+	res, err := h.SendMessage(pctx, &a2a.SendMessageRequest{Message: msg})
+	if err != nil {
+		sp.log.Info("server page: the answer was refused", slog.String("task", string(t.ID)), slog.Any("error", err))
+		again(http.StatusConflict, nil, "The agent refused the answer: "+err.Error())
+		return
+	}
+	sp.log.Info("server page: answered", slog.String("principal", who.Name), slog.String("task", string(t.ID)), slog.String("decision", rec.Decision))
+	if done, ok := res.(*a2a.Task); ok && done.Status.State == a2a.TaskStateInputRequired {
+		http.Redirect(w, r, f.Action, http.StatusSeeOther) // the agent asks again: its new question
+		return
+	}
+	state := "answered"
+	if done, ok := res.(*a2a.Task); ok {
+		state = "now " + stateName(done.Status.State)
+	}
+	http.Redirect(w, r, sp.cfg.Base+"/?notice="+url.QueryEscape("Task "+string(t.ID)+" is "+state+"."), http.StatusSeeOther)
+}

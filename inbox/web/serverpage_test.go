@@ -1,0 +1,127 @@
+package web_test
+
+import (
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/inbox/web"
+	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/question"
+)
+
+const aliceToken, bobToken = "alice-token-0123456789", "bob-token-0123456789ab"
+
+// The server's own page shows each principal their own paused tasks, with
+// the same form, and answers the agent directly with the decision record.
+func TestServerPageAnswersThePrincipalsOwnPausedTasks(t *testing.T) {
+	env := apitest.Start(t, apitest.Options{Quiet: true, Config: func(c *askpoint.Config) {
+		c.Tokens = map[string]string{aliceToken: "alice", bobToken: "bob"}
+	}})
+	alice := env.ClientAs(t, "expense", a2a.TransportProtocolJSONRPC, aliceToken)
+	res, err := alice.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*a2a.Task)
+
+	hs := httptest.NewUnstartedServer(nil)
+	base := "http://" + hs.Listener.Addr().String()
+	sp, err := web.NewServerPage(web.ServerPageConfig{
+		Base: "/inbox", PublicURL: base, Tokens: map[string]string{"alice": aliceToken, "bob": bobToken},
+		Agents: env.Server.Agents, Handler: env.Server.RequestHandler, WithPrincipal: askpoint.WithPrincipal,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.Config.Handler = sp.Handler()
+	hs.Start()
+	defer hs.Close()
+	form := base + "/inbox/t/expense/" + string(task.ID)
+
+	loginAs := func(token string) *http.Client {
+		jar, _ := cookiejar.New(nil)
+		hc := &http.Client{Jar: jar}
+		req, _ := http.NewRequest(http.MethodPost, base+"/inbox/login", strings.NewReader(url.Values{"token": {token}, "next": {"/inbox/"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.Request.URL.Path != "/inbox/" || res.StatusCode != http.StatusOK {
+			t.Fatalf("login: %s at %s", res.Status, res.Request.URL)
+		}
+		return hc
+	}
+	anon := &http.Client{}
+	res2, err := anon.Get(form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2.Body.Close()
+	if res2.Request.URL.Path != "/inbox/login" {
+		t.Errorf("without a login the form led to %s; want /inbox/login", res2.Request.URL)
+	}
+
+	bob := loginAs(bobToken)
+	if _, page := get(t, bob, base+"/inbox/"); strings.Contains(page, string(task.ID)) {
+		t.Error("bob's page lists alice's task")
+	}
+	if code, _ := get(t, bob, form); code != http.StatusNotFound {
+		t.Errorf("bob opening alice's task: %d, want 404", code)
+	}
+
+	hc := loginAs(aliceToken)
+	_, page := get(t, hc, base+"/inbox/")
+	if !strings.Contains(page, string(task.ID)) || !strings.Contains(page, "attempt 1 of 3") {
+		t.Fatalf("alice's page lacks her paused task:\n%s", page)
+	}
+	_, page = get(t, hc, form)
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil || !strings.Contains(page, `value="CC-4410"`) {
+		t.Fatalf("the form:\n%s", page)
+	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	post := func(v url.Values) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, form, strings.NewReader(v.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	if r := post(url.Values{"csrf": {m[1]}, "typed.costCentre": {"engineering"}}); r.StatusCode != http.StatusUnprocessableEntity {
+		t.Errorf("engineering: %s, want 422 (refused before it is sent)", r.Status)
+	}
+	if r := post(url.Values{"costCentre": {"CC-4410"}}); r.StatusCode != http.StatusForbidden {
+		t.Errorf("without the CSRF token: %s, want 403", r.Status)
+	}
+	if r := post(url.Values{"csrf": {m[1]}, "costCentre": {"CC-4410"}, "justification": {"client visit"}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the answer: %s, want 303", r.Status)
+	}
+	done, err := alice.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+	if err != nil || done.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("alice's task: %v (%v); want completed", done.Status.State, err)
+	}
+	var d *question.Decision
+	for _, msg := range done.History {
+		if got, ok, _ := question.DecisionOf(msg); ok {
+			d = got
+		}
+	}
+	if d == nil || d.By.Name != "alice" || d.By.Via != "server page" || d.Decision != question.DecisionAnswered || d.Justification != "client visit" {
+		t.Errorf("decision record %+v; want alice answered via the server page, justified", d)
+	}
+}

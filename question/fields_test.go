@@ -1,0 +1,127 @@
+package question
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+func fieldsQuestion() *Question {
+	return &Question{
+		ID: "q-1", Text: "Tell me about the trip.", Expires: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC),
+		Schema: json.RawMessage(`{"type": "object", "required": ["to", "nights"], "properties": {
+			"to":      {"type": "string", "title": "Destination", "minLength": 2, "pattern": "^[A-Z]"},
+			"nights":  {"type": "integer", "minimum": 1, "maximum": 30},
+			"when":    {"type": "string", "format": "date"},
+			"refund":  {"type": "boolean", "default": true},
+			"class":   {"oneOf": [{"const": "eco", "title": "Economy"}, {"const": 2, "title": "Business"}]},
+			"seat":    {"enum": ["aisle", "window"]},
+			"budget":  {"type": "number", "exclusiveMinimum": 0},
+			"extras":  {"type": "array"}
+		}}`),
+	}
+}
+
+// One model for every face: kinds, closed sets with any JSON value and
+// labels, defaults, in the schema's order with the required first.
+func TestFieldsModelTheSchema(t *testing.T) {
+	fs := fieldsQuestion().Fields()
+	var got []string
+	for _, f := range fs {
+		got = append(got, f.Name+":"+string(f.Kind))
+	}
+	want := "to:text,nights:integer,when:date,refund:boolean,class:choice,seat:choice,budget:number,extras:json"
+	if strings.Join(got, ",") != want {
+		t.Fatalf("fields %v; want %s", got, want)
+	}
+	if fs[0].Label() != "Destination" || !fs[0].Required || fs[2].Required {
+		t.Errorf("to: label %q required %v; when required %v", fs[0].Label(), fs[0].Required, fs[2].Required)
+	}
+	class := fs[4]
+	if len(class.Options) != 2 || class.Options[0].Label != "Economy" || class.Options[1].Value != float64(2) || class.Options[1].Text() != "Business" {
+		t.Errorf("class options %+v; want eco/Economy and 2/Business", class.Options)
+	}
+	if v, ok := class.Choose("business"); !ok || v != float64(2) {
+		t.Errorf("Choose(business) = %v, %v; want the JSON value 2", v, ok)
+	}
+	if p := fieldsQuestion().Proposed(); len(p) != 1 || p["refund"] != true {
+		t.Errorf("Proposed = %v; want refund true", p)
+	}
+}
+
+// The question's options belong to its option field, labels included.
+func TestFieldsTakeTheQuestionsOptions(t *testing.T) {
+	q := &Question{ID: "q", Text: "Which?", Schema: json.RawMessage(`{"type":"object","required":["costCentre"],"properties":{"costCentre":{"type":"string","pattern":"^CC-[0-9]{4}$"}}}`),
+		Options: []Option{{Value: "CC-4410", Label: "Engineering"}, {Value: "CC-4420"}}}
+	fs := q.Fields()
+	if len(fs) != 1 || fs[0].Kind != KindChoice || len(fs[0].Options) != 2 || fs[0].Options[0].Label != "Engineering" {
+		t.Fatalf("fields %+v; want one choice with the two options", fs)
+	}
+	if _, err := fs[0].Parse("engineering"); err != nil {
+		t.Errorf("Parse(engineering) by label: %v", err)
+	}
+	if _, err := fs[0].Parse("marketing"); err == nil || err.Error() != "expected one of CC-4410, CC-4420" {
+		t.Errorf("Parse(marketing) = %v; want the words the agent uses", err)
+	}
+}
+
+// A form refuses what the agent would: type errors at the field, then the
+// schema's own errors.
+func TestParseFormRefusesAsTheAgentWould(t *testing.T) {
+	q := fieldsQuestion()
+	_, errs := q.ParseForm(map[string]string{"to": "x", "nights": "two", "when": "tomorrow", "refund": "maybe"})
+	got := map[string]string{}
+	for _, e := range errs {
+		got[e.Pointer] = e.Message
+	}
+	want := map[string]string{"/nights": "expected an integer", "/when": "expected a date (YYYY-MM-DD)", "/refund": "expected a boolean"}
+	for p, m := range want {
+		if got[p] != m {
+			t.Errorf("%s: %q, want %q (all: %v)", p, got[p], m, errs)
+		}
+	}
+	_, errs = q.ParseForm(map[string]string{"to": "x", "nights": "40", "class": "Economy"})
+	byField := q.ErrorsByField(errs)
+	if strings.Join(byField["to"], "; ") != `"x" does not match ^[A-Z]; must be at least 2 characters long` || strings.Join(byField["nights"], "") != "must be at most 30" {
+		t.Errorf("schema errors by field: %v", byField)
+	}
+	fields, errs := q.ParseForm(map[string]string{"to": "Rome", "nights": "3", "class": "Business", "budget": "12,5", "extras": `["late checkout"]`})
+	if len(errs) != 0 || fields["nights"] != int64(3) || fields["class"] != float64(2) || fields["budget"] != 12.5 {
+		t.Errorf("a good form: %v, %v", fields, errs)
+	}
+	if _, errs := q.ParseForm(map[string]string{"nights": "3"}); len(errs) != 1 || errs[0].Message != "missing required field to" {
+		t.Errorf("a missing field: %v", errs)
+	}
+}
+
+// The digest is what was shown: it survives the trip through a message,
+// and changes with anything a person saw.
+func TestDigestIsTheQuestionAsShown(t *testing.T) {
+	q := fieldsQuestion()
+	back, ok, err := FromMessage(q.Message())
+	if !ok || err != nil {
+		t.Fatal(err)
+	}
+	if Digest(q) != Digest(back) || !strings.HasPrefix(Digest(q), "sha256:") {
+		t.Errorf("digest %s before the wire, %s after", Digest(q), Digest(back))
+	}
+	re := q.ReAsk("q-2", []FieldError{{Pointer: "/to", Message: "no"}})
+	changed := *q
+	changed.Text = "Tell me about the other trip."
+	if Digest(re) == Digest(q) || Digest(&changed) == Digest(q) {
+		t.Error("a re-ask or another text has the same digest")
+	}
+	if q.DecisionFor("", map[string]any{"refund": false}) != DecisionEdited || q.DecisionFor("", map[string]any{"refund": true}) != DecisionAnswered ||
+		q.DecisionFor(ActionDecline, nil) != DecisionDeclined || q.DecisionFor(ActionCancel, nil) != DecisionCanceled {
+		t.Error("DecisionFor: want edited when a proposed value changes, answered when kept, declined, canceled")
+	}
+	d := Decision{Version: 1, QuestionID: "q-1", By: Decider{Kind: DeciderPerson, Name: "frank"}, Decision: DecisionAnswered, QuestionDigest: Digest(q)}
+	m := &a2a.Message{Metadata: map[string]any{DecisionKey: d.Metadata()}}
+	got, ok, err := DecisionOf(m)
+	if !ok || err != nil || got.By.Name != "frank" || got.QuestionDigest != d.QuestionDigest {
+		t.Errorf("DecisionOf = %+v, %v, %v", got, ok, err)
+	}
+}
