@@ -256,8 +256,7 @@ func (p *Policy) allowed(q *question.Question, optionField, field string, v any)
 		return errLimit
 	}
 	if field == optionField && len(q.Options) > 0 {
-		s, ok := v.(string)
-		if !ok || !slices.ContainsFunc(q.Options, func(o question.Option) bool { return o.Value == s }) {
+		if !slices.ContainsFunc(q.Options, func(o question.Option) bool { return question.SameValue(o.Value, v) }) {
 			return errLimit
 		}
 	} else if p.Limits.OptionsOnly {

@@ -173,7 +173,7 @@ func (t *Terminal) prompt(ctx context.Context, q *Query) (*Answer, error) {
 	for {
 		for _, name := range todo {
 			if name == optionField && len(qq.Options) > 0 {
-				v, err := t.choose(ctx, qq)
+				v, err := t.choose(ctx, qq, name, len(todo) > 1)
 				if err != nil {
 					return nil, err
 				}
@@ -222,31 +222,28 @@ func (t *Terminal) prompt(ctx context.Context, q *Query) (*Answer, error) {
 	}
 }
 
-// choose offers the options as a numbered choice.
-func (t *Terminal) choose(ctx context.Context, q *question.Question) (string, error) {
-	fmt.Fprintln(t.out, "Options:")
+// choose offers the options for field as a numbered choice; a line may
+// also name an option the way a text answer may (its value, its label, yes
+// or no for true and false, how its label begins).
+func (t *Terminal) choose(ctx context.Context, q *question.Question, field string, several bool) (any, error) {
+	if several {
+		fmt.Fprintf(t.out, "Options for %s:\n", field)
+	} else {
+		fmt.Fprintln(t.out, "Options:")
+	}
 	for i, o := range q.Options {
-		if o.Label != "" && o.Label != o.Value {
-			fmt.Fprintf(t.out, "  %d) %s — %s\n", i+1, o.Value, o.Label)
-		} else {
-			fmt.Fprintf(t.out, "  %d) %s\n", i+1, o.Value)
-		}
+		fmt.Fprintf(t.out, "  %d) %s\n", i+1, question.OptionText(o))
 	}
 	for {
 		line, err := t.readLine(ctx, fmt.Sprintf("Choose 1-%d> ", len(q.Options)))
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		if n, err := strconv.Atoi(line); err == nil {
-			if n >= 1 && n <= len(q.Options) {
-				return q.Options[n-1].Value, nil
-			}
-		} else {
-			for _, o := range q.Options {
-				if strings.EqualFold(line, o.Value) || (o.Label != "" && strings.EqualFold(line, o.Label)) {
-					return o.Value, nil
-				}
-			}
+		if n, err := strconv.Atoi(line); err == nil && n >= 1 && n <= len(q.Options) {
+			return q.Options[n-1].Value, nil
+		}
+		if v, ok := question.MatchOption(q.Options, line); ok {
+			return v, nil
 		}
 		fmt.Fprintf(t.out, "Choose a number from 1 to %d.\n", len(q.Options))
 	}
