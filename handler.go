@@ -561,7 +561,8 @@ func (h *handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	}
 	ans, fieldErrs, err := question.Parse(msg, &q, s.cfg.MaxAnswerBytes)
 	if err != nil {
-		return nil, nil, errInvalidParams("%v; the open question of task %q is %q", err, t.ID, q.ID)
+		// err names the sent and the open question already.
+		return nil, nil, errInvalidParams("task %q: %v", t.ID, err)
 	}
 	if len(fieldErrs) == 0 && ans != nil && (ans.Action == "" || ans.Action == question.ActionDecline) {
 		// A valid answer, or a refusal to answer: either way the agent
