@@ -106,3 +106,19 @@ func TestWakeBeforeTheFirstStepReturnsIsBusy(t *testing.T) {
 	}
 	waitState(t, testCtx(t), c, id, a2a.TaskStateCompleted)
 }
+
+// An answer to a stale question is refused with a message that names the
+// open question once.
+func TestAStaleAnswerNamesTheOpenQuestionOnce(t *testing.T) {
+	env := apitest.Start(t, apitest.Options{Quiet: true})
+	c := env.Client(t, "script", a2a.TransportProtocolJSONRPC)
+	task := sendState(t, testCtx(t), c, userText("ask"), a2a.TaskStateInputRequired)
+	q, _, _ := question.FromMessage(task.Status.Message)
+	_, err := c.SendMessage(testCtx(t), &a2a.SendMessageRequest{Message: followUp(task.ID, userData(map[string]any{"questionId": "q-old", "name": "Ada"}))})
+	if err == nil {
+		t.Fatal("an answer to a stale question was accepted")
+	}
+	if n := strings.Count(err.Error(), q.ID); n != 1 || !strings.Contains(err.Error(), "q-old") {
+		t.Fatalf("error %q names the open question %s %d times, want once (and the stale one)", err, q.ID, n)
+	}
+}
