@@ -35,6 +35,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	subagent "github.com/askpoint/askpoint/internal/hop"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/relay"
 )
@@ -104,8 +105,8 @@ type State struct {
 	Rounds     int    `json:"rounds"` // finished participant turns
 	// Speaker is the participant whose turn is under way ("" between
 	// turns); Hop is its sub-task.
-	Speaker string            `json:"speaker,omitempty"`
-	Hop     *relay.Checkpoint `json:"hop,omitempty"`
+	Speaker string               `json:"speaker,omitempty"`
+	Hop     *subagent.Checkpoint `json:"hop,omitempty"`
 	// Request is the open request to the caller while suspended.
 	Request *Request `json:"request,omitempty"`
 }
@@ -130,7 +131,7 @@ var ErrNoMessage = errors.New("workflow: the next participant would be invoked w
 
 type workflow struct {
 	cfg  Config
-	hops map[string]*relay.Hop
+	hops map[string]*subagent.Hop
 }
 
 // Agent returns the workflow as an askpoint agent.
@@ -146,7 +147,7 @@ func Agent(cfg Config) (askpoint.Agent, error) {
 	if cfg.MaxRounds <= 0 {
 		cfg.MaxRounds = 2 * len(cfg.Participants)
 	}
-	w := &workflow{cfg: cfg, hops: map[string]*relay.Hop{}}
+	w := &workflow{cfg: cfg, hops: map[string]*subagent.Hop{}}
 	for _, p := range cfg.Participants {
 		if p.Name == "" || p.URL == "" || p.Name == "caller" {
 			return nil, fmt.Errorf("workflow: participant %q needs a name (not \"caller\") and a URL", p.Name)
@@ -156,7 +157,7 @@ func Agent(cfg Config) (askpoint.Agent, error) {
 		}
 		rc := cfg.Relay
 		rc.SubAgentURL, rc.SubAgentName, rc.CallbackURL, rc.Resolvers = p.URL, p.Name, cfg.CallbackURL, p.AutoAnswer
-		hop, err := relay.NewHop(rc)
+		hop, err := subagent.New(subagent.Config(rc))
 		if err != nil {
 			return nil, err
 		}
@@ -272,7 +273,7 @@ func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) 
 			return askpoint.Fail(fmt.Sprintf("%v: %s would get nothing to answer.", ErrNoMessage, next)), nil
 		}
 		hop := w.hops[next]
-		st.Speaker, st.Hop, st.Request = next, relay.NewCheckpoint(), nil
+		st.Speaker, st.Hop, st.Request = next, subagent.NewCheckpoint(), nil
 		key := fmt.Sprintf("%s/turn-%d", call.Key, len(st.Transcript))
 		sub, err := hop.Send(ctx, call, st.Hop, &a2a.Message{Parts: a2a.ContentParts{a2a.NewTextPart(msg)}}, key)
 		if err != nil {
@@ -288,7 +289,7 @@ func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) 
 
 // turn handles the current participant's sub-task and, when its turn is
 // finished, goes on with the next.
-func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, sub *a2a.Task) (askpoint.Outcome, error) {
+func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop *subagent.Hop, sub *a2a.Task) (askpoint.Outcome, error) {
 	out, finished, err := w.settle(ctx, call, st, hop, sub)
 	if err != nil || !finished {
 		return out, err
@@ -299,7 +300,7 @@ func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop
 // settle decides what the participant's sub-task means: a finished turn
 // (finished true, the reply in the transcript), a suspension, a wait, or
 // the workflow's end.
-func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, sub *a2a.Task) (askpoint.Outcome, bool, error) {
+func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, hop *subagent.Hop, sub *a2a.Task) (askpoint.Outcome, bool, error) {
 	var asked string // the participant's question the open request relays, if any
 	if st.Request != nil && st.Hop.SubQuestion != nil {
 		asked = st.Hop.SubQuestion.ID
@@ -307,7 +308,7 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 	sub, q, err := hop.Settle(ctx, call, st.Hop, sub, "workflow", func(ans *client.Answer) string {
 		return fmt.Sprintf("The workflow answered %s's question from its own context: %s", st.Speaker, jsonText(ans.Fields))
 	})
-	if errors.Is(err, relay.ErrUnreadableQuestion) {
+	if errors.Is(err, subagent.ErrUnreadableQuestion) {
 		return askpoint.Fail(fmt.Sprintf("%s asked something the workflow cannot relay (no machine-readable question).", st.Speaker)), false, nil
 	}
 	if err != nil {
@@ -342,12 +343,12 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 
 // suspend asks the caller the participant's question: one request, named
 // by its question ID.
-func (w *workflow) suspend(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, q *question.Question) (askpoint.Outcome, error) {
+func (w *workflow) suspend(ctx context.Context, call *askpoint.Call, st *State, hop *subagent.Hop, q *question.Question) (askpoint.Outcome, error) {
 	return w.suspendAs(ctx, call, st, hop, q, newRequestID())
 }
 
 // suspendAs is suspend with the request ID given.
-func (w *workflow) suspendAs(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, q *question.Question, id string) (askpoint.Outcome, error) {
+func (w *workflow) suspendAs(ctx context.Context, call *askpoint.Call, st *State, hop *subagent.Hop, q *question.Question, id string) (askpoint.Outcome, error) {
 	own, err := hop.Question(ctx, call, q)
 	if err != nil {
 		return askpoint.Outcome{}, err

@@ -1,4 +1,4 @@
-package relay
+package hop
 
 import (
 	"context"
@@ -21,8 +21,8 @@ type Hop struct {
 	r *relay
 }
 
-// NewHop returns a hop to cfg's sub-agent (Config as for [Agent]).
-func NewHop(cfg Config) (*Hop, error) {
+// New returns a hop to cfg's sub-agent (Config as for [Agent]).
+func New(cfg Config) (*Hop, error) {
 	a, err := Agent(cfg)
 	if err != nil {
 		return nil, err
