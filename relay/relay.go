@@ -63,6 +63,15 @@ type Config struct {
 	// answer to the sub-agent's. nil passes it unchanged.
 	Translate func(ctx context.Context, call *askpoint.Call, sub *question.Question, answer map[string]any) (map[string]any, error)
 
+	// Errors turns the sub-agent's reasons for refusing an answer (its
+	// re-ask's errors, or what its schema says of the translated answer)
+	// into the relay's own terms, for the relay's re-ask. nil maps field
+	// names back through Translate: a field the caller's answer named
+	// "note" that Translate sent down as "comment" is named "note" again,
+	// in the pointer and in the message; errors about fields the caller
+	// did not give keep their message and point at the whole answer.
+	Errors func(ctx context.Context, call *askpoint.Call, sub *question.Question, errs []question.FieldError) []question.FieldError
+
 	// Margin is how much earlier than the sub-agent's question the
 	// relay's question expires, so that the caller's answer still has time
 	// to travel down. Defaults to 5 minutes; when the sub-question expires

@@ -59,6 +59,15 @@ type Config struct {
 	// answer to the sub-agent's. nil passes it unchanged.
 	Translate func(ctx context.Context, call *askpoint.Call, sub *question.Question, answer map[string]any) (map[string]any, error)
 
+	// Errors turns the sub-agent's reasons for refusing an answer (its
+	// re-ask's errors, or what its schema says of the translated answer)
+	// into the relay's own terms, for the relay's re-ask. nil maps field
+	// names back through Translate: a field the caller's answer named
+	// "note" that Translate sent down as "comment" is named "note" again,
+	// in the pointer and in the message; errors about fields the caller
+	// did not give keep their message and point at the whole answer.
+	Errors func(ctx context.Context, call *askpoint.Call, sub *question.Question, errs []question.FieldError) []question.FieldError
+
 	// Margin is how much earlier than the sub-agent's question the
 	// relay's question expires, so that the caller's answer still has time
 	// to travel down. Defaults to 5 minutes; when the sub-question expires
@@ -98,6 +107,10 @@ type Checkpoint struct {
 	// Resolved counts the sub-agent's questions the relay answered itself
 	// since the caller last answered, across steps.
 	Resolved int `json:"resolved,omitempty"`
+	// Names maps the sub-agent's field names to the caller's, as the
+	// caller's last answer was translated (Config.Translate): the sub
+	// agent's errors are re-asked in the caller's names.
+	Names map[string]string `json:"names,omitempty"`
 }
 
 // Agent returns the relay agent for cfg.
@@ -173,9 +186,10 @@ func (r *relay) Resume(ctx context.Context, call *askpoint.Call, res *askpoint.R
 		slog.Default().Warn("relay: step failed", slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
 		out, err = askpoint.Fail(fmt.Sprintf("I lost touch with %s, so the task could not be done.", r.cfg.SubAgentName)), nil
 	}
-	if out.Kind() == askpoint.OutcomeFail && cp.SubTaskID != "" {
+	if (out.Kind() == askpoint.OutcomeFail || out.Kind() == askpoint.OutcomeReject) && cp.SubTaskID != "" {
 		// The sub-task was handed back with the resume: the relay ends,
-		// so it cancels what it held (best effort; it may have ended).
+		// so it cancels what it held (best effort; it may have ended),
+		// and no task below is left paused.
 		_ = r.cancelSub(context.WithoutCancel(ctx), cp.SubTaskID)
 	}
 	return out, err
@@ -208,9 +222,11 @@ func (r *relay) resume(ctx context.Context, call *askpoint.Call, res *askpoint.R
 			return askpoint.Outcome{}, fmt.Errorf("relay: read the answer: %w", err)
 		}
 		if r.cfg.Translate != nil {
-			if fields, err = r.cfg.Translate(ctx, call, cp.SubQuestion, fields); err != nil {
+			given := fields
+			if fields, err = r.cfg.Translate(ctx, call, cp.SubQuestion, cloneFields(fields)); err != nil {
 				return r.reAsk(ctx, call, &cp, []question.FieldError{{Message: err.Error()}})
 			}
+			cp.Names = fieldNames(given, fields)
 		}
 		raw, err := json.Marshal(fields)
 		if err != nil {
@@ -300,7 +316,11 @@ func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 	switch sub.Status.State {
 	case a2a.TaskStateCompleted:
 		return askpoint.Complete(sub.Artifacts...).WithMessage(capitalize(name) + " finished the task."), nil
-	case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled:
+	case a2a.TaskStateRejected:
+		// A decline below (or a refusal) is a refusal here: the same
+		// meaning at every level of a chain.
+		return askpoint.Reject(r.endedText(sub)), nil
+	case a2a.TaskStateFailed, a2a.TaskStateCanceled:
 		return askpoint.Fail(r.endedText(sub)), nil
 	case a2a.TaskStateAuthRequired:
 		return askpoint.Fail(capitalize(name) + " needs a credential that I cannot give it."), nil
@@ -392,7 +412,7 @@ func (r *relay) askUp(ctx context.Context, call *askpoint.Call, cp *Checkpoint, 
 	if !q.Expires.IsZero() && !r.cfg.Now().Before(q.Expires) {
 		return askpoint.Fail(capitalize(r.cfg.SubAgentName) + "'s question expired before it could be asked, so the task could not be done."), nil
 	}
-	own, err := r.ownQuestion(ctx, call, q)
+	own, err := r.ownQuestion(ctx, call, cp, q)
 	if err != nil {
 		return askpoint.Outcome{}, err
 	}
@@ -441,13 +461,16 @@ func (r *relay) cancelSub(ctx context.Context, id a2a.TaskID) error {
 
 // ownQuestion is the relay's own question for the sub-agent's q: restated,
 // expiring Margin earlier, a re-ask when q is one.
-func (r *relay) ownQuestion(ctx context.Context, call *askpoint.Call, q *question.Question) (question.Question, error) {
-	own := question.Question{Text: q.Text, Schema: q.Schema, Options: q.Options}
+func (r *relay) ownQuestion(ctx context.Context, call *askpoint.Call, cp *Checkpoint, q *question.Question) (question.Question, error) {
+	own := question.Question{Text: q.Text, Schema: q.Schema, Options: q.Options, OptionsFor: q.OptionsFor}
 	if r.cfg.Restate != nil {
 		var err error
 		if own, err = r.cfg.Restate(ctx, call, q); err != nil {
 			return question.Question{}, fmt.Errorf("relay: restate the question: %w", err)
 		}
+	}
+	if own.Subject == nil {
+		own.Subject = q.Subject // what it is about does not change on the way up
 	}
 	own.ID = ""
 	own.Expires = r.ownExpiry(q.Expires)
@@ -456,7 +479,7 @@ func (r *relay) ownQuestion(ctx context.Context, call *askpoint.Call, q *questio
 		// them, else as the sub-agent did.
 		own.Attempt, own.MaxAttempts = max(q.Attempt, 2), q.MaxAttempts
 		if len(own.Errors) == 0 {
-			own.Errors = q.Errors
+			own.Errors = r.ownErrors(ctx, call, cp, q, q.Errors)
 		}
 	}
 	return own, nil
@@ -568,10 +591,14 @@ func (r *relay) send(ctx context.Context, call *askpoint.Call, c *a2aclient.Clie
 	push := &a2a.PushConfig{ID: "relay", URL: r.cfg.CallbackURL + "/wake/" + call.TaskID, Token: cp.Token}
 	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: push, ReturnImmediately: true}})
 	pushed := true
-	if errors.Is(err, a2a.ErrPushNotificationNotSupported) {
-		// A sub-agent without push notifications cannot wake the relay:
-		// the step reads the sub-task until it pauses or finishes (the one
-		// case where a goroutine waits on a sub-agent).
+	if refusesPush(err) {
+		// A sub-agent without push notifications, or one that refuses the
+		// relay's webhook (its address, its scheme), cannot wake the
+		// relay: the step reads the sub-task until it pauses or finishes
+		// (the one case where a goroutine waits on a sub-agent). A refused
+		// request changed nothing there, so sending it again is safe.
+		slog.Default().Info("relay: the sub-agent takes no push notifications to the relay; reading its task instead",
+			slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
 		pushed = false
 		res, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
 	}
@@ -583,6 +610,16 @@ func (r *relay) send(ctx context.Context, call *askpoint.Call, c *a2aclient.Clie
 		return nil, fmt.Errorf("%s answered with a message instead of a task", r.cfg.SubAgentName)
 	}
 	return r.settle(ctx, c, sub, pushed)
+}
+
+// refusesPush reports whether a send was refused because of its push
+// configuration: push is not supported, or the request (valid but for its
+// webhook) is refused as invalid or unsupported. A message the sub-agent
+// refuses for itself is refused again without the configuration, and that
+// error is the one reported.
+func refusesPush(err error) bool {
+	return errors.Is(err, a2a.ErrPushNotificationNotSupported) || errors.Is(err, a2a.ErrInvalidParams) ||
+		errors.Is(err, a2a.ErrUnsupportedOperation) || errors.Is(err, a2a.ErrInvalidRequest)
 }
 
 // settle reads sub until it pauses or finishes: for at most SettleWithin
