@@ -3,6 +3,9 @@
 // a schema derived from the answer type, and a machine-readable subject
 // (the amount and currency) that a caller's policy can match on.
 //
+// The payment is read from the request's data part ({"invoice", "amount",
+// "currency", "payee"}) when it has one, else from its text.
+//
 // Up to ReasonAbove the question has one field, approve. Above it the
 // agent also wants a reason, so the question has two fields and its options
 // say they are for approve. A person may answer in text: "yes", "Yes, pay",
@@ -17,6 +20,7 @@ package approval
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -97,7 +101,10 @@ func Question(p Payment) question.Question {
 func Agent() askpoint.Agent {
 	return askpoint.Steps[Payment, LargeAnswer]{
 		OnStart: func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
-			p, ok := ParsePayment(text(call.Request))
+			p, ok := paymentData(call.Request)
+			if !ok {
+				p, ok = ParsePayment(text(call.Request))
+			}
 			if !ok {
 				return askpoint.Reject(`I need a payment to approve, e.g. "Pay invoice INV-7: 80 EUR to ACME".`), nil
 			}
@@ -132,6 +139,29 @@ func Card() a2a.AgentCard {
 			Tags:        []string{"payments", "approval"},
 		}},
 	}
+}
+
+// paymentData reads a payment from the request's data part, as another
+// agent (a workflow's previous participant) sends it.
+func paymentData(m *a2a.Message) (Payment, bool) {
+	if m == nil {
+		return Payment{}, false
+	}
+	for _, part := range m.Parts {
+		d, ok := part.Content.(a2a.Data)
+		if !ok {
+			continue
+		}
+		raw, err := json.Marshal(d.Value)
+		if err != nil {
+			continue
+		}
+		var p Payment
+		if json.Unmarshal(raw, &p) == nil && p.Amount > 0 && p.Currency != "" {
+			return p, true
+		}
+	}
+	return Payment{}, false
 }
 
 func amountText(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
