@@ -17,7 +17,21 @@
 // ([askpoint.Await]); the sub-agent's push notifications go to the relay's
 // wake endpoint (CallbackURL/wake/TASK_ID) with a per-task token and resume
 // it. The same notifications withdraw the relay's question when the
-// sub-task moves on without it (answered another way, expired, failed).
+// sub-task moves on without it (answered another way, expired, failed). A
+// sub-agent without push notifications, or one that refuses the relay's
+// webhook, is read until its task pauses or finishes instead.
+//
+// A chain of relays ends with one meaning at every level. A caller's
+// decline is carried down; a sub-task that ends rejected ends the relay's
+// task rejected too. A cancel at the top cancels the task below it, whose
+// relay cancels the one below that, and so on. Each level's question
+// expires a Margin before the one below, so the top expires first: its
+// task fails saying its question expired and the tasks below are canceled,
+// none left paused. A sub-task that fails fails the relay's task. When the
+// sub-agent refuses the caller's answer (its schema, or its re-ask), the
+// relay re-asks in its own terms: through Config.Errors, or by default with
+// the sub-agent's field names mapped back through Translate. The sub-task's
+// artifacts become the relay's when the sub-task completes.
 package relay
 
 import (

@@ -17,7 +17,28 @@
 // the task's checkpoint, so a suspended workflow is rows in the store and
 // survives restarts; its pending requests are its tasks in input-required
 // (ListTasks). Participants are reached over A2A (local askpoint agents at
-// their own URLs, remote agents anywhere) through the relay package.
+// their own URLs, remote agents anywhere) the way a relay reaches its
+// sub-agent.
+//
+// What a participant produces flows on. Its reply is its artifacts' text
+// (else its final status message's) and its data parts (its artifacts',
+// else its status message's). In a sequence or a handoff the next
+// participant gets one message: the reply's text as a text part, if any,
+// and each of its data parts as a data part (application/json); the first
+// participant gets the request's text and data parts. In a group chat each
+// speaker gets the conversation so far as one text part, a line per turn,
+// "speaker: text", with the turn's data written as JSON on its line. A
+// participant is never invoked with an empty message (ErrNoMessage). The
+// run completes with a "transcript" artifact (text, and a data part with
+// every turn and its data) followed by every participant's artifacts in
+// the order they were produced, each with a new ID and the metadata key
+// "participant" naming who produced it.
+//
+// A run ends the way its waiting participant does: when the caller
+// declines the request, the participant (by default) rejects, and so does
+// the run; a cancel of the run cancels the participant's task; when the
+// run's question expires (a margin before the participant's), the run
+// fails saying so and the participant's task is canceled, not left paused.
 package workflow
 
 import (
@@ -46,7 +67,7 @@ type Mode string
 // The modes.
 const (
 	// Sequential runs each participant once, in order; each gets what the
-	// one before it said.
+	// one before it said: its text and its data parts.
 	Sequential Mode = "sequential"
 	// GroupChat lets a manager pick the next speaker (round robin unless
 	// Config.Next says otherwise) until MaxRounds turns were taken or the
