@@ -111,6 +111,9 @@ type Checkpoint struct {
 	// caller's last answer was translated (Config.Translate): the sub
 	// agent's errors are re-asked in the caller's names.
 	Names map[string]string `json:"names,omitempty"`
+	// NoPush: the sub-agent took a message only without the relay's push
+	// configuration, so the relay reads the sub-task instead.
+	NoPush bool `json:"noPush,omitempty"`
 }
 
 // Agent returns the relay agent for cfg.
@@ -588,19 +591,30 @@ func (r *relay) send(ctx context.Context, call *askpoint.Call, c *a2aclient.Clie
 			return r.settle(ctx, c, got.Tasks[0], true)
 		}
 	}
-	push := &a2a.PushConfig{ID: "relay", URL: r.cfg.CallbackURL + "/wake/" + call.TaskID, Token: cp.Token}
-	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: push, ReturnImmediately: true}})
-	pushed := true
-	if refusesPush(err) {
+	pushed := !cp.NoPush
+	var (
+		res a2a.SendMessageResult
+		err error
+	)
+	if pushed {
+		push := &a2a.PushConfig{ID: "relay", URL: r.cfg.CallbackURL + "/wake/" + call.TaskID, Token: cp.Token}
+		res, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: push, ReturnImmediately: true}})
+	}
+	if !pushed || refusesPush(err) {
 		// A sub-agent without push notifications, or one that refuses the
 		// relay's webhook (its address, its scheme), cannot wake the
 		// relay: the step reads the sub-task until it pauses or finishes
 		// (the one case where a goroutine waits on a sub-agent). A refused
 		// request changed nothing there, so sending it again is safe.
-		slog.Default().Info("relay: the sub-agent takes no push notifications to the relay; reading its task instead",
-			slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
+		if pushed {
+			slog.Default().Info("relay: the sub-agent takes no push notifications to the relay; reading its task instead",
+				slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
+		}
 		pushed = false
 		res, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+		if err == nil {
+			cp.NoPush = true // later sends to this sub-task skip the webhook
+		}
 	}
 	if err != nil {
 		return nil, err
