@@ -122,3 +122,43 @@ func TestAStaleAnswerNamesTheOpenQuestionOnce(t *testing.T) {
 		t.Fatalf("error %q names the open question %s %d times, want once (and the stale one)", err, q.ID, n)
 	}
 }
+
+// A hold kept until the question's expiry is accepted whatever fraction
+// of a second the expiry has (the wire keeps whole seconds), on the real
+// clock, for an Ask and for an Await.
+func TestAHoldUntilASubSecondExpiryIsAccepted(t *testing.T) {
+	for _, await := range []bool{false, true} {
+		agent := askpoint.Steps[struct{}, map[string]any]{
+			OnStart: func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
+				until := time.Now().Add(time.Hour).Truncate(time.Second).Add(987654321 * time.Nanosecond)
+				h := askpoint.Hold{Name: "room", Until: until}
+				if await {
+					return askpoint.Await("Waiting.", struct{}{}, wakeToken, until).Hold(h), nil
+				}
+				q := question.Question{Text: "Which day?", Expires: until,
+					Schema: json.RawMessage(`{"type":"object","required":["day"],"properties":{"day":{"type":"string"}}}`)}
+				return askpoint.Ask(q, struct{}{}).Hold(h), nil
+			},
+			OnRelease: func(context.Context, *askpoint.Call, askpoint.HoldStatus) error { return nil },
+		}
+		env := apitest.Start(t, apitest.Options{Quiet: true, Agents: []askpoint.AgentSpec{{Name: "holder", Agent: agent,
+			Card: a2a.AgentCard{Name: "Holder", Description: "Holds a room."}}}})
+		c := env.Client(t, "holder", a2a.TransportProtocolJSONRPC)
+		want := a2a.TaskStateInputRequired
+		if await {
+			want = a2a.TaskStateWorking
+		}
+		res, err := c.SendMessage(testCtx(t), &a2a.SendMessageRequest{Message: userText("book"), Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := res.(*a2a.Task).ID
+		eventually(t, "the task paused", func() bool {
+			got := getTask(t, testCtx(t), c, id)
+			if got.Status.State == a2a.TaskStateFailed {
+				t.Fatalf("await %v: the hold was refused: %s", await, statusText(got))
+			}
+			return got.Status.State == want && (!await || strings.Contains(statusText(got), "Waiting"))
+		})
+	}
+}
