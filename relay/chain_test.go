@@ -28,15 +28,22 @@ type chain struct {
 const leafExpiry = time.Hour
 
 // startChain starts the chain. With push, each server may push to the one
-// above; without, each refuses the webhook of the relay above it (an
-// address it does not push to), so each relay reads its sub-task instead.
-func startChain(t *testing.T, push bool, leafAgent askpoint.AgentSpec, mid, top func(sub, self string) relay.Config) *chain {
+// above, and each relay waits for its sub-agent's notifications; without,
+// each server refuses the webhook of the relay above it (an address it
+// does not push to), so each relay reads its sub-task instead. With fake,
+// every server and relay runs on ch.clock (see drive); otherwise on the
+// real clock.
+func startChain(t *testing.T, push, fake bool, leafAgent askpoint.AgentSpec, mid, top func(sub, self string) relay.Config) *chain {
 	t.Helper()
 	ch := &chain{clock: newFakeClock(time.Now().UTC().Truncate(time.Second))}
+	now := time.Now
+	if fake {
+		now = ch.clock.Now
+	}
 	cfg := func(pushTo **askpointtest.Env) askpointtest.Options {
 		return askpointtest.Options{Config: func(c *askpoint.Config) {
 			fast(c)
-			c.Now = ch.clock.Now
+			c.Now = now
 			c.QuestionExpiry = leafExpiry
 			if push && *pushTo != nil {
 				c.WebhookHosts = []string{hostOf(t, (*pushTo).URL)}
@@ -48,17 +55,25 @@ func startChain(t *testing.T, push bool, leafAgent askpoint.AgentSpec, mid, top 
 	ch.mid = askpointtest.ListenWith(t, cfg(&ch.top))
 	ch.leaf = askpointtest.ListenWith(t, cfg(&ch.mid))
 	ch.leaf.Serve(t, leafAgent)
-	mc := relay.Config{SubAgentName: "the approver", Now: ch.clock.Now}
+	mc := relay.Config{SubAgentName: "the approver"}
 	if mid != nil {
 		mc = mid(ch.leaf.AgentURL(leafAgent.Name), ch.mid.AgentURL("mid"))
 	}
-	mc.SubAgentURL, mc.CallbackURL = ch.leaf.AgentURL(leafAgent.Name), ch.mid.AgentURL("mid")
+	mc.SubAgentURL, mc.CallbackURL, mc.Now = ch.leaf.AgentURL(leafAgent.Name), ch.mid.AgentURL("mid"), now
+	if push {
+		// Each relay waits for its sub-agent's push notification instead
+		// of reading the sub-task: the notifications carry the chain.
+		mc.SettleWithin = time.Nanosecond
+	}
 	ch.mid.Serve(t, chainRelay(t, "mid", mc))
-	tc := relay.Config{SubAgentName: "the payments desk", Now: ch.clock.Now}
+	tc := relay.Config{SubAgentName: "the payments desk"}
 	if top != nil {
 		tc = top(ch.mid.AgentURL("mid"), ch.top.AgentURL("top"))
 	}
-	tc.SubAgentURL, tc.CallbackURL = ch.mid.AgentURL("mid"), ch.top.AgentURL("top")
+	tc.SubAgentURL, tc.CallbackURL, tc.Now = ch.mid.AgentURL("mid"), ch.top.AgentURL("top"), now
+	if push {
+		tc.SettleWithin = time.Nanosecond
+	}
 	ch.top.Serve(t, chainRelay(t, "top", tc))
 	return ch
 }
@@ -111,6 +126,23 @@ func (ch *chain) wantBelow(t *testing.T, mid, leaf a2a.TaskState) {
 	eventually(t, "the middle task "+string(mid)+" and the leaf task "+string(leaf), ok)
 }
 
+// drive moves the fake clock on in small steps until the top task is in
+// state want: push retries (a notification that came while a step ran is
+// sent again shortly) are due on the servers' clock.
+func (ch *chain) drive(t *testing.T, c *a2aclient.Client, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
+	t.Helper()
+	var got *a2a.Task
+	eventually(t, "the top task "+string(want), func() bool {
+		got = getTask(t, testCtx(t), c, id)
+		if got.Status.State == want {
+			return true
+		}
+		ch.clock.Advance(20 * time.Millisecond)
+		return false
+	})
+	return got
+}
+
 func dataAnswer(id a2a.TaskID, fields map[string]any) *a2a.Message {
 	p := a2a.NewDataPart(fields)
 	p.MediaType = question.MediaTypeJSON
@@ -148,7 +180,7 @@ func eachPush(t *testing.T, f func(t *testing.T, push bool)) {
 // top's text answer down, and the leaf's artifact up.
 func TestThreeServerChainCarriesTheQuestionUpTheAnswerDownAndTheArtifactUp(t *testing.T) {
 	eachPush(t, func(t *testing.T, push bool) {
-		ch := startChain(t, push, approvalSpec(), nil, nil)
+		ch := startChain(t, push, false, approvalSpec(), nil, nil)
 		c := ch.top.Client(t, "top")
 		task := sendState(t, testCtx(t), c, userText("Pay invoice INV-7: 80 EUR to ACME"), a2a.TaskStateInputRequired)
 		q := questionOf(t, task)
@@ -185,7 +217,7 @@ func TestThreeServerChainCarriesTheQuestionUpTheAnswerDownAndTheArtifactUp(t *te
 func TestThreeServerChainEndsWithOneMeaningAtEveryLevel(t *testing.T) {
 	eachPush(t, func(t *testing.T, push bool) {
 		t.Run("decline", func(t *testing.T) {
-			ch := startChain(t, push, approvalSpec(), nil, nil)
+			ch := startChain(t, push, false, approvalSpec(), nil, nil)
 			c := ch.top.Client(t, "top")
 			task := sendState(t, testCtx(t), c, userText("Pay invoice INV-7: 80 EUR to ACME"), a2a.TaskStateInputRequired)
 			got := send(t, testCtx(t), c, dataAnswer(task.ID, map[string]any{"action": "decline", "reason": "not ours"}))
@@ -196,7 +228,7 @@ func TestThreeServerChainEndsWithOneMeaningAtEveryLevel(t *testing.T) {
 			ch.wantBelow(t, a2a.TaskStateRejected, a2a.TaskStateRejected)
 		})
 		t.Run("cancel", func(t *testing.T) {
-			ch := startChain(t, push, approvalSpec(), nil, nil)
+			ch := startChain(t, push, false, approvalSpec(), nil, nil)
 			c := ch.top.Client(t, "top")
 			task := sendState(t, testCtx(t), c, userText("Pay invoice INV-7: 80 EUR to ACME"), a2a.TaskStateInputRequired)
 			ch.below(t)
@@ -204,11 +236,16 @@ func TestThreeServerChainEndsWithOneMeaningAtEveryLevel(t *testing.T) {
 			ch.wantBelow(t, a2a.TaskStateCanceled, a2a.TaskStateCanceled)
 		})
 		t.Run("expiry", func(t *testing.T) {
-			ch := startChain(t, push, approvalSpec(), nil, nil)
+			ch := startChain(t, push, true, approvalSpec(), nil, nil)
 			c := ch.top.Client(t, "top")
-			task := sendState(t, testCtx(t), c, userText("Pay invoice INV-7: 80 EUR to ACME"), a2a.TaskStateInputRequired)
+			res, err := c.SendMessage(testCtx(t), &a2a.SendMessageRequest{Message: userText("Pay invoice INV-7: 80 EUR to ACME"),
+				Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			task := ch.drive(t, c, res.(*a2a.Task).ID, a2a.TaskStateInputRequired)
 			ch.below(t)
-			ch.clock.Advance(leafExpiry - 9*time.Minute) // past the top's expiry, before the middle's
+			ch.clock.Advance(questionOf(t, task).Expires.Sub(ch.clock.Now()) + time.Second) // past the top's expiry, before the middle's
 			got := waitState(t, testCtx(t), c, task.ID, a2a.TaskStateFailed)
 			if !strings.Contains(strings.ToLower(statusText(got)), "expire") {
 				t.Errorf("the top's status %q does not say its question expired", statusText(got))
@@ -218,7 +255,7 @@ func TestThreeServerChainEndsWithOneMeaningAtEveryLevel(t *testing.T) {
 			ch.wantBelow(t, a2a.TaskStateCanceled, a2a.TaskStateCanceled)
 		})
 		t.Run("attempts run out at the top", func(t *testing.T) {
-			ch := startChain(t, push, approvalSpec(), nil, nil)
+			ch := startChain(t, push, false, approvalSpec(), nil, nil)
 			c := ch.top.Client(t, "top")
 			task := sendState(t, testCtx(t), c, userText("Pay invoice INV-7: 80 EUR to ACME"), a2a.TaskStateInputRequired)
 			ch.below(t)
@@ -269,7 +306,7 @@ func TestARelaysReAskIsInItsOwnTerms(t *testing.T) {
 		}
 	}
 	for _, hook := range []bool{false, true} {
-		ch := startChain(t, true, noteLeaf(), nil, topCfg(hook))
+		ch := startChain(t, true, false, noteLeaf(), nil, topCfg(hook))
 		c := ch.top.Client(t, "top")
 		task := sendState(t, testCtx(t), c, userText("note it"), a2a.TaskStateInputRequired)
 		got := send(t, testCtx(t), c, dataAnswer(task.ID, map[string]any{"note": "far too long for the leaf"}))

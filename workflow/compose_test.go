@@ -52,6 +52,7 @@ func (c *clerk) received() []a2a.ContentParts {
 type payFlow struct {
 	flow, parts *askpointtest.Env
 	clock       *fakeClockT
+	fake        bool
 	clerk       *clerk
 }
 
@@ -70,17 +71,24 @@ func (c *fakeClockT) Advance(d time.Duration) {
 const partExpiry = time.Hour
 
 // startPayFlow serves the workflow "pay" (mode, participants in order) on
-// one server and the participants "clerk" and "approver" on another, which
-// may push to the workflow's server when push is set.
-func startPayFlow(t *testing.T, mode workflow.Mode, push bool, order ...string) *payFlow {
+// one server and the participants "clerk" and "approver" on another. With
+// push, the participants' server may push to the workflow's, and the
+// workflow waits for their notifications; without, it refuses the
+// workflow's webhook and the workflow reads their tasks. With fake, both
+// run on pf.clock (see suspend).
+func startPayFlow(t *testing.T, mode workflow.Mode, push, fake bool, order ...string) *payFlow {
 	t.Helper()
-	pf := &payFlow{clock: &fakeClockT{now: time.Now().UTC().Truncate(time.Second)}, clerk: &clerk{}}
+	pf := &payFlow{clock: &fakeClockT{now: time.Now().UTC().Truncate(time.Second)}, clerk: &clerk{}, fake: fake}
+	now := time.Now
+	if fake {
+		now = pf.clock.Now
+	}
 	pf.flow = askpointtest.ListenWith(t, askpointtest.Options{Config: func(c *askpoint.Config) {
-		c.PollInterval, c.Now = 20*time.Millisecond, pf.clock.Now
+		c.PollInterval, c.Now = 20*time.Millisecond, now
 	}})
 	u, _ := url.Parse(pf.flow.URL)
 	pf.parts = askpointtest.StartWith(t, askpointtest.Options{Config: func(c *askpoint.Config) {
-		c.PollInterval, c.Now, c.QuestionExpiry = 20*time.Millisecond, pf.clock.Now, partExpiry
+		c.PollInterval, c.Now, c.QuestionExpiry = 20*time.Millisecond, now, partExpiry
 		c.PushRetryMin, c.PushRetryMax = 10*time.Millisecond, 50*time.Millisecond
 		if push {
 			c.WebhookHosts = []string{u.Host}
@@ -93,8 +101,11 @@ func startPayFlow(t *testing.T, mode workflow.Mode, push bool, order ...string) 
 	for _, name := range order {
 		ps = append(ps, workflow.Participant{Name: name, URL: pf.parts.AgentURL(name)})
 	}
-	agent, err := workflow.Agent(workflow.Config{Mode: mode, Participants: ps, CallbackURL: pf.flow.AgentURL("pay"),
-		Relay: relayConfig(pf.clock.Now)})
+	rc := relay.Config{Now: now}
+	if push {
+		rc.SettleWithin = time.Nanosecond // wait for the notifications
+	}
+	agent, err := workflow.Agent(workflow.Config{Mode: mode, Participants: ps, CallbackURL: pf.flow.AgentURL("pay"), Relay: rc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +135,27 @@ func (pf *payFlow) wantApprover(t *testing.T, want a2a.TaskState) {
 }
 
 // suspend starts a run and waits for the approver's question at the top.
+// On the fake clock it moves the clock on in small steps meanwhile: a
+// notification that came while a step ran is sent again shortly, on the
+// server's clock.
 func (pf *payFlow) suspend(t *testing.T, c *a2aclient.Client, request string) *a2a.Task {
 	t.Helper()
-	task := send(t, testCtx(t), c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(request)))
-	if task.Status.State != a2a.TaskStateInputRequired {
-		task = waitState(t, testCtx(t), c, task.ID, a2a.TaskStateInputRequired)
+	res, err := c.SendMessage(testCtx(t), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(request)),
+		Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+	if err != nil {
+		t.Fatal(err)
 	}
+	var task *a2a.Task
+	eventually(t, "the run suspended", func() bool {
+		task = getHistory(t, testCtx(t), c, res.(*a2a.Task).ID)
+		if task.Status.State == a2a.TaskStateInputRequired {
+			return true
+		}
+		if pf.fake {
+			pf.clock.Advance(20 * time.Millisecond)
+		}
+		return false
+	})
 	return task
 }
 
@@ -148,7 +174,7 @@ func eachPushMode(t *testing.T, f func(t *testing.T, push bool)) {
 // options, the answer comes down, and both participants' artifacts come up.
 func TestWorkflowCarriesDataQuestionsAnswersAndArtifacts(t *testing.T) {
 	eachPushMode(t, func(t *testing.T, push bool) {
-		pf := startPayFlow(t, workflow.Sequential, push, "clerk", "approver")
+		pf := startPayFlow(t, workflow.Sequential, push, false, "clerk", "approver")
 		c := pf.flow.Client(t, "pay")
 		task := pf.suspend(t, c, "Pay invoice INV-7: 80 EUR to ACME")
 		q := mustQuestion(t, task.Status)
@@ -177,7 +203,7 @@ func TestWorkflowCarriesDataQuestionsAnswersAndArtifacts(t *testing.T) {
 // In a group chat, a reply with data only is in what the next speaker
 // gets.
 func TestGroupChatKeepsADataOnlyReply(t *testing.T) {
-	pf := startPayFlow(t, workflow.GroupChat, true, "clerk", "approver")
+	pf := startPayFlow(t, workflow.GroupChat, true, false, "clerk", "approver")
 	c := pf.flow.Client(t, "pay")
 	pf.suspend(t, c, "Pay invoice INV-7: 80 EUR to ACME")
 	// The approver was given the conversation: the request and the clerk's
@@ -194,7 +220,7 @@ func TestGroupChatKeepsADataOnlyReply(t *testing.T) {
 func TestWorkflowEndsWithOneMeaningAtEveryLevel(t *testing.T) {
 	eachPushMode(t, func(t *testing.T, push bool) {
 		t.Run("decline", func(t *testing.T) {
-			pf := startPayFlow(t, workflow.Sequential, push, "clerk", "approver")
+			pf := startPayFlow(t, workflow.Sequential, push, false, "clerk", "approver")
 			c := pf.flow.Client(t, "pay")
 			task := pf.suspend(t, c, "Pay invoice INV-7: 80 EUR to ACME")
 			send(t, testCtx(t), c, answer(task.ID, map[string]any{"action": "decline", "reason": "not ours"}))
@@ -202,7 +228,7 @@ func TestWorkflowEndsWithOneMeaningAtEveryLevel(t *testing.T) {
 			pf.wantApprover(t, a2a.TaskStateRejected)
 		})
 		t.Run("cancel", func(t *testing.T) {
-			pf := startPayFlow(t, workflow.Sequential, push, "clerk", "approver")
+			pf := startPayFlow(t, workflow.Sequential, push, false, "clerk", "approver")
 			c := pf.flow.Client(t, "pay")
 			task := pf.suspend(t, c, "Pay invoice INV-7: 80 EUR to ACME")
 			send(t, testCtx(t), c, answer(task.ID, map[string]any{"action": "cancel"}))
@@ -210,10 +236,10 @@ func TestWorkflowEndsWithOneMeaningAtEveryLevel(t *testing.T) {
 			pf.wantApprover(t, a2a.TaskStateCanceled)
 		})
 		t.Run("expiry", func(t *testing.T) {
-			pf := startPayFlow(t, workflow.Sequential, push, "clerk", "approver")
+			pf := startPayFlow(t, workflow.Sequential, push, true, "clerk", "approver")
 			c := pf.flow.Client(t, "pay")
 			task := pf.suspend(t, c, "Pay invoice INV-7: 80 EUR to ACME")
-			pf.clock.Advance(partExpiry - 4*time.Minute) // past the workflow's question, before the approver's
+			pf.clock.Advance(mustQuestion(t, task.Status).Expires.Sub(pf.clock.Now()) + time.Second) // past the workflow's question, before the approver's
 			got := waitState(t, testCtx(t), c, task.ID, a2a.TaskStateFailed)
 			if !strings.Contains(strings.ToLower(textOf(got.Status.Message)), "expire") {
 				t.Errorf("the workflow's status %q does not say its question expired", textOf(got.Status.Message))
@@ -243,9 +269,4 @@ func transcriptText(t *testing.T, task *a2a.Task) string {
 	}
 	t.Fatalf("no transcript artifact in %+v", task.Artifacts)
 	return ""
-}
-
-// relayConfig reaches participants on the test's clock.
-func relayConfig(now func() time.Time) relay.Config {
-	return relay.Config{Now: now}
 }

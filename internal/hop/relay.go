@@ -291,9 +291,11 @@ func wakes(cp *Checkpoint, event json.RawMessage) bool {
 	default:
 		return false // artifacts arrive with the task at its end
 	}
-	if cp.SubSeenAt != nil && status.Timestamp != nil && !status.Timestamp.After(*cp.SubSeenAt) {
+	if cp.SubSeenAt != nil && status.Timestamp != nil && status.Timestamp.Before(*cp.SubSeenAt) {
 		return false // late: the relay has seen a newer status already
 	}
+	// A status as old as the newest seen may still be news (two statuses
+	// within one tick of the sub-agent's clock): the state decides.
 	switch status.State {
 	case a2a.TaskStateWorking, a2a.TaskStateSubmitted:
 		return cp.SubQuestion != nil // our question is moot: someone answered it
