@@ -324,3 +324,18 @@ func TestARelaysReAskIsInItsOwnTerms(t *testing.T) {
 		got = settleTop(t, c, send(t, testCtx(t), c, dataAnswer(task.ID, map[string]any{"note": "short"})), a2a.TaskStateCompleted)
 	}
 }
+
+// A sub-agent that refuses the relay's webhook (here: an askpoint server
+// that pushes to no private address) was reached: the relay reads its task
+// instead of telling the caller it could not reach it.
+func TestARelayWhoseWebhookIsRefusedReadsTheSubTask(t *testing.T) {
+	leaf := askpointtest.Start(t, approvalSpec())
+	top := askpointtest.Listen(t)
+	top.Serve(t, chainRelay(t, "top", relay.Config{SubAgentName: "finance", SubAgentURL: leaf.AgentURL("approval"), CallbackURL: top.AgentURL("top")}))
+	c := top.Client(t, "top")
+	task := send(t, testCtx(t), c, userText("Pay invoice INV-7: 80 EUR to ACME"))
+	if strings.Contains(statusText(task), "could not reach") || task.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("the relay's task is %s (%q); want finance's question relayed", task.Status.State, statusText(task))
+	}
+	settleTop(t, c, send(t, testCtx(t), c, textAnswer(task.ID, "Yes, pay")), a2a.TaskStateCompleted)
+}
