@@ -316,8 +316,9 @@ func optionField(c *compiled, q *Question) (string, error) {
 	return "", fmt.Errorf("options need to say which field they are for (OptionsFor), or a schema with exactly one required property or exactly one property to fill; this one has %d required and %d properties", len(c.required), len(c.props))
 }
 
-// OptionField returns the property the options fill ("" when there are no
-// options or the schema does not say which property they fill).
+// OptionField returns the property the options fill: OptionsFor when set,
+// else the schema's only required property, else its only property; ""
+// when there are no options or nothing says which property they fill.
 func (q *Question) OptionField() string {
 	if len(q.Options) == 0 {
 		return ""
