@@ -15,7 +15,7 @@
 // Try it with askpoint serve:
 //
 //	askpoint send http://127.0.0.1:8420/approval "Pay invoice INV-7: 80 EUR to ACME"
-//	askpoint send --task TASK_ID --text yes http://127.0.0.1:8420/approval
+//	askpoint send --task TASK_ID http://127.0.0.1:8420/approval yes
 package approval
 
 import (
