@@ -18,7 +18,9 @@ import (
 //		OnAnswer: func(ctx context.Context, call *askpoint.Call, cp Checkpoint, a Answer) (askpoint.Outcome, error) { ... },
 //	}
 //
-// An error returned from a step fails the task with the error's text.
+// An error returned from a step fails the task with the error's text. The
+// questions' schema can be derived from A with [question.SchemaFor], so
+// that what is asked and what OnAnswer decodes cannot disagree.
 type Steps[C, A any] struct {
 	// OnStart begins a task. Required.
 	OnStart func(ctx context.Context, call *Call) (Outcome, error)

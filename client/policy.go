@@ -31,7 +31,17 @@ import (
 // A rule applies to a question when every condition of its "when" holds:
 // "field" is one of the question's schema properties, "agent" is the
 // agent's URL (WithAgentURL), "caller" is the loop's caller (WithCaller),
-// and "text" occurs in the question's text (ignoring case). A rule with
+// "text" occurs in the question's text (ignoring case), and "subject"
+// matches what the question is about (the question's subject, e.g.
+// {"amount": 1200, "currency": "EUR"}): each key must be in the subject,
+// equal to the value given or, for a number, within the bounds given as
+// {"below": N}, {"atMost": N}, {"above": N} or {"atLeast": N}. So
+//
+//	{"when": {"field": "approve", "subject": {"currency": "EUR", "amount": {"below": 100}}}, "answer": true}
+//
+// answers payments below 100 EUR and leaves larger ones to the next
+// resolver (a person). A question without a subject matches no rule
+// with one. A rule with
 // "action" declines or cancels instead of answering; the first such rule
 // that applies wins. Otherwise the policy answers each property from the
 // first answer rule for it and answers the question only when every
@@ -61,10 +71,63 @@ type Rule struct {
 // When says which questions a rule applies to; empty conditions always
 // hold.
 type When struct {
-	Field  string `json:"field,omitempty"`
-	Agent  string `json:"agent,omitempty"`
-	Caller string `json:"caller,omitempty"`
-	Text   string `json:"text,omitempty"`
+	Field   string         `json:"field,omitempty"`
+	Agent   string         `json:"agent,omitempty"`
+	Caller  string         `json:"caller,omitempty"`
+	Text    string         `json:"text,omitempty"`
+	Subject map[string]any `json:"subject,omitempty"`
+}
+
+// boundKeys are the keys of a numeric condition on a subject value.
+var boundKeys = []string{"below", "atMost", "above", "atLeast"}
+
+// subjectMatches says whether subject meets every condition of want.
+func subjectMatches(want, subject map[string]any) bool {
+	for k, cond := range want {
+		got, has := subject[k]
+		if !has {
+			return false
+		}
+		bounds, isBounds := numericBounds(cond)
+		if !isBounds {
+			if !question.SameValue(cond, got) {
+				return false
+			}
+			continue
+		}
+		n, isNum := toFloat(got)
+		if !isNum {
+			return false
+		}
+		for key, b := range bounds {
+			switch {
+			case key == "below" && !(n < b), key == "atMost" && !(n <= b),
+				key == "above" && !(n > b), key == "atLeast" && !(n >= b):
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// numericBounds reads {"below": N, ...}; ok is false for any other value.
+func numericBounds(cond any) (map[string]float64, bool) {
+	m, ok := cond.(map[string]any)
+	if !ok || len(m) == 0 {
+		return nil, false
+	}
+	out := map[string]float64{}
+	for k, v := range m {
+		if !slices.Contains(boundKeys, k) {
+			return nil, false
+		}
+		n, isNum := toFloat(v)
+		if !isNum {
+			return nil, false
+		}
+		out[k] = n
+	}
+	return out, true
 }
 
 // PolicyLimits bound what a policy may answer.
@@ -98,6 +161,9 @@ func ParsePolicy(raw []byte) (*Policy, error) {
 	}
 	for i := range p.Rules {
 		p.Rules[i].Answer = plainNumbers(p.Rules[i].Answer)
+		for k, v := range p.Rules[i].When.Subject {
+			p.Rules[i].When.Subject[k] = plainNumbers(v)
+		}
 	}
 	if err := p.Check(); err != nil {
 		return nil, err
@@ -131,6 +197,13 @@ func plainNumbers(v any) any {
 func (p *Policy) Check() error {
 	for i, r := range p.Rules {
 		name := r.label(i)
+		for k, cond := range r.When.Subject {
+			if m, isObj := cond.(map[string]any); isObj {
+				if _, ok := numericBounds(m); !ok {
+					return fmt.Errorf("client: policy: %s: subject condition %q must be a value or numeric bounds (%s)", name, k, strings.Join(boundKeys, ", "))
+				}
+			}
+		}
 		switch r.Action {
 		case "":
 			if r.Answer == nil {
@@ -182,6 +255,9 @@ func (w When) applies(q *Query) bool {
 		return false
 	}
 	if w.Text != "" && !strings.Contains(strings.ToLower(q.Text), strings.ToLower(w.Text)) {
+		return false
+	}
+	if len(w.Subject) > 0 && (q.Question == nil || !subjectMatches(w.Subject, q.Question.Subject)) {
 		return false
 	}
 	return true
@@ -256,8 +332,7 @@ func (p *Policy) allowed(q *question.Question, optionField, field string, v any)
 		return errLimit
 	}
 	if field == optionField && len(q.Options) > 0 {
-		s, ok := v.(string)
-		if !ok || !slices.ContainsFunc(q.Options, func(o question.Option) bool { return o.Value == s }) {
+		if !slices.ContainsFunc(q.Options, func(o question.Option) bool { return question.SameValue(o.Value, v) }) {
 			return errLimit
 		}
 	} else if p.Limits.OptionsOnly {

@@ -37,10 +37,15 @@ var ErrWrongQuestion = errors.New("answer names a question that is not open")
 //     An "action" of decline or cancel (with an optional string "reason")
 //     makes an action answer, which is not validated against the schema; any
 //     other action is a field error at /action.
-//   - Otherwise the message's text, trimmed: equal (ignoring case) to an
-//     option's value or label, it answers {optionField: value}; with no
-//     options and a schema with exactly one required property of type string,
-//     it answers {field: text}; anything else is a field error.
+//   - Otherwise the message's text, trimmed. With options, it answers
+//     {optionField: value} when it names exactly one option: by its value
+//     (a string ignoring case, any other value as JSON), by its label
+//     (ignoring case), by a yes or no word for an option whose value is
+//     true or false, or by how the option's label begins up to a word
+//     boundary ("yes" for "Yes, pay"). Without options and with a schema of
+//     exactly one required property, it answers {field: value} when the
+//     text reads as that property's type (a string; yes or no for a
+//     boolean; a number). Anything else is a field error.
 //   - A message with neither is a field error saying what is expected.
 //
 // It returns (answer, nil, nil) for a valid answer, (answer or nil, errors,
@@ -160,18 +165,24 @@ func parseData(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []F
 // parseText reads a text answer.
 func parseText(text string, q *Question, c *compiled, maxBytes int) (*Answer, []FieldError, error) {
 	if len(q.Options) > 0 {
-		field, err := optionField(c)
+		field, err := optionField(c, q)
 		if err != nil {
 			return nil, []FieldError{{Message: "the question's options do not fit its schema: " + err.Error()}}, nil
 		}
-		value, ok := matchOption(q.Options, text)
+		value, ok, ambiguous := matchOption(q.Options, text)
 		if !ok {
-			return nil, []FieldError{{Pointer: "/" + escapeToken(field), Message: expectedOneOf(q.Options)}}, nil
+			msg := expectedOneOf(q.Options)
+			if ambiguous {
+				msg = fmt.Sprintf("%s fits more than one option; %s", quote(text), msg)
+			}
+			return nil, []FieldError{{Pointer: "/" + escapeToken(field), Message: msg}}, nil
 		}
 		return textAnswer(q, field, value, maxBytes)
 	}
-	if len(c.required) == 1 && typeAllowsString(c.propType[c.required[0]]) {
-		return textAnswer(q, c.required[0], text, maxBytes)
+	if len(c.required) == 1 {
+		if v, ok := textValue(c.propType[c.required[0]], text); ok {
+			return textAnswer(q, c.required[0], v, maxBytes)
+		}
 	}
 	return nil, []FieldError{{Message: expectation(q, c)}}, nil
 }
@@ -185,8 +196,8 @@ func typeAllowsString(types []string) bool {
 	return false
 }
 
-func textAnswer(q *Question, field, value string, maxBytes int) (*Answer, []FieldError, error) {
-	fields, err := json.Marshal(map[string]string{field: value})
+func textAnswer(q *Question, field string, value any, maxBytes int) (*Answer, []FieldError, error) {
+	fields, err := json.Marshal(map[string]any{field: value})
 	if err != nil {
 		return nil, []FieldError{{Message: "the answer could not be encoded"}}, nil
 	}
@@ -198,22 +209,6 @@ func textAnswer(q *Question, field, value string, maxBytes int) (*Answer, []Fiel
 		return a, errs, nil
 	}
 	return a, nil, nil
-}
-
-// matchOption finds the option a text names: its value first, then its label,
-// ignoring case.
-func matchOption(opts []Option, text string) (string, bool) {
-	for _, o := range opts {
-		if strings.EqualFold(text, o.Value) {
-			return o.Value, true
-		}
-	}
-	for _, o := range opts {
-		if o.Label != "" && strings.EqualFold(text, o.Label) {
-			return o.Value, true
-		}
-	}
-	return "", false
 }
 
 // expectation says what kind of answer the question needs.
@@ -234,13 +229,12 @@ func expectation(q *Question, c *compiled) string {
 	}
 	if len(q.Options) > 0 {
 		b.WriteString(", or text naming one of ")
-		vals := make([]string, len(q.Options))
-		for i, o := range q.Options {
-			vals[i] = o.Value
-		}
-		b.WriteString(strings.Join(vals, ", "))
+		b.WriteString(optionValues(q.Options))
 	} else if len(c.required) == 1 && typeAllowsString(c.propType[c.required[0]]) {
 		b.WriteString(", or text")
+	} else if len(c.required) == 1 && len(c.propType[c.required[0]]) > 0 {
+		b.WriteString(", or text giving ")
+		b.WriteString(joinOr(withArticles(c.propType[c.required[0]])))
 	}
 	return b.String()
 }

@@ -133,13 +133,13 @@ func (f Field) Constraints() string {
 // Choose finds the option a person typed: its value or its label, ignoring
 // case and surrounding space (as a text answer is matched on the wire).
 func (f Field) Choose(text string) (any, bool) {
-	text = strings.TrimSpace(text)
-	for _, o := range f.Options {
-		if strings.EqualFold(text, DisplayValue(o.Value)) || (o.Label != "" && strings.EqualFold(text, o.Label)) {
-			return o.Value, true
-		}
+	opts := make([]Option, len(f.Options))
+	for i, o := range f.Options {
+		opts[i] = Option{Value: o.Value, Label: o.Label}
 	}
-	return nil, false
+	// The rules a text answer follows: value, label, yes or no for true
+	// and false, how a label begins; never a guess between two.
+	return MatchOption(opts, text)
 }
 
 // Parse reads what a person typed as a value of the field: a choice by an

@@ -35,12 +35,6 @@ const (
 // MediaTypeJSON is the media type of the question's data part.
 const MediaTypeJSON = "application/json"
 
-// Option is one entry of a small closed set of answers.
-type Option struct {
-	Value string `json:"value"`
-	Label string `json:"label,omitempty"`
-}
-
 // FieldError is one reason an answer was not accepted.
 type FieldError struct {
 	Pointer string `json:"pointer"` // JSON pointer into the answer, "" for the whole answer
@@ -50,14 +44,23 @@ type FieldError struct {
 // Question is what an agent asks. Stored as JSON (all fields, including Text)
 // by the engine.
 type Question struct {
-	ID          string          `json:"questionId"`
-	Text        string          `json:"text"`
-	Expires     time.Time       `json:"expires"`
-	Schema      json.RawMessage `json:"answerSchema"`
-	Options     []Option        `json:"options,omitempty"`
-	Attempt     int             `json:"attempt,omitempty"` // 1 for the first ask
-	MaxAttempts int             `json:"maxAttempts,omitempty"`
-	Errors      []FieldError    `json:"errors,omitempty"`
+	ID      string          `json:"questionId"`
+	Text    string          `json:"text"`
+	Expires time.Time       `json:"expires"`
+	Schema  json.RawMessage `json:"answerSchema"`
+	Options []Option        `json:"options,omitempty"`
+	// OptionsFor names the field the options are for, in a question with
+	// several fields ("approve" of {approve, reason}). Empty: the schema's
+	// only required property or, failing that, its only property.
+	OptionsFor string `json:"optionsFor,omitempty"`
+	// Subject is what the question is about, for machines: for instance
+	// {"amount": 1200, "currency": "EUR"} for a payment approval, so that
+	// a caller's policy can answer small amounts and send large ones to a
+	// person. Optional; any JSON object.
+	Subject     map[string]any `json:"subject,omitempty"`
+	Attempt     int            `json:"attempt,omitempty"` // 1 for the first ask
+	MaxAttempts int            `json:"maxAttempts,omitempty"`
+	Errors      []FieldError   `json:"errors,omitempty"`
 	// About says, when the question is asked for someone else, who: for a
 	// workflow, the participant that asks and its task. Optional; string
 	// values only.
@@ -70,6 +73,8 @@ const (
 	keyExpires     = "expires"
 	keySchema      = "answerSchema"
 	keyOptions     = "options"
+	keyOptionsFor  = "optionsFor"
+	keySubject     = "subject"
 	keyAttempt     = "attempt"
 	keyMaxAttempts = "maxAttempts"
 	keyErrors      = "errors"
@@ -119,13 +124,19 @@ func (q *Question) wireObject() map[string]any {
 	if len(q.Options) > 0 {
 		opts := make([]any, 0, len(q.Options))
 		for _, o := range q.Options {
-			e := map[string]any{"value": o.Value}
+			e := map[string]any{"value": generic(o.Value)}
 			if o.Label != "" {
 				e["label"] = o.Label
 			}
 			opts = append(opts, e)
 		}
 		obj[keyOptions] = opts
+		if q.OptionsFor != "" {
+			obj[keyOptionsFor] = q.OptionsFor
+		}
+	}
+	if len(q.Subject) > 0 {
+		obj[keySubject] = generic(q.Subject)
 	}
 	if len(q.About) > 0 {
 		about := make(map[string]any, len(q.About))
@@ -167,6 +178,8 @@ type wireQuestion struct {
 	Expires     string          `json:"expires"`
 	Schema      json.RawMessage `json:"answerSchema"`
 	Options     []Option        `json:"options"`
+	OptionsFor  string          `json:"optionsFor"`
+	Subject     map[string]any  `json:"subject"`
 	Attempt     int             `json:"attempt"`
 	MaxAttempts int             `json:"maxAttempts"`
 	Errors      []FieldError    `json:"errors"`
@@ -216,6 +229,8 @@ func FromMessage(m *a2a.Message) (q *Question, ok bool, err error) {
 			ID:          *w.ID,
 			Schema:      compactJSON(w.Schema),
 			Options:     w.Options,
+			OptionsFor:  w.OptionsFor,
+			Subject:     w.Subject,
 			Attempt:     max(w.Attempt, 1), // a first ask carries no attempt
 			MaxAttempts: w.MaxAttempts,
 			Errors:      w.Errors,
@@ -281,6 +296,8 @@ func (q *Question) ReAsk(newID string, errs []FieldError) *Question {
 		Expires:     q.Expires,
 		Schema:      append(json.RawMessage(nil), q.Schema...),
 		Options:     append([]Option(nil), q.Options...),
+		OptionsFor:  q.OptionsFor,
+		Subject:     maps.Clone(q.Subject),
 		Attempt:     q.attempt() + 1,
 		MaxAttempts: q.MaxAttempts,
 		Errors:      append([]FieldError(nil), errs...),

@@ -248,8 +248,9 @@ func typeAllows(t any, want string) bool {
 
 // Check compiles the schema (draft 2020-12) with a loader that refuses every
 // reference outside the schema, and checks that the options (if any) apply:
-// the schema must have exactly one required property (the option field) or,
-// failing that, exactly one property, and every option must be a valid answer.
+// the option field is OptionsFor, which must be a property of the schema,
+// or else the schema's only required property or, failing that, its only
+// property; every option's value must be distinct and valid for that field.
 // It also checks that there is text for a person, that the schema describes
 // an object, does not declare the reserved fields questionId or action, and
 // nests no deeper than MaxSchemaDepth. The error names the problem; it is the
@@ -268,43 +269,56 @@ func (q *Question) Check() error {
 	if len(q.Options) == 0 {
 		return nil
 	}
-	field, err := optionField(c)
+	field, err := optionField(c, q)
 	if err != nil {
 		return err
 	}
 	seen := map[string]bool{}
 	for i, o := range q.Options {
-		if o.Value == "" {
-			return fmt.Errorf("option %d has an empty value", i)
+		if o.Value == nil || o.Value == "" {
+			return fmt.Errorf("option %d has no value", i)
 		}
-		if seen[o.Value] {
-			return fmt.Errorf("option value %q appears more than once", o.Value)
+		key, err := canonical(o.Value)
+		if err != nil {
+			return fmt.Errorf("option %d's value cannot be encoded as JSON: %v", i, err)
 		}
-		seen[o.Value] = true
-		errs := validateOne(c, map[string]any{field: o.Value})
+		if seen[key] {
+			return fmt.Errorf("option value %s appears more than once", key)
+		}
+		seen[key] = true
+		errs := validateOne(c, map[string]any{field: generic(o.Value)})
 		ptr := "/" + escapeToken(field)
 		for _, e := range errs {
 			if e.Pointer == ptr || strings.HasPrefix(e.Pointer, ptr+"/") {
-				return fmt.Errorf("option %q is not a valid %s: %s", o.Value, field, e.Message)
+				return fmt.Errorf("option %s is not a valid %s: %s", key, field, e.Message)
 			}
 		}
 	}
 	return nil
 }
 
-// optionField finds the property the options fill.
-func optionField(c *compiled) (string, error) {
+// optionField finds the property the options fill: q.OptionsFor when set
+// (it must be a property of the schema), else the only required property,
+// else the only property.
+func optionField(c *compiled, q *Question) (string, error) {
+	if q.OptionsFor != "" {
+		if !slices.Contains(c.props, q.OptionsFor) && !slices.Contains(c.required, q.OptionsFor) {
+			return "", fmt.Errorf("the options are for %q, which is not a property of the answer schema", q.OptionsFor)
+		}
+		return q.OptionsFor, nil
+	}
 	if len(c.required) == 1 {
 		return c.required[0], nil
 	}
 	if len(c.props) == 1 {
 		return c.props[0], nil
 	}
-	return "", fmt.Errorf("options need a schema with exactly one required property or exactly one property to fill; this one has %d required and %d properties", len(c.required), len(c.props))
+	return "", fmt.Errorf("options need to say which field they are for (OptionsFor), or a schema with exactly one required property or exactly one property to fill; this one has %d required and %d properties", len(c.required), len(c.props))
 }
 
-// OptionField returns the property the options fill ("" when there are no
-// options or the schema does not say which property they fill).
+// OptionField returns the property the options fill: OptionsFor when set,
+// else the schema's only required property, else its only property; ""
+// when there are no options or nothing says which property they fill.
 func (q *Question) OptionField() string {
 	if len(q.Options) == 0 {
 		return ""
@@ -313,7 +327,7 @@ func (q *Question) OptionField() string {
 	if err != nil {
 		return ""
 	}
-	f, _ := optionField(c)
+	f, _ := optionField(c, q)
 	return f
 }
 
@@ -341,7 +355,7 @@ func (q *Question) Validate(fields json.RawMessage) []FieldError {
 	}
 	errs := validateOne(c, v)
 	if len(q.Options) > 0 {
-		if field, ferr := optionField(c); ferr == nil {
+		if field, ferr := optionField(c, q); ferr == nil {
 			errs = checkOption(errs, q.Options, field, v.(map[string]any))
 		}
 	}
@@ -357,11 +371,9 @@ func checkOption(errs []FieldError, opts []Option, field string, obj map[string]
 	if !present {
 		return errs
 	}
-	if s, ok := val.(string); ok {
-		for _, o := range opts {
-			if o.Value == s {
-				return errs
-			}
+	for _, o := range opts {
+		if SameValue(o.Value, val) {
+			return errs
 		}
 	}
 	ptr := "/" + escapeToken(field)
@@ -376,11 +388,7 @@ func checkOption(errs []FieldError, opts []Option, field string, obj map[string]
 }
 
 func expectedOneOf(opts []Option) string {
-	vals := make([]string, len(opts))
-	for i, o := range opts {
-		vals[i] = o.Value
-	}
-	return "expected one of " + strings.Join(vals, ", ")
+	return "expected one of " + optionValues(opts)
 }
 
 func validateOne(c *compiled, v any) []FieldError {

@@ -125,7 +125,7 @@ func TestAssistantRelaysTheCostCentreQuestionInItsOwnTerms(t *testing.T) {
 	}
 	labels := map[string]string{}
 	for _, o := range topQ.Options {
-		labels[o.Value] = o.Label
+		labels[question.ValueText(o.Value)] = o.Label
 	}
 	if len(labels) != 2 || labels["CC-4410"] != "Engineering" || labels["CC-4420"] != "Research" {
 		t.Fatalf("options %+v; want CC-4410 labelled Engineering and CC-4420 labelled Research", topQ.Options)

@@ -17,7 +17,28 @@
 // the task's checkpoint, so a suspended workflow is rows in the store and
 // survives restarts; its pending requests are its tasks in input-required
 // (ListTasks). Participants are reached over A2A (local askpoint agents at
-// their own URLs, remote agents anywhere) through the relay package.
+// their own URLs, remote agents anywhere) the way a relay reaches its
+// sub-agent.
+//
+// What a participant produces flows on. Its reply is its artifacts' text
+// (else its final status message's) and its data parts (its artifacts',
+// else its status message's). In a sequence or a handoff the next
+// participant gets one message: the reply's text as a text part, if any,
+// and each of its data parts as a data part (application/json); the first
+// participant gets the request's text and data parts. In a group chat each
+// speaker gets the conversation so far as one text part, a line per turn,
+// "speaker: text", with the turn's data written as JSON on its line. A
+// participant is never invoked with an empty message (ErrNoMessage). The
+// run completes with a "transcript" artifact (text, and a data part with
+// every turn and its data) followed by every participant's artifacts in
+// the order they were produced, each with a new ID and the metadata key
+// "participant" naming who produced it.
+//
+// A run ends the way its waiting participant does: when the caller
+// declines the request, the participant (by default) rejects, and so does
+// the run; a cancel of the run cancels the participant's task; when the
+// run's question expires (a margin before the participant's), the run
+// fails saying so and the participant's task is canceled, not left paused.
 package workflow
 
 import (
@@ -35,6 +56,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	subagent "github.com/askpoint/askpoint/internal/hop"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/relay"
 )
@@ -45,7 +67,7 @@ type Mode string
 // The modes.
 const (
 	// Sequential runs each participant once, in order; each gets what the
-	// one before it said.
+	// one before it said: its text and its data parts.
 	Sequential Mode = "sequential"
 	// GroupChat lets a manager pick the next speaker (round robin unless
 	// Config.Next says otherwise) until MaxRounds turns were taken or the
@@ -96,6 +118,12 @@ type Turn struct {
 	Speaker string `json:"speaker"` // "caller" for the request
 	Text    string `json:"text"`
 	Handoff string `json:"handoff,omitempty"`
+	// Data are the data parts of the reply (of the request, for the
+	// caller): what a participant produced for machines.
+	Data []any `json:"data,omitempty"`
+	// Artifacts are the participant's artifacts, carried up to the
+	// workflow's task when it completes.
+	Artifacts []*a2a.Artifact `json:"artifacts,omitempty"`
 }
 
 // State is a workflow run's checkpoint.
@@ -104,8 +132,8 @@ type State struct {
 	Rounds     int    `json:"rounds"` // finished participant turns
 	// Speaker is the participant whose turn is under way ("" between
 	// turns); Hop is its sub-task.
-	Speaker string            `json:"speaker,omitempty"`
-	Hop     *relay.Checkpoint `json:"hop,omitempty"`
+	Speaker string               `json:"speaker,omitempty"`
+	Hop     *subagent.Checkpoint `json:"hop,omitempty"`
 	// Request is the open request to the caller while suspended.
 	Request *Request `json:"request,omitempty"`
 }
@@ -130,7 +158,7 @@ var ErrNoMessage = errors.New("workflow: the next participant would be invoked w
 
 type workflow struct {
 	cfg  Config
-	hops map[string]*relay.Hop
+	hops map[string]*subagent.Hop
 }
 
 // Agent returns the workflow as an askpoint agent.
@@ -146,7 +174,7 @@ func Agent(cfg Config) (askpoint.Agent, error) {
 	if cfg.MaxRounds <= 0 {
 		cfg.MaxRounds = 2 * len(cfg.Participants)
 	}
-	w := &workflow{cfg: cfg, hops: map[string]*relay.Hop{}}
+	w := &workflow{cfg: cfg, hops: map[string]*subagent.Hop{}}
 	for _, p := range cfg.Participants {
 		if p.Name == "" || p.URL == "" || p.Name == "caller" {
 			return nil, fmt.Errorf("workflow: participant %q needs a name (not \"caller\") and a URL", p.Name)
@@ -156,7 +184,7 @@ func Agent(cfg Config) (askpoint.Agent, error) {
 		}
 		rc := cfg.Relay
 		rc.SubAgentURL, rc.SubAgentName, rc.CallbackURL, rc.Resolvers = p.URL, p.Name, cfg.CallbackURL, p.AutoAnswer
-		hop, err := relay.NewHop(rc)
+		hop, err := subagent.New(subagent.Config(rc))
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +195,7 @@ func Agent(cfg Config) (askpoint.Agent, error) {
 
 // Start begins the conversation with the caller's request.
 func (w *workflow) Start(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
-	st := &State{Transcript: []Turn{{Speaker: "caller", Text: textOf(call.Request.Parts)}}}
+	st := &State{Transcript: []Turn{{Speaker: "caller", Text: textOf(call.Request.Parts), Data: dataOf(call.Request.Parts)}}}
 	return w.advance(ctx, call, st)
 }
 
@@ -184,7 +212,7 @@ func (w *workflow) Resume(ctx context.Context, call *askpoint.Call, res *askpoin
 		slog.Default().Warn("workflow: step failed", slog.String("participant", speaker), slog.Any("err", err))
 		out, err = askpoint.Fail(fmt.Sprintf("The workflow lost touch with %s, so it stopped.", speaker)), nil
 	}
-	if out.Kind() == askpoint.OutcomeFail && hop != nil && w.hops[speaker] != nil {
+	if (out.Kind() == askpoint.OutcomeFail || out.Kind() == askpoint.OutcomeReject) && hop != nil && w.hops[speaker] != nil {
 		// The participant's task was handed back with the resume: the run
 		// ends, so it cancels it (best effort; it may have ended).
 		_ = w.hops[speaker].CancelSubTask(context.WithoutCancel(ctx), hop)
@@ -267,14 +295,14 @@ func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) 
 		if w.hops[next] == nil {
 			return askpoint.Fail(fmt.Sprintf("The workflow was handed to %q, which is not one of its participants.", next)), nil
 		}
-		msg := w.messageFor(st)
-		if strings.TrimSpace(msg) == "" {
+		parts := w.messageFor(st)
+		if len(parts) == 0 {
 			return askpoint.Fail(fmt.Sprintf("%v: %s would get nothing to answer.", ErrNoMessage, next)), nil
 		}
 		hop := w.hops[next]
-		st.Speaker, st.Hop, st.Request = next, relay.NewCheckpoint(), nil
+		st.Speaker, st.Hop, st.Request = next, subagent.NewCheckpoint(), nil
 		key := fmt.Sprintf("%s/turn-%d", call.Key, len(st.Transcript))
-		sub, err := hop.Send(ctx, call, st.Hop, &a2a.Message{Parts: a2a.ContentParts{a2a.NewTextPart(msg)}}, key)
+		sub, err := hop.Send(ctx, call, st.Hop, &a2a.Message{Parts: parts}, key)
 		if err != nil {
 			slog.Default().Warn("workflow: a participant did not take its turn", slog.String("participant", next), slog.Any("err", err))
 			return askpoint.Fail(fmt.Sprintf("%s could not be reached, so the workflow stopped.", next)), nil
@@ -288,7 +316,7 @@ func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) 
 
 // turn handles the current participant's sub-task and, when its turn is
 // finished, goes on with the next.
-func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, sub *a2a.Task) (askpoint.Outcome, error) {
+func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop *subagent.Hop, sub *a2a.Task) (askpoint.Outcome, error) {
 	out, finished, err := w.settle(ctx, call, st, hop, sub)
 	if err != nil || !finished {
 		return out, err
@@ -299,7 +327,7 @@ func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop
 // settle decides what the participant's sub-task means: a finished turn
 // (finished true, the reply in the transcript), a suspension, a wait, or
 // the workflow's end.
-func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, sub *a2a.Task) (askpoint.Outcome, bool, error) {
+func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, hop *subagent.Hop, sub *a2a.Task) (askpoint.Outcome, bool, error) {
 	var asked string // the participant's question the open request relays, if any
 	if st.Request != nil && st.Hop.SubQuestion != nil {
 		asked = st.Hop.SubQuestion.ID
@@ -307,7 +335,7 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 	sub, q, err := hop.Settle(ctx, call, st.Hop, sub, "workflow", func(ans *client.Answer) string {
 		return fmt.Sprintf("The workflow answered %s's question from its own context: %s", st.Speaker, jsonText(ans.Fields))
 	})
-	if errors.Is(err, relay.ErrUnreadableQuestion) {
+	if errors.Is(err, subagent.ErrUnreadableQuestion) {
 		return askpoint.Fail(fmt.Sprintf("%s asked something the workflow cannot relay (no machine-readable question).", st.Speaker)), false, nil
 	}
 	if err != nil {
@@ -315,12 +343,16 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 	}
 	switch sub.Status.State {
 	case a2a.TaskStateCompleted:
-		turn := Turn{Speaker: st.Speaker, Text: replyText(sub), Handoff: handoffOf(sub)}
+		turn := Turn{Speaker: st.Speaker, Text: replyText(sub), Handoff: handoffOf(sub), Data: replyData(sub), Artifacts: sub.Artifacts}
 		st.Transcript = append(st.Transcript, turn)
 		st.Rounds++
 		st.Speaker, st.Hop, st.Request = "", nil, nil
 		return askpoint.Outcome{}, true, nil
-	case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled:
+	case a2a.TaskStateRejected:
+		// A participant that refuses (its caller declined its question,
+		// or it will not do the turn) makes the run a refusal too.
+		return askpoint.Reject(fmt.Sprintf("The workflow stopped at %s's turn. %s", st.Speaker, hop.Ended(sub))), false, nil
+	case a2a.TaskStateFailed, a2a.TaskStateCanceled:
 		return askpoint.Fail(fmt.Sprintf("The workflow stopped at %s's turn. %s", st.Speaker, hop.Ended(sub))), false, nil
 	case a2a.TaskStateAuthRequired:
 		return askpoint.Fail(fmt.Sprintf("The workflow stopped at %s's turn: it needs a credential.", st.Speaker)), false, nil
@@ -342,13 +374,13 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 
 // suspend asks the caller the participant's question: one request, named
 // by its question ID.
-func (w *workflow) suspend(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, q *question.Question) (askpoint.Outcome, error) {
+func (w *workflow) suspend(ctx context.Context, call *askpoint.Call, st *State, hop *subagent.Hop, q *question.Question) (askpoint.Outcome, error) {
 	return w.suspendAs(ctx, call, st, hop, q, newRequestID())
 }
 
 // suspendAs is suspend with the request ID given.
-func (w *workflow) suspendAs(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, q *question.Question, id string) (askpoint.Outcome, error) {
-	own, err := hop.Question(ctx, call, q)
+func (w *workflow) suspendAs(ctx context.Context, call *askpoint.Call, st *State, hop *subagent.Hop, q *question.Question, id string) (askpoint.Outcome, error) {
+	own, err := hop.Question(ctx, call, st.Hop, q)
 	if err != nil {
 		return askpoint.Outcome{}, err
 	}
@@ -405,39 +437,86 @@ func (w *workflow) nextSpeaker(st *State) (string, bool) {
 	}
 }
 
-// messageFor is what the next speaker gets: what the one before said in a
-// sequence or a handoff, the conversation so far in a group chat.
-func (w *workflow) messageFor(st *State) string {
+// messageFor is what the next speaker gets. In a sequence or a handoff:
+// what the one before said, its text as a text part and each of its data
+// parts (from its artifacts; from the request for the first speaker) as a
+// data part. In a group chat: the conversation so far as one text part, a
+// line per turn ("speaker: text"), a turn's data written as JSON on its
+// line, so that a reply with data only is in the transcript too. Empty
+// when there is nothing to say.
+func (w *workflow) messageFor(st *State) a2a.ContentParts {
+	var parts a2a.ContentParts
 	if w.cfg.Mode != GroupChat {
-		return st.Transcript[len(st.Transcript)-1].Text
+		last := st.Transcript[len(st.Transcript)-1]
+		if strings.TrimSpace(last.Text) != "" {
+			parts = append(parts, a2a.NewTextPart(last.Text))
+		}
+		for _, d := range last.Data {
+			p := a2a.NewDataPart(d)
+			p.MediaType = question.MediaTypeJSON
+			parts = append(parts, p)
+		}
+		return parts
 	}
+	if text := transcriptText(st.Transcript); strings.TrimSpace(text) != "" {
+		parts = append(parts, a2a.NewTextPart(text))
+	}
+	return parts
+}
+
+// transcriptText is the conversation, a line per turn with something in it.
+func transcriptText(turns []Turn) string {
 	var b strings.Builder
-	for _, t := range st.Transcript {
-		if strings.TrimSpace(t.Text) == "" {
+	for _, t := range turns {
+		line := strings.TrimSpace(t.Text)
+		for _, d := range t.Data {
+			if line != "" {
+				line += " "
+			}
+			line += jsonText(d)
+		}
+		if line == "" {
 			continue
 		}
-		fmt.Fprintf(&b, "%s: %s\n", t.Speaker, t.Text)
+		fmt.Fprintf(&b, "%s: %s\n", t.Speaker, line)
 	}
 	return b.String()
 }
 
-// finish completes the workflow with its transcript.
+// finish completes the workflow: its transcript as an artifact, and the
+// participants' artifacts after it, in the order they were produced, each
+// with a new ID and the metadata key "participant" naming who produced it.
 func (w *workflow) finish(st *State) askpoint.Outcome {
-	var b strings.Builder
-	for _, t := range st.Transcript {
-		fmt.Fprintf(&b, "%s: %s\n", t.Speaker, t.Text)
-	}
 	raw, _ := json.Marshal(st.Transcript)
-	var transcript any
+	var transcript []map[string]any
 	_ = json.Unmarshal(raw, &transcript)
+	for _, t := range transcript {
+		delete(t, "artifacts") // they follow as artifacts of their own
+	}
 	art := &a2a.Artifact{ID: a2a.NewArtifactID(), Name: "transcript", Parts: a2a.ContentParts{
-		a2a.NewTextPart(b.String()), a2a.NewDataPart(map[string]any{"transcript": transcript, "rounds": st.Rounds}),
+		a2a.NewTextPart(transcriptText(st.Transcript)), a2a.NewDataPart(map[string]any{"transcript": transcript, "rounds": st.Rounds}),
 	}}
+	arts := []*a2a.Artifact{art}
+	for _, t := range st.Transcript {
+		for _, a := range t.Artifacts {
+			if a == nil {
+				continue
+			}
+			up := *a
+			up.ID = a2a.NewArtifactID()
+			up.Metadata = map[string]any{}
+			for k, v := range a.Metadata {
+				up.Metadata[k] = v
+			}
+			up.Metadata["participant"] = t.Speaker
+			arts = append(arts, &up)
+		}
+	}
 	turns := "turns"
 	if st.Rounds == 1 {
 		turns = "turn"
 	}
-	return askpoint.Complete(art).WithMessage(fmt.Sprintf("The workflow finished after %d %s.", st.Rounds, turns))
+	return askpoint.Complete(arts...).WithMessage(fmt.Sprintf("The workflow finished after %d %s.", st.Rounds, turns))
 }
 
 func (w *workflow) now() time.Time {
@@ -467,6 +546,46 @@ func replyText(t *a2a.Task) string {
 		out = append(out, textOf(t.Status.Message.Parts))
 	}
 	return strings.Join(out, "\n")
+}
+
+// replyData is a finished sub-task's data parts: its artifacts', else its
+// status message's. A handoff's {"handoff": NAME} is the workflow's, not
+// data for the next participant.
+func replyData(t *a2a.Task) []any {
+	var out []any
+	for _, a := range t.Artifacts {
+		out = append(out, dataOf(a.Parts)...)
+	}
+	if len(out) == 0 && t.Status.Message != nil {
+		out = dataOf(t.Status.Message.Parts)
+	}
+	kept := out[:0]
+	for _, d := range out {
+		if m, ok := d.(map[string]any); ok && len(m) == 1 {
+			if _, isHandoff := m["handoff"]; isHandoff {
+				continue
+			}
+		}
+		kept = append(kept, d)
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
+}
+
+// dataOf lists the values of data parts.
+func dataOf(parts a2a.ContentParts) []any {
+	var out []any
+	for _, p := range parts {
+		if p == nil {
+			continue
+		}
+		if d, ok := p.Content.(a2a.Data); ok {
+			out = append(out, d.Value)
+		}
+	}
+	return out
 }
 
 // handoffOf reads {"handoff": "NAME"} from a finished sub-task's artifacts.

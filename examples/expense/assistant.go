@@ -86,11 +86,12 @@ func restateForCaller(_ context.Context, _ *askpoint.Call, sub *question.Questio
 	own := question.Question{Schema: sub.Schema}
 	var names []string
 	for _, o := range sub.Options {
-		label, shown := o.Value, o.Value
-		if n, ok := CostCentreNames[o.Value]; ok {
-			label, shown = n, fmt.Sprintf("%s (%s)", n, o.Value)
+		cc := question.ValueText(o.Value)
+		label, shown := cc, cc
+		if n, ok := CostCentreNames[cc]; ok {
+			label, shown = n, fmt.Sprintf("%s (%s)", n, cc)
 		}
-		own.Options = append(own.Options, question.Option{Value: o.Value, Label: label})
+		own.Options = append(own.Options, question.Option{Value: cc, Label: label})
 		names = append(names, shown)
 	}
 	switch {

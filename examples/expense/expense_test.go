@@ -82,7 +82,7 @@ func TestAsksForTheCostCentreWithBothOptions(t *testing.T) {
 	}
 	var values []string
 	for _, o := range q.Options {
-		values = append(values, o.Value)
+		values = append(values, question.ValueText(o.Value))
 	}
 	if !slices.Equal(values, []string{"CC-4410", "CC-4420"}) {
 		t.Errorf("options = %v, want [CC-4410 CC-4420]", values)

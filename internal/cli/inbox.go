@@ -18,6 +18,7 @@ import (
 
 	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/question"
 )
 
 // inboxCmd lists the inbox, or receives push notifications into it.
@@ -143,8 +144,9 @@ func details(it *inbox.Item) []string {
 		if len(q.Options) > 0 {
 			var opts []string
 			for i, o := range q.Options {
-				s := fmt.Sprintf("%d) %s", i+1, o.Value)
-				if o.Label != "" && o.Label != o.Value {
+				v := question.ValueText(o.Value)
+				s := fmt.Sprintf("%d) %s", i+1, v)
+				if o.Label != "" && o.Label != v {
 					s += " (" + o.Label + ")"
 				}
 				opts = append(opts, s)

@@ -218,10 +218,11 @@ func (p *printer) status(s a2a.TaskStatus) {
 	if len(q.Options) > 0 {
 		var opts []string
 		for _, o := range q.Options {
-			if o.Label != "" && o.Label != o.Value {
-				opts = append(opts, fmt.Sprintf("%s (%s)", o.Value, o.Label))
+			v := question.ValueText(o.Value)
+			if o.Label != "" && o.Label != v {
+				opts = append(opts, fmt.Sprintf("%s (%s)", v, o.Label))
 			} else {
-				opts = append(opts, o.Value)
+				opts = append(opts, v)
 			}
 		}
 		fmt.Fprintf(p.w, "options: %s\n", strings.Join(opts, ", "))
@@ -268,7 +269,7 @@ func (p *printer) hint() {
 	example := `{"field": "value"}`
 	if p.q != nil {
 		if f := p.q.OptionField(); f != "" && len(p.q.Options) > 0 {
-			example = fmt.Sprintf(`{"questionId": %q, %q: %q}`, p.q.ID, f, p.q.Options[0].Value)
+			example = fmt.Sprintf(`{"questionId": %q, %q: %s}`, p.q.ID, f, jsonValue(p.q.Options[0].Value))
 		} else if ex := exampleAnswer(p.q.ID, p.q.Schema); ex != "" {
 			example = ex
 		}
@@ -344,3 +345,12 @@ func partsText(parts a2a.ContentParts) string {
 }
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n         ") }
+
+// jsonValue is v as JSON, for an example answer.
+func jsonValue(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "null"
+	}
+	return string(raw)
+}

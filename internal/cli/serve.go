@@ -24,6 +24,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/examples/approval"
 	"github.com/askpoint/askpoint/examples/booking"
 	"github.com/askpoint/askpoint/examples/conformance"
 	"github.com/askpoint/askpoint/examples/expense"
@@ -198,6 +199,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if err := srv.Register(askpoint.AgentSpec{
 		Name: "expense", Agent: expense.Agent(expense.DefaultDirectory, ledger, nil), Card: expense.Card(),
 	}); err != nil {
+		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		return 1
+	}
+	// The approval example: a yes/no question with labelled options and
+	// a schema derived from its answer type.
+	if err := srv.Register(askpoint.AgentSpec{Name: "approval", Agent: approval.Agent(), Card: approval.Card()}); err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 1
 	}

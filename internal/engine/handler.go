@@ -391,7 +391,8 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	}
 	ans, fieldErrs, err := question.Parse(msg, &q, s.cfg.MaxAnswerBytes)
 	if err != nil {
-		return nil, nil, nil, errInvalidParams("%v", err)
+		// err names the sent and the open question already.
+		return nil, nil, nil, errInvalidParams("task %q: %v", t.ID, err)
 	}
 	if len(fieldErrs) == 0 && ans != nil && (ans.Action == "" || ans.Action == question.ActionDecline) {
 		// A valid answer, or a refusal to answer: either way the agent

@@ -220,6 +220,42 @@ func keepDigest(next *store.Task, digest string) {
 	}
 }
 
+// keepRefusedHolds keeps on next, which a refused Ask or Await ended, the
+// holds that outcome declared, due for release at once. Holds without a
+// name, or of an agent without a release, cannot be released and are left.
+func (s *Engine) keepRefusedHolds(next *store.Task, hs []Hold, agent Agent, now time.Time) {
+	if len(hs) == 0 || agent == nil || !canRelease(agent) {
+		return
+	}
+	p, err := decodePause(next)
+	if err != nil {
+		p = &pauseState{}
+	}
+	p.Question = fmt.Sprintf("refused-%d", next.Version) // hold keys are unique per pause
+	at := now.UTC().Truncate(time.Millisecond)
+	seen := map[string]bool{}
+	for _, h := range hs {
+		if h.Name == "" || seen[h.Name] {
+			continue
+		}
+		seen[h.Name] = true
+		data, err := json.Marshal(h.Data)
+		if err != nil {
+			data = nil
+		}
+		until := h.Until.UTC().Truncate(time.Millisecond)
+		if h.Until.IsZero() {
+			until = at
+		}
+		p.Holds = append(p.Holds, heldThing{Name: h.Name, Until: until, Data: data, Early: at})
+	}
+	if len(p.Holds) > 0 {
+		if err := s.setPause(next, p); err != nil {
+			s.log.Error("keep the holds of a refused step", slog.String("task", next.ID), slog.Any("err", err))
+		}
+	}
+}
+
 // keepHoldsOnEnd keeps the unreleased holds of a paused task that ends
 // without resuming, due for release at once.
 func (s *Engine) keepHoldsOnEnd(t, next *store.Task, now time.Time) {

@@ -739,21 +739,21 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 	var msg *a2a.Message
 	switch o.Kind {
 	case OutcomeAsk:
-		q, err := s.prepareQuestion(o.Question, next.ID, next.Version, now)
-		if err != nil {
-			return s.applyOutcome(next, Fail("The agent asked a question that cannot be answered: "+err.Error()), now)
-		}
-		cp, err := json.Marshal(o.Checkpoint)
-		if err != nil {
-			return s.applyOutcome(next, Fail("The agent's checkpoint could not be saved: "+err.Error()), now)
-		}
 		var agent Agent
 		if e := s.agentByName(next.Agent); e != nil {
 			agent = e.agent
 		}
+		q, err := s.prepareQuestion(o.Question, next.ID, next.Version, now)
+		if err != nil {
+			return s.refuse(next, o, agent, "The agent asked a question that cannot be answered: "+err.Error(), now)
+		}
+		cp, err := json.Marshal(o.Checkpoint)
+		if err != nil {
+			return s.refuse(next, o, agent, "The agent's checkpoint could not be saved: "+err.Error(), now)
+		}
 		pause, err := s.preparePause(o, q, agent, now)
 		if err != nil {
-			return s.applyOutcome(next, Fail("The agent asked a question the runtime cannot keep: "+err.Error()), now)
+			return s.refuse(next, o, agent, "The agent asked a question the runtime cannot keep: "+err.Error(), now)
 		}
 		qraw, err := json.Marshal(q)
 		if err != nil {
@@ -762,7 +762,7 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		next.Checkpoint, next.Question = cp, qraw
 		if o.WakeToken != "" {
 			if len(o.WakeToken) < minWakeToken {
-				return s.applyOutcome(next, Fail(fmt.Sprintf("The agent's wake token is shorter than %d characters.", minWakeToken)), now)
+				return s.refuse(next, o, agent, fmt.Sprintf("The agent's wake token is shorter than %d characters.", minWakeToken), now)
 			}
 			pause.WakeDigest = tokenDigest(o.WakeToken)
 		}
@@ -779,26 +779,26 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		next.Checkpoint = cp
 		state, msg = a2a.TaskStateAuthRequired, agentMessage(next, o.Text)
 	case OutcomeAwait:
+		var agent Agent
+		if e := s.agentByName(next.Agent); e != nil {
+			agent = e.agent
+		}
 		if len(o.WakeToken) < minWakeToken {
-			return s.applyOutcome(next, Fail(fmt.Sprintf("The agent waits for an event with a wake token shorter than %d characters.", minWakeToken)), now)
+			return s.refuse(next, o, agent, fmt.Sprintf("The agent waits for an event with a wake token shorter than %d characters.", minWakeToken), now)
 		}
 		if !o.Deadline.After(now) {
-			return s.applyOutcome(next, Fail("The agent waits for an event with a deadline that has passed."), now)
+			return s.refuse(next, o, agent, "The agent waits for an event with a deadline that has passed.", now)
 		}
 		cp, err := json.Marshal(o.Checkpoint)
 		if err != nil {
-			return s.applyOutcome(next, Fail("The agent's checkpoint could not be saved: "+err.Error()), now)
+			return s.refuse(next, o, agent, "The agent's checkpoint could not be saved: "+err.Error(), now)
 		}
 		next.Checkpoint = cp
 		// Question names the pause in hold keys: unique per pause.
 		p := &pauseState{Asked: now, Await: o.Text, Question: fmt.Sprintf("await-%d", next.Version),
 			Expires: o.Deadline.UTC().Truncate(time.Millisecond), WakeDigest: tokenDigest(o.WakeToken)}
-		var agent Agent
-		if e := s.agentByName(next.Agent); e != nil {
-			agent = e.agent
-		}
 		if p.Holds, err = prepareHolds(o.Holds, p.Expires, "the wait's deadline", agent); err != nil {
-			return s.applyOutcome(next, Fail("The agent waits while holding what the runtime cannot keep: "+err.Error()), now)
+			return s.refuse(next, o, agent, "The agent waits while holding what the runtime cannot keep: "+err.Error(), now)
 		}
 		raw, err := json.Marshal(p)
 		if err != nil {
@@ -835,6 +835,18 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 	}
 	next.State, next.Status = state, st
 	return append(entries, e), nil
+}
+
+// refuse fails the task of an Ask or Await outcome the runtime cannot
+// keep, saying why, and keeps the holds the outcome declared, due for
+// release at once: the step reserved them before it asked.
+func (s *Engine) refuse(next *store.Task, o Outcome, agent Agent, reason string, now time.Time) ([]store.LogEntry, error) {
+	entries, err := s.applyOutcome(next, Fail(reason), now)
+	if err != nil {
+		return nil, err
+	}
+	s.keepRefusedHolds(next, o.Holds, agent, now)
+	return entries, nil
 }
 
 // prepareQuestion fills what the agent left to the runtime and checks the

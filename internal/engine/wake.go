@@ -55,6 +55,13 @@ func (s *Engine) Wake(ctx context.Context, agent, taskID, token string, event js
 		if err != nil {
 			return nil, err
 		}
+		if p.WakeDigest == "" && !t.State.Terminal() && (t.Runnable || t.LeaseOwner != "") {
+			// A step runs and has not said yet what the task waits for:
+			// its token is stored only when it returns (a sub-agent may
+			// push before its sender's step is done). Busy, send again.
+			// Task IDs are unguessable, so this says no more than that.
+			return nil, ErrBusy
+		}
 		if p.WakeDigest == "" || subtle.ConstantTimeCompare([]byte(p.WakeDigest), []byte(tokenDigest(token))) != 1 {
 			return nil, errTaskNotFound(taskID)
 		}

@@ -34,6 +34,11 @@ const (
 //	/NAME/.well-known/agent-card.json   the agent card
 //	/NAME/jsonrpc                       JSON-RPC 2.0 binding
 //	/NAME/rest/...                      HTTP+JSON binding
+//	POST /NAME/wake/TASK_ID             an event for a waiting task (see [Server.Wake]):
+//	                                    the wake token in A2A-Notification-Token, a JSON
+//	                                    body (a push notification); 204 resumed or dropped,
+//	                                    202 late (the task ended), 503 busy (a step runs:
+//	                                    send again), 404 no such task or a wrong token
 //	/.well-known/agent-card.json        the first registered agent's card
 //
 // The A2A bindings are the a2a-go SDK's transports over this server's

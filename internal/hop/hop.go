@@ -1,4 +1,4 @@
-package relay
+package hop
 
 import (
 	"context"
@@ -21,8 +21,8 @@ type Hop struct {
 	r *relay
 }
 
-// NewHop returns a hop to cfg's sub-agent (Config as for [Agent]).
-func NewHop(cfg Config) (*Hop, error) {
+// New returns a hop to cfg's sub-agent (Config as for [Agent]).
+func New(cfg Config) (*Hop, error) {
 	a, err := Agent(cfg)
 	if err != nil {
 		return nil, err
@@ -90,8 +90,8 @@ func (h *Hop) Settle(ctx context.Context, call *askpoint.Call, cp *Checkpoint, s
 
 // Question is the caller-facing question for the sub-agent's q: restated,
 // expiring earlier, a re-ask when q is one. Its ID is left to the caller.
-func (h *Hop) Question(ctx context.Context, call *askpoint.Call, q *question.Question) (question.Question, error) {
-	return h.r.ownQuestion(ctx, call, q)
+func (h *Hop) Question(ctx context.Context, call *askpoint.Call, cp *Checkpoint, q *question.Question) (question.Question, error) {
+	return h.r.ownQuestion(ctx, call, cp, q)
 }
 
 // Check validates an answer for cp's open sub-question, translated
@@ -99,9 +99,11 @@ func (h *Hop) Question(ctx context.Context, call *askpoint.Call, q *question.Que
 func (h *Hop) Check(ctx context.Context, call *askpoint.Call, cp *Checkpoint, fields map[string]any) (map[string]any, []question.FieldError) {
 	var err error
 	if h.r.cfg.Translate != nil {
-		if fields, err = h.r.cfg.Translate(ctx, call, cp.SubQuestion, fields); err != nil {
+		given := fields
+		if fields, err = h.r.cfg.Translate(ctx, call, cp.SubQuestion, cloneFields(fields)); err != nil {
 			return nil, []question.FieldError{{Message: err.Error()}}
 		}
+		cp.Names = fieldNames(given, fields)
 	}
 	raw, err := json.Marshal(fields)
 	if err != nil {
