@@ -179,6 +179,8 @@ func (t *Terminal) prompt(ctx context.Context, q *Query) (*Answer, error) {
 				title := "Options"
 				if f.Name != qq.OptionField() {
 					title = chooseTitle(f)
+				} else if len(fields) > 1 {
+					title = "Options for " + f.Name
 				}
 				v, set, err = t.choose(ctx, f, title)
 			} else {
@@ -230,12 +232,9 @@ func (t *Terminal) prompt(ctx context.Context, q *Query) (*Answer, error) {
 func (t *Terminal) choose(ctx context.Context, f Field, title string) (v any, set bool, err error) {
 	fmt.Fprintf(t.out, "%s:\n", title)
 	for i, o := range f.Options {
-		value := question.DisplayValue(o.Value)
-		if o.Label != "" && o.Label != value {
-			fmt.Fprintf(t.out, "  %d) %s — %s\n", i+1, value, o.Label)
-		} else {
-			fmt.Fprintf(t.out, "  %d) %s\n", i+1, value)
-		}
+		// The label, with the value when it says something the label does
+		// not: "CC-4410 — Engineering", "Yes, pay" for true.
+		fmt.Fprintf(t.out, "  %d) %s\n", i+1, question.OptionText(question.Option{Value: o.Value, Label: o.Label}))
 	}
 	for {
 		line, err := t.readLine(ctx, fmt.Sprintf("Choose 1-%d> ", len(f.Options)))
