@@ -23,6 +23,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -521,7 +522,7 @@ func (ib *Inbox) Observe(ctx context.Context, agentURL string, ev a2a.Event) (it
 		now := ib.now().UTC().Format(time.RFC3339Nano)
 		_, err := ib.db.ExecContext(ctx,
 			`UPDATE items SET state = ?, note = ?, updated = ? WHERE task_id = ? AND state = ?`,
-			StateClosed, "the task is now "+stateWord(status.State), now, taskID, StateOpen)
+			StateClosed, "the task is now "+text.StateWord(status.State), now, taskID, StateOpen)
 		if err != nil {
 			return nil, false, fmt.Errorf("inbox: observe: %w", err)
 		}
@@ -562,12 +563,6 @@ func (ib *Inbox) latestForTask(ctx context.Context, taskID string) (*Item, error
 		return nil, nil
 	}
 	return it, err
-}
-
-// stateWord names a state for people: "completed", "input-required".
-func stateWord(s a2a.TaskState) string {
-	w := strings.TrimPrefix(string(s), "TASK_STATE_")
-	return strings.ReplaceAll(strings.ToLower(w), "_", "-")
 }
 
 const columns = `id, state, agent_url, task_id, context_id, question_key, text, status, request, caller,

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/askpoint/askpoint/internal/text"
 )
 
 // ExtensionURI identifies version 1 of the convention.
@@ -250,7 +251,7 @@ func FromMessage(m *a2a.Message) (q *Question, ok bool, err error) {
 			}
 			q.Expires = t.UTC()
 		}
-		q.Text = textOf(m)
+		q.Text = text.Of(m)
 		if q.attempt() > 1 {
 			if base, found := strings.CutSuffix(q.Text, "\n\n"+q.Notice()); found {
 				q.Text = base
@@ -259,20 +260,6 @@ func FromMessage(m *a2a.Message) (q *Question, ok bool, err error) {
 		return q, true, nil
 	}
 	return nil, false, nil
-}
-
-// textOf joins a message's text parts with newlines.
-func textOf(m *a2a.Message) string {
-	var texts []string
-	for _, p := range m.Parts {
-		if p == nil {
-			continue
-		}
-		if t, ok := p.Content.(a2a.Text); ok {
-			texts = append(texts, string(t))
-		}
-	}
-	return strings.Join(texts, "\n")
 }
 
 func compactJSON(raw json.RawMessage) json.RawMessage {

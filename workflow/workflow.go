@@ -57,6 +57,7 @@ import (
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
 	subagent "github.com/askpoint/askpoint/internal/hop"
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/relay"
 )
@@ -195,7 +196,7 @@ func Agent(cfg Config) (askpoint.Agent, error) {
 
 // Start begins the conversation with the caller's request.
 func (w *workflow) Start(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
-	st := &State{Transcript: []Turn{{Speaker: "caller", Text: textOf(call.Request.Parts), Data: dataOf(call.Request.Parts)}}}
+	st := &State{Transcript: []Turn{{Speaker: "caller", Text: text.Parts(call.Request.Parts, "\n"), Data: dataOf(call.Request.Parts)}}}
 	return w.advance(ctx, call, st)
 }
 
@@ -538,12 +539,12 @@ func (w *workflow) maxWait() time.Duration {
 func replyText(t *a2a.Task) string {
 	var out []string
 	for _, a := range t.Artifacts {
-		if s := textOf(a.Parts); s != "" {
+		if s := text.Parts(a.Parts, "\n"); s != "" {
 			out = append(out, s)
 		}
 	}
 	if len(out) == 0 && t.Status.Message != nil {
-		out = append(out, textOf(t.Status.Message.Parts))
+		out = append(out, text.Parts(t.Status.Message.Parts, "\n"))
 	}
 	return strings.Join(out, "\n")
 }
@@ -602,19 +603,6 @@ func handoffOf(t *a2a.Task) string {
 		}
 	}
 	return ""
-}
-
-func textOf(parts a2a.ContentParts) string {
-	var out []string
-	for _, p := range parts {
-		if p == nil {
-			continue
-		}
-		if t, ok := p.Content.(a2a.Text); ok {
-			out = append(out, string(t))
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 func newRequestID() string {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -491,14 +492,14 @@ func (s *Server) readTask(ctx context.Context, agentURL, taskID string) (*a2a.Ta
 func fillTask(v *taskView, t *a2a.Task) {
 	v.State = strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(string(t.Status.State), "TASK_STATE_"), "_", "-"))
 	if t.Status.Message != nil {
-		v.Status = textOf(t.Status.Message.Parts)
+		v.Status = text.Parts(t.Status.Message.Parts, "\n")
 	}
 	for _, a := range t.Artifacts {
-		v.Artifacts = append(v.Artifacts, a.Name+": "+textOf(a.Parts))
+		v.Artifacts = append(v.Artifacts, a.Name+": "+text.Parts(a.Parts, "\n"))
 	}
 	asked := map[string]*question.Question{}
 	for _, m := range t.History {
-		e := historyEntry{Role: "caller", Text: textOf(m.Parts), Data: dataOf(m.Parts)}
+		e := historyEntry{Role: "caller", Text: text.Parts(m.Parts, "\n"), Data: dataOf(m.Parts)}
 		if m.Role == a2a.MessageRoleAgent {
 			e.Role = "agent"
 		}
@@ -517,19 +518,6 @@ func fillTask(v *taskView, t *a2a.Task) {
 		}
 		v.History = append(v.History, e)
 	}
-}
-
-func textOf(parts a2a.ContentParts) string {
-	var out []string
-	for _, p := range parts {
-		if p == nil {
-			continue
-		}
-		if t, ok := p.Content.(a2a.Text); ok {
-			out = append(out, string(t))
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 func dataOf(parts a2a.ContentParts) string {
@@ -599,7 +587,7 @@ func (s *Server) sendMail(ctx context.Context) {
 func (s *Server) deliver(n notice) error {
 	it := n.item
 	link := s.cfg.PublicURL + "/q/" + strconv.FormatInt(it.ID, 10)
-	subject := "Question from " + orUnknown(it.AgentURL) + ": " + firstLine(it.Text)
+	subject := "Question from " + orUnknown(it.AgentURL) + ": " + text.FirstLine(it.Text)
 	var b strings.Builder
 	if n.rem != nil {
 		subject = "Reminder: " + subject
@@ -629,13 +617,6 @@ func (s *Server) deliver(n notice) error {
 func orUnknown(s string) string {
 	if s == "" {
 		return "an unknown agent"
-	}
-	return s
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
 	}
 	return s
 }

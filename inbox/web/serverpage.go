@@ -19,6 +19,7 @@ import (
 
 	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -329,7 +330,7 @@ func (sp *ServerPage) formOf(name string, t *a2a.Task, inputs map[string]string,
 	case t.Status.State != a2a.TaskStateInputRequired:
 		f.Closed = "the task is " + stateName(t.Status.State)
 		if t.Status.Message != nil {
-			f.Closed += " (" + textOf(t.Status.Message.Parts) + ")"
+			f.Closed += " (" + text.Parts(t.Status.Message.Parts, "\n") + ")"
 		}
 	case !f.Expires.IsZero() && !f.Expires.After(now):
 		f.Closed = "expired at " + f.Expires.UTC().Format(time.RFC3339)

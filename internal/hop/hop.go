@@ -9,6 +9,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -31,7 +32,7 @@ func New(cfg Config) (*Hop, error) {
 }
 
 // NewCheckpoint starts a hop's state with a fresh wake token.
-func NewCheckpoint() *Checkpoint { return &Checkpoint{Token: newToken()} }
+func NewCheckpoint() *Checkpoint { return &Checkpoint{Token: text.RandomHex(24)} }
 
 // Name is how the hop names its sub-agent to people.
 func (h *Hop) Name() string { return h.r.cfg.SubAgentName }

@@ -10,7 +10,6 @@ package hop
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -162,7 +162,7 @@ func (r *relay) Start(ctx context.Context, call *askpoint.Call) (askpoint.Outcom
 		return r.unreachable("reach", err), nil
 	}
 	defer c.Destroy()
-	cp := &Checkpoint{Token: newToken()}
+	cp := &Checkpoint{Token: text.RandomHex(24)}
 	sub, err := r.send(ctx, call, c, cp, msg)
 	if err != nil {
 		return r.unreachable("send the request to", err), nil
@@ -392,7 +392,7 @@ func (r *relay) endedText(sub *a2a.Task) string {
 	name := capitalize(r.cfg.SubAgentName)
 	why := ""
 	if sub.Status.Message != nil {
-		why = textOf(sub.Status.Message)
+		why = text.Parts(sub.Status.Message.Parts, " ")
 	}
 	switch {
 	case strings.Contains(why, "No answer in time"):
@@ -422,7 +422,7 @@ func (r *relay) askUp(ctx context.Context, call *askpoint.Call, cp *Checkpoint, 
 		return askpoint.Outcome{}, err
 	}
 	if cp.OwnQuestionID == "" {
-		cp.OwnQuestionID = "q-" + newToken()[:16]
+		cp.OwnQuestionID = "q-" + text.RandomHex(24)[:16]
 	}
 	own.ID = cp.OwnQuestionID
 	// The sub-task is what the relay holds while its caller thinks: if the
@@ -692,22 +692,6 @@ func (r *relay) forward(ctx context.Context, call *askpoint.Call) (*a2a.Message,
 func messageID(key string) string {
 	sum := sha256.Sum256([]byte("askpoint-relay\x00" + key))
 	return "relay-" + hex.EncodeToString(sum[:12])
-}
-
-func newToken() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-func textOf(m *a2a.Message) string {
-	var out []string
-	for _, p := range m.Parts {
-		if t, ok := p.Content.(a2a.Text); ok {
-			out = append(out, string(t))
-		}
-	}
-	return strings.Join(out, " ")
 }
 
 func summary(fields map[string]any) string {
