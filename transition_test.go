@@ -3,6 +3,7 @@ package askpoint_test
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
@@ -247,5 +248,42 @@ func TestQuestionIDsNameTheirTask(t *testing.T) {
 	wantErr(t, "SendMessage(another task's question ID)", err, a2a.ErrInvalidParams)
 	if errors.Is(err, a2a.ErrInvalidParams) && !strings.Contains(err.Error(), q1.ID) {
 		t.Errorf("error %q does not name the question that was sent", err)
+	}
+}
+
+// A reply is built from what the transition wrote instead of reading the
+// task back; it must be what GetTask reads back, history included, with and
+// without quick steps, on a first answer and after a re-ask.
+func TestRepliesAreWhatGetTaskReadsBack(t *testing.T) {
+	for _, quick := range []bool{true, false} {
+		env := apitest.Start(t, apitest.Options{Quiet: true, Config: func(c *askpoint.Config) { c.DisableQuickSteps = !quick }})
+		eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
+			ctx := testCtx(t)
+			c := env.Client(t, "expense", tr)
+			check := func(what string, got *a2a.Task) {
+				t.Helper()
+				want := getTask(t, ctx, c, got.ID)
+				g, _ := json.Marshal(got)
+				w, _ := json.Marshal(want)
+				if string(g) != string(w) {
+					t.Errorf("quick=%v %s: the reply differs from GetTask:\nreply  %s\nGetTask %s", quick, what, g, w)
+				}
+			}
+			asked := sendState(t, ctx, c, userText(receipt), a2a.TaskStateInputRequired)
+			check("ask", asked)
+			reasked := sendState(t, ctx, c, followUp(asked.ID, userText("engineering")), a2a.TaskStateInputRequired)
+			check("re-ask", reasked)
+			q, _, _ := question.FromMessage(reasked.Status.Message)
+			done := sendState(t, ctx, c, followUp(asked.ID, userData(map[string]any{"questionId": q.ID, "costCentre": "CC-4410"})), a2a.TaskStateCompleted)
+			check("answer after a re-ask", done)
+			if n := len(done.History); n != 6 {
+				t.Errorf("quick=%v: history of %d messages, want request, question, answer, question, answer, and the agent's closing message", quick, n)
+			}
+
+			first := sendState(t, ctx, c, userText(receipt+" (2)"), a2a.TaskStateInputRequired)
+			q1, _, _ := question.FromMessage(first.Status.Message)
+			done1 := sendState(t, ctx, c, followUp(first.ID, userData(map[string]any{"questionId": q1.ID, "costCentre": "CC-4420"})), a2a.TaskStateCompleted)
+			check("first answer", done1)
+		})
 	}
 }

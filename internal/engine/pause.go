@@ -32,6 +32,11 @@ type pauseState struct {
 	// WakeDigest is the SHA-256 of the token Server.Wake needs, "" when
 	// no event may resume the task.
 	WakeDigest string `json:"wakeDigest,omitempty"`
+	// Fresh names the open question when the task's history is exactly
+	// its request and that question: the answer's reply is then built
+	// without reading the history back. A re-ask gives the question a new
+	// ID, so Fresh no longer matches it.
+	Fresh string `json:"fresh,omitempty"`
 	// Await says what a working task without a run waits for (Await);
 	// Expires is then its deadline.
 	Await string      `json:"await,omitempty"`

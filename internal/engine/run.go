@@ -154,6 +154,29 @@ func (k *knownLog) artifacts(t *store.Task) ([]*a2a.Artifact, bool) {
 	return out, len(out) > 0
 }
 
+// freshHistory is what a task's log is known to hold before an answer to
+// its open question: its request and the question (see pauseState.Fresh),
+// nil when that is not known.
+func freshHistory(t *store.Task, request *a2a.Message) *knownLog {
+	if request == nil || len(t.Pause) == 0 || len(t.Question) == 0 {
+		return nil
+	}
+	var p struct {
+		Fresh string `json:"fresh"`
+	}
+	if json.Unmarshal(t.Pause, &p) != nil || p.Fresh == "" || p.Fresh != openQuestionID(t) {
+		return nil
+	}
+	var st a2a.TaskStatus
+	if json.Unmarshal(t.Status, &st) != nil || st.Message == nil {
+		return nil
+	}
+	return &knownLog{fromStart: true, noPriorArtifacts: len(t.Artifacts) == 0, entries: []store.LogEntry{
+		{Kind: store.KindMessage, InHistory: true, Message: request},
+		{Kind: store.KindStatus, InHistory: true, Message: st.Message},
+	}}
+}
+
 // add records a write of entries that made version.
 func (k *knownLog) add(entries []store.LogEntry, version int64) *knownLog {
 	if k == nil {
@@ -392,6 +415,29 @@ type run struct {
 	in          *runInput // the step's input, encoded when a pending write leaves the task runnable
 }
 
+// historyIsRequest reports whether this run knows the task's whole log
+// and its history is the request alone. The caller holds r.mu.
+func (r *run) historyIsRequest() bool {
+	k := r.known
+	if k == nil || !k.fromStart {
+		return false
+	}
+	n := 0
+	for _, e := range k.entries {
+		if e.InHistory {
+			n++
+		}
+	}
+	if r.pending != nil {
+		for _, e := range r.pending.entries {
+			if e.InHistory {
+				n++
+			}
+		}
+	}
+	return n == 1
+}
+
 // latest is the last version of the task this run wrote or started from.
 func (r *run) latest() *store.Task {
 	r.mu.Lock()
@@ -412,7 +458,7 @@ const workingAfter = 100 * time.Millisecond
 func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 	t := w.task
 	r := &run{s: s, task: t, agent: t.Agent, pending: w.pending, unlock: w.unlock, known: w.known}
-	if w.pending != nil {
+	if w.pending != nil && w.known == nil {
 		r.known = &knownLog{fromStart: w.pending.create, noPriorArtifacts: len(t.Artifacts) == 0}
 	}
 	defer func() {
@@ -708,6 +754,7 @@ func (r *run) finish(ctx context.Context, o Outcome, stepErr error) {
 		o = Fail("The agent failed: " + text.FirstLine(stepErr.Error()))
 	}
 	err := r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
+		o.historyIsRequest = r.historyIsRequest()
 		return s.applyOutcome(next, o, now)
 	})
 	if err != nil && !errors.Is(err, errLost) {
@@ -754,6 +801,9 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		pause, err := s.preparePause(o, q, agent, now)
 		if err != nil {
 			return s.refuse(next, o, agent, "The agent asked a question the runtime cannot keep: "+err.Error(), now)
+		}
+		if o.historyIsRequest {
+			pause.Fresh = q.ID
 		}
 		qraw, err := json.Marshal(q)
 		if err != nil {

@@ -328,8 +328,15 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		if open != "" {
 			sawOpen = open
 		}
+		var prior *knownLog
+		if in != nil && in.Kind == inputAnswer {
+			prior = freshHistory(t, request)
+		}
 		if in != nil && quick && next.Runnable {
-			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries}, unlock: unlock}
+			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries}, unlock: unlock, known: prior}
+			if prior == nil {
+				w.known = &knownLog{noPriorArtifacts: len(t.Artifacts) == 0}
+			}
 			if final, ok := s.runQuick(w); ok {
 				out = &accepted{task: final, known: w.known}
 				return nil
@@ -347,7 +354,11 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		if err != nil {
 			return errInternal(err)
 		}
-		known := (&knownLog{noPriorArtifacts: len(t.Artifacts) == 0}).add(entries, saved.Version)
+		known := prior
+		if known == nil {
+			known = &knownLog{noPriorArtifacts: len(t.Artifacts) == 0}
+		}
+		known = known.add(entries, saved.Version)
 		out = &accepted{task: saved, known: known}
 		if saved.Runnable && in != nil {
 			out.work = &work{task: saved, in: in, request: request, known: known}

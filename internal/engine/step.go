@@ -137,6 +137,10 @@ type Outcome struct {
 
 	WakeToken string
 	Deadline  time.Time
+
+	// historyIsRequest: the task's history holds only its request so far
+	// (set by the run, which wrote all of it).
+	historyIsRequest bool
 }
 
 // Fail is an outcome that ends the task failed with reason.
