@@ -188,13 +188,7 @@ func raceTrial(ctx context.Context, clients []*a2aclient.Client, ledger *countin
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for final.Status.State != a2a.TaskStateCompleted && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-		if final, err = clients[0].GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID}); err != nil {
-			return err
-		}
-	}
+	// The winner's blocking call returned only once the task completed.
 	if final.Status.State != a2a.TaskStateCompleted {
 		return fmt.Errorf("task is %v, want completed", final.Status.State)
 	}

@@ -114,7 +114,9 @@ func TestPushNotifiesTheQuestionAndTheEndWithTheConfiguredCredentials(t *testing
 		}
 		sendState(t, ctx, c, followUp(task.ID, userData(map[string]any{"questionId": q.ID, "costCentre": "CC-4410"})), a2a.TaskStateCompleted)
 		hook.waitFor(t, "the completion", func(n []notification) bool { return countState(n, a2a.TaskStateCompleted, false) == 1 })
-		time.Sleep(100 * time.Millisecond)
+		if err := env.Server.Idle(ctx); err != nil { // every delivery owed has been made
+			t.Fatalf("Idle: %v", err)
+		}
 		if got, want := strings.Join(states(hook.all()), ","), "input-required,completed"; got != want {
 			t.Fatalf("notifications = %s, want %s", got, want)
 		}

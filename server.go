@@ -199,3 +199,11 @@ func (s *Server) Wake(ctx context.Context, taskID, token string, event json.RawM
 func (s *Server) CredentialArrived(ctx context.Context, taskID string, data any) error {
 	return s.eng.CredentialArrived(ctx, taskID, data)
 }
+
+// Idle waits until this node has nothing in hand: each timer loop (expiries
+// and reminders, hold releases, push deliveries) has finished a round it
+// began after the call, and no step is queued or running and no push
+// delivery is under way. Work that another node or a later timer starts is
+// not waited for. Tests use it to check that something did not happen; it
+// needs a started server, and returns ctx's error if ctx ends first.
+func (s *Server) Idle(ctx context.Context) error { return s.eng.Idle(ctx) }

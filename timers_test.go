@@ -157,9 +157,15 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	apitest.Eventually(t, what, 5*time.Second, cond)
 }
 
-// settleRounds lets the timer loops run several rounds at the current fake
-// time, for checks that something did NOT happen.
-func settleRounds() { time.Sleep(100 * time.Millisecond) }
+// settle waits until the server has acted on everything due at the current
+// fake time (its timer loops finished a round, nothing is in hand), for
+// checks that something did NOT happen.
+func (e *timerEnv) settle(t *testing.T) {
+	t.Helper()
+	if err := e.env.Server.Idle(testCtx(t)); err != nil {
+		t.Fatalf("Idle: %v", err)
+	}
+}
 
 func TestExpiryFailsTheTaskNamingTheQuestionAndWhenItExpired(t *testing.T) {
 	e := startTimed(t, nil)
@@ -168,7 +174,7 @@ func TestExpiryFailsTheTaskNamingTheQuestionAndWhenItExpired(t *testing.T) {
 	q, _, _ := question.FromMessage(task.Status.Message)
 
 	e.clock.Advance(expiryAfter - time.Second)
-	settleRounds()
+	e.settle(t)
 	if got := getTask(t, ctx, e.c, task.ID); got.Status.State != a2a.TaskStateInputRequired {
 		t.Fatalf("a second before expiry: state = %v, want input-required", got.Status.State)
 	}
@@ -236,7 +242,7 @@ func TestLateAnswerIsRefusedAndExpiresTheTaskOnTheSpot(t *testing.T) {
 	ctx := testCtx(t)
 	task := sendState(t, ctx, e.c, userText("ask"), a2a.TaskStateInputRequired)
 	e.clock.Advance(expiryAfter + time.Minute)
-	settleRounds()
+	e.settle(t)
 	if got := getTask(t, ctx, e.c, task.ID); got.Status.State != a2a.TaskStateInputRequired {
 		t.Fatalf("with no sweeper and no answer: state = %v, want still input-required", got.Status.State)
 	}
@@ -271,7 +277,7 @@ func TestRemindersFireOnceEachAndNoneAfterAnAnswer(t *testing.T) {
 
 	e.clock.Advance(expiryAfter / 2)
 	hook.waitFor(t, "the half-way reminder", func(n []notification) bool { return countReminders(n) == 1 })
-	settleRounds()
+	e.settle(t)
 	if n := countReminders(hook.all()); n != 1 {
 		t.Fatalf("after more rounds at half-way: %d reminders, want 1", n)
 	}
@@ -292,7 +298,7 @@ func TestRemindersFireOnceEachAndNoneAfterAnAnswer(t *testing.T) {
 	}
 	waitState(t, ctx, e.c, task.ID, a2a.TaskStateCompleted)
 	e.clock.Advance(expiryAfter)
-	settleRounds()
+	e.settle(t)
 	if n := countReminders(hook.all()); n != 2 {
 		t.Fatalf("after the answer and past the expiry: %d reminders, want still 2", n)
 	}
@@ -308,7 +314,7 @@ func TestReminderPointsMissedWhileNoSweeperRanFoldIntoOne(t *testing.T) {
 	})
 	e.clock.Advance(expiryAfter * 95 / 100) // past both points at once
 	hook.waitFor(t, "a reminder", func(n []notification) bool { return countReminders(n) >= 1 })
-	settleRounds()
+	e.settle(t)
 	if n := countReminders(hook.all()); n != 1 {
 		t.Fatalf("reminders = %d, want 1 for both missed points", n)
 	}
@@ -320,13 +326,13 @@ func TestHoldIsReleasedOnTimeWithTheSweeperStopped(t *testing.T) {
 	task := sendState(t, ctx, e.c, userText("hold 10"), a2a.TaskStateInputRequired)
 
 	e.clock.Advance(10*time.Minute - time.Second)
-	settleRounds()
+	e.settle(t)
 	if got := e.agent.released.list(); len(got) != 0 {
 		t.Fatalf("a second before the hold's deadline: released %v, want nothing", got)
 	}
 	e.clock.Advance(time.Second)
 	eventually(t, "the hold's release", func() bool { return len(e.agent.released.list()) == 1 })
-	settleRounds()
+	e.settle(t)
 	got := e.agent.released.list()
 	q, _, _ := question.FromMessage(task.Status.Message)
 	if want := []string{string(task.ID) + "/" + q.ID + "/hold/seat 14C"}; !equalStrings(got, want) {
@@ -360,7 +366,7 @@ func TestResumeTellsTheAgentWhichHoldsLapsed(t *testing.T) {
 			}
 			if tc.advance < 10*time.Minute {
 				e.clock.Advance(time.Hour)
-				settleRounds()
+				e.settle(t)
 				if got := e.agent.released.list(); len(got) != 0 {
 					t.Fatalf("a hold handed back on resume was released by the runtime: %v", got)
 				}
@@ -386,7 +392,7 @@ func TestHoldIsReleasedWhenTheQuestionExpires(t *testing.T) {
 	e.clock.Advance(expiryAfter)
 	waitState(t, ctx, e.c, task.ID, a2a.TaskStateFailed)
 	eventually(t, "the release at expiry", func() bool { return len(e.agent.released.list()) == 1 })
-	settleRounds()
+	e.settle(t)
 	if n := len(e.agent.released.list()); n != 1 {
 		t.Fatalf("releases = %d, want 1", n)
 	}
@@ -536,7 +542,7 @@ func TestQuestionWithoutPauseStateStillExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.clock.Advance(expiryAfter / 2) // a sweep before the expiry must keep the timer
-	settleRounds()
+	e.settle(t)
 	e.clock.Advance(expiryAfter / 2)
 	waitState(t, ctx, e.c, task.ID, a2a.TaskStateFailed)
 }

@@ -28,6 +28,7 @@ type Engine struct {
 	order  []string
 
 	broker broker
+	act    *activity // work in hand, for Idle
 	queue  chan job
 	// slots bounds the steps running on this node: the workers' and those
 	// run in a caller's goroutine (runHere).
@@ -72,6 +73,7 @@ func New(cfg Config) (*Engine, error) {
 		store:   cfg.Store,
 		agents:  map[string]*agentEntry{},
 		running: map[string]context.CancelFunc{},
+		act:     newActivity(),
 		queue:   make(chan job, cfg.Workers*64),
 		slots:   make(chan struct{}, cfg.Workers),
 

@@ -90,8 +90,10 @@ func (s *Engine) deliverDue(ctx context.Context) (int, error) {
 	for _, c := range claimed {
 		s.pushSlots <- struct{}{}
 		s.wg.Add(1)
+		s.act.add(1)
 		go func() {
 			defer s.wg.Done()
+			defer s.act.add(-1)
 			defer func() { <-s.pushSlots; s.pusher.kick() }()
 			s.deliverOne(ctx, c)
 		}()

@@ -245,6 +245,8 @@ func (s *Engine) enter() bool {
 // free, else queues it. It returns the task as the step left it (or as it
 // was, when queued).
 func (s *Engine) runHere(w *work) *store.Task {
+	s.act.add(1)
+	defer s.act.add(-1)
 	select {
 	case s.slots <- struct{}{}:
 	default:
@@ -265,6 +267,8 @@ func (s *Engine) runHere(w *work) *store.Task {
 // is stopping, nothing runs and ok is false; when the pending write lost,
 // w.lostPending is set.
 func (s *Engine) runQuick(w *work) (*store.Task, bool) {
+	s.act.add(1)
+	defer s.act.add(-1)
 	select {
 	case s.slots <- struct{}{}:
 	default:
@@ -301,9 +305,11 @@ func withInput(t *store.Task, in *runInput) error {
 // the lease is released so the poller (here or on another node) takes the
 // task.
 func (s *Engine) dispatch(w *work) {
+	s.act.add(1)
 	select {
 	case s.queue <- job{w: w}:
 	default:
+		s.act.add(-1)
 		err := s.store.ExtendLease(context.Background(), w.task.ID, s.cfg.NodeID, w.task.Version, time.Time{})
 		if err != nil && !errors.Is(err, store.ErrConflict) {
 			s.log.Warn("release lease of a task the queue could not take", slog.String("task", w.task.ID), slog.Any("err", err))
@@ -321,11 +327,13 @@ func (s *Engine) worker(ctx context.Context) {
 		case j := <-s.queue:
 			if ctx.Err() != nil { // stopping: select may pick a job over Done
 				s.releaseJob(j)
+				s.act.add(-1)
 				continue
 			}
 			s.slots <- struct{}{}
 			s.runWork(ctx, j.w)
 			<-s.slots
+			s.act.add(-1)
 		}
 	}
 }
@@ -339,6 +347,7 @@ func (s *Engine) releaseQueued() {
 		select {
 		case j := <-s.queue:
 			s.releaseJob(j)
+			s.act.add(-1)
 		default:
 			return
 		}

@@ -30,6 +30,7 @@ const dueBatch = 256
 // batch, otherwise after kick, the next due time or the poll interval,
 // whichever comes first.
 type timerLoop struct {
+	rounds  rounds // ended rounds, for Idle
 	name    string
 	every   time.Duration // the longest sleep between rounds
 	kicks   chan struct{}
@@ -67,6 +68,7 @@ func (s *Engine) runTimerLoop(ctx context.Context, l *timerLoop, work func(conte
 	for {
 		l.planned.Store(0)
 		n, err := work(ctx)
+		l.rounds.ended()
 		if ctx.Err() != nil {
 			return
 		}
@@ -396,7 +398,15 @@ func (s *Engine) callRelease(ctx context.Context, agent Agent, t *store.Task, ke
 // compare-and-set while the task changes under it. A task that resumed in
 // the meantime took its holds back; there is nothing left to record.
 func (s *Engine) markReleased(ctx context.Context, t *store.Task, claims map[string]time.Time) error {
-	for range maxCASRetries {
+	first := true
+	return retryCAS(func() error {
+		if !first {
+			var err error
+			if t, err = s.store.GetTask(ctx, t.ID); err != nil {
+				return err
+			}
+		}
+		first = false
 		p, err := decodePause(t)
 		if err != nil {
 			return err
@@ -421,15 +431,6 @@ func (s *Engine) markReleased(ctx context.Context, t *store.Task, claims map[str
 			keepDigest(&next, p.WakeDigest)
 		}
 		_, err = s.commit(ctx, &next, nil, false)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-		if t, err = s.store.GetTask(ctx, t.ID); err != nil {
-			return err
-		}
-	}
-	return errors.New("the task kept changing while its released holds were recorded")
+		return err
+	})
 }
