@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -42,17 +41,9 @@ func (s *Server) authenticate(r *http.Request) (*http.Request, error) {
 	if len(s.tokens) == 0 {
 		return r, nil
 	}
-	h := r.Header.Get("Authorization")
-	scheme, token, ok := strings.Cut(h, " ")
-	if h == "" {
-		return nil, a2a.NewError(a2a.ErrUnauthenticated, "this agent requires a bearer token: send the header Authorization: Bearer <token>")
-	}
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return nil, a2a.NewError(a2a.ErrUnauthenticated, "the Authorization header must be \"Bearer <token>\"")
-	}
-	principal, ok := s.tokens[sha256.Sum256([]byte(strings.TrimSpace(token)))]
-	if !ok {
-		return nil, a2a.NewError(a2a.ErrUnauthenticated, "the bearer token is not one this server knows: send Authorization: Bearer <token> with a token its operator issued")
+	principal, err := s.Authenticate(r.Header.Get("Authorization"))
+	if err != nil {
+		return nil, err
 	}
 	return r.WithContext(WithPrincipal(r.Context(), principal)), nil
 }

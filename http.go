@@ -83,6 +83,7 @@ func (s *Server) card(e *agentEntry, baseURL string) *a2a.AgentCard {
 		a2a.NewAgentInterface(base+PathJSONRPC, a2a.TransportProtocolJSONRPC),
 		a2a.NewAgentInterface(base+PathREST, a2a.TransportProtocolHTTPJSON),
 	}
+	c.SupportedInterfaces = append(c.SupportedInterfaces, s.extraInterfaces(baseURL, e.spec.Name)...)
 	if c.Version == "" {
 		c.Version = "1.0.0"
 	}

@@ -55,6 +55,8 @@ type Server struct {
 	pushSlots chan struct{}
 	tokens    tokenTable
 	streams   streamSlots
+	// interfaces add to every agent card (AddInterface).
+	interfaces []func(baseURL, agent string) *a2a.AgentInterface
 
 	mu       sync.Mutex
 	started  bool
