@@ -28,7 +28,7 @@ func send(args []string, stdout, stderr io.Writer) int {
 	contextID := fs.String("context", "", "context `ID` for the message")
 	data := fs.String("data", "", "a JSON object to send as a data part, e.g. '{\"costCentre\":\"CC-4410\"}'")
 	stream := fs.Bool("stream", false, "use SendStreamingMessage and print each event")
-	transport := fs.String("transport", "", "JSONRPC or HTTP+JSON (default: the card's first)")
+	transport := fs.String("transport", "", "JSONRPC, HTTP+JSON or GRPC (default: the card's first)")
 	noWait := fs.Bool("no-wait", false, "return at once (configuration.returnImmediately)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	fs.Usage = func() {
@@ -151,6 +151,9 @@ func dial(ctx context.Context, url, transport string) (*a2aclient.Client, error)
 	if err != nil {
 		return nil, fmt.Errorf("fetch the agent card from %s: %w", url, err)
 	}
+	if strings.EqualFold(transport, "REST") {
+		transport = string(a2a.TransportProtocolHTTPJSON)
+	}
 	if transport != "" {
 		var keep []*a2a.AgentInterface
 		for _, iface := range card.SupportedInterfaces {
@@ -164,7 +167,8 @@ func dial(ctx context.Context, url, transport string) (*a2aclient.Client, error)
 		card.SupportedInterfaces = keep
 	}
 	hc := &http.Client{Transport: apclient.StreamErrors(nil)}
-	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc))
+	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc),
+		apclient.GRPCTransport(strings.HasPrefix(url, "https://")))
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", card.Name, err)
 	}
