@@ -69,6 +69,9 @@ type Config struct {
 	MaxParts int
 	// Logger logs internal failures with their cause (default: discard).
 	Logger *slog.Logger
+	// Unary are interceptors run before the front's own on unary calls
+	// (instrumentation; the benchmark times an answer's arrival).
+	Unary []grpc.UnaryServerInterceptor
 }
 
 // Front is a gRPC server for the agents of a Config.
@@ -120,7 +123,7 @@ func New(cfg Config) (*Front, error) {
 		// A larger request is refused by gRPC itself with
 		// RESOURCE_EXHAUSTED before it reaches the front.
 		grpc.MaxRecvMsgSize(int(min(cfg.MaxRequestBytes, 1<<30))),
-		grpc.ChainUnaryInterceptor(f.unary),
+		grpc.ChainUnaryInterceptor(append(append([]grpc.UnaryServerInterceptor(nil), cfg.Unary...), f.unary)...),
 		grpc.ChainStreamInterceptor(f.streaming),
 	)
 	a2agrpc.NewHandler(router{f}).RegisterWith(f.srv)
