@@ -23,6 +23,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/internal/grpcfront"
 )
 
 // raw is a plain gRPC client of the generated stubs, to see the statuses
@@ -273,5 +274,28 @@ func TestHTTPStillServedOnTheSharedPort(t *testing.T) {
 	line, err := bufio.NewReader(conn).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) || !strings.HasPrefix(line, "HTTP/1.") {
 		t.Fatalf("short HTTP/1.0 request: %q, %v; want an HTTP answer", line, err)
+	}
+}
+
+func TestClosingBothSidesOfASplitFreesThePort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	httpLn, grpcLn := grpcfront.Split(ln, 0)
+	httpLn.Close()
+	if again, err := net.Listen("tcp", addr); err == nil {
+		again.Close()
+		t.Fatalf("the port was free with the gRPC side still open")
+	}
+	grpcLn.Close()
+	again, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen on %s after closing both sides: %v", addr, err)
+	}
+	again.Close()
+	if _, err := httpLn.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Accept on a closed side = %v, want net.ErrClosed", err)
 	}
 }

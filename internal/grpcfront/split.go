@@ -14,15 +14,15 @@ var http2Preface = []byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
 // Split shares one listener between HTTP/1.1 and gRPC: a connection that
 // opens with the HTTP/2 preface goes to grpcLn, any other to httpLn
 // (docs/decisions/0040). Closing a returned listener stops its Accept;
-// closing ln stops both. A connection that sends nothing within
-// firstBytes is closed.
+// closing both closes ln, and closing ln stops both. A connection that
+// sends nothing within firstBytes is closed.
 func Split(ln net.Listener, firstBytes time.Duration) (httpLn, grpcLn net.Listener) {
 	if firstBytes <= 0 {
 		firstBytes = 10 * time.Second
 	}
 	s := &splitter{ln: ln, wait: firstBytes}
-	s.http = newSub(ln.Addr())
-	s.grpc = newSub(ln.Addr())
+	s.http = newSub(ln.Addr(), s.closed)
+	s.grpc = newSub(ln.Addr(), s.closed)
 	go s.run()
 	return s.http, s.grpc
 }
@@ -31,6 +31,21 @@ type splitter struct {
 	ln         net.Listener
 	wait       time.Duration
 	http, grpc *sub
+
+	mu   sync.Mutex
+	open int // returned listeners not yet closed
+}
+
+// closed is called once per returned listener closed; the second closes
+// ln.
+func (s *splitter) closed() {
+	s.mu.Lock()
+	s.open++
+	last := s.open == 2
+	s.mu.Unlock()
+	if last {
+		_ = s.ln.Close()
+	}
 }
 
 func (s *splitter) run() {
@@ -95,17 +110,18 @@ func (p *peeked) Read(b []byte) (int, error) {
 
 // sub is one side of a split listener.
 type sub struct {
-	addr   net.Addr
-	conns  chan net.Conn
-	done   chan struct{}
-	once   sync.Once
-	mu     sync.Mutex
-	err    error
-	closed bool
+	addr    net.Addr
+	onClose func()
+	conns   chan net.Conn
+	done    chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	err     error
+	closed  bool
 }
 
-func newSub(addr net.Addr) *sub {
-	return &sub{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+func newSub(addr net.Addr, onClose func()) *sub {
+	return &sub{addr: addr, onClose: onClose, conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
 func (l *sub) push(c net.Conn) {
@@ -141,9 +157,13 @@ func (l *sub) Accept() (net.Conn, error) {
 
 func (l *sub) Close() error {
 	l.mu.Lock()
+	first := !l.closed
 	l.closed = true
 	l.mu.Unlock()
 	l.once.Do(func() { close(l.done) })
+	if first {
+		l.onClose()
+	}
 	return nil
 }
 
