@@ -180,15 +180,16 @@ type agentKey struct{}
 // agent (tenant), message. It returns the context the handler gets.
 func (f *Front) admit(ctx context.Context, req any) (context.Context, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	if err := checkVersion(md); err != nil {
-		return nil, err
-	}
+	// The caller first, then the version, as the HTTP front checks them.
 	if f.cfg.Authenticate != nil {
 		principal, err := f.cfg.Authenticate(first(md, "authorization"))
 		if err != nil {
 			return nil, toStatus(f.log, err)
 		}
 		ctx = f.cfg.WithPrincipal(ctx, principal)
+	}
+	if err := checkVersion(md); err != nil {
+		return nil, err
 	}
 	name := f.first
 	if m, ok := req.(proto.Message); ok {
