@@ -34,7 +34,7 @@ import (
 // 127.0.0.1, with the a2a-go client (client.DialWith, gRPC preferred, or
 // the card narrowed to its gRPC interface).
 
-const receipt = "File my taxi receipt from Tuesday, 42 euros"
+const grpcReceipt = "File my taxi grpcReceipt from Tuesday, 42 euros"
 
 // grpcClient is an a2a-go client for agent over gRPC only.
 func grpcClient(t *testing.T, base, agent, token string) *a2aclient.Client {
@@ -52,9 +52,9 @@ func TestGRPCWorkedExample(t *testing.T) {
 	c := grpcClient(t, env.URL, "expense", "")
 	ctx := t.Context()
 
-	task, err := crashSend(ctx, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(receipt)), false)
+	task, err := crashSend(ctx, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(grpcReceipt)), false)
 	if err != nil {
-		t.Fatalf("send the receipt: %v", err)
+		t.Fatalf("send the grpcReceipt: %v", err)
 	}
 	q1 := crashWantQuestion(t, task, 1)
 	if len(q1.Options) != 2 || q1.Options[0].Value != "CC-4410" || q1.Options[1].Value != "CC-4420" {
@@ -85,7 +85,7 @@ func TestGRPCWorkedExample(t *testing.T) {
 	// The request, the question, "engineering", the re-ask, the data
 	// answer, the completion.
 	crashWantRoles(t, full, a2a.MessageRoleUser, a2a.MessageRoleAgent, a2a.MessageRoleUser, a2a.MessageRoleAgent, a2a.MessageRoleUser, a2a.MessageRoleAgent)
-	last2, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID, HistoryLength: ptr(2)})
+	last2, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID, HistoryLength: grpcIntPtr(2)})
 	if err != nil {
 		t.Fatalf("GetTask(historyLength 2): %v", err)
 	}
@@ -104,11 +104,11 @@ func TestGRPCStreamsFollowTheInputRequiredSetting(t *testing.T) {
 			defer cancel()
 			var states []a2a.TaskState
 			answered := make(chan error, 1)
-			for ev, err := range c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(receipt))}) {
+			for ev, err := range c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(grpcReceipt))}) {
 				if err != nil {
 					t.Fatalf("stream failed after %v: %v", states, err)
 				}
-				st, ok := stateOf(ev)
+				st, ok := grpcState(ev)
 				if !ok {
 					continue
 				}
@@ -144,9 +144,9 @@ func TestGRPCStreamsFollowTheInputRequiredSetting(t *testing.T) {
 	}
 }
 
-func ptr(n int) *int { return &n }
+func grpcIntPtr(n int) *int { return &n }
 
-func stateOf(ev a2a.Event) (a2a.TaskStatus, bool) {
+func grpcState(ev a2a.Event) (a2a.TaskStatus, bool) {
 	switch v := ev.(type) {
 	case *a2a.Task:
 		return v.Status, true
@@ -168,7 +168,7 @@ func TestGRPCResubscribeAfterServerRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	c := grpcClient(t, srv.url, "expense", "")
-	task, err := crashSend(ctx, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(receipt)), false)
+	task, err := crashSend(ctx, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(grpcReceipt)), false)
 	if err != nil {
 		t.Fatalf("send: %v", err)
 	}
@@ -191,7 +191,7 @@ func TestGRPCResubscribeAfterServerRestart(t *testing.T) {
 	}()
 	select {
 	case ev := <-first:
-		if st, ok := stateOf(ev); !ok || st.State != a2a.TaskStateInputRequired {
+		if st, ok := grpcState(ev); !ok || st.State != a2a.TaskStateInputRequired {
 			t.Fatalf("first event %T, want the paused task", ev)
 		}
 	case err := <-ended:
@@ -235,7 +235,7 @@ func TestGRPCResubscribeAfterServerRestart(t *testing.T) {
 	}()
 	select {
 	case ev := <-events:
-		if st, ok := stateOf(ev); !ok || st.State != a2a.TaskStateInputRequired {
+		if st, ok := grpcState(ev); !ok || st.State != a2a.TaskStateInputRequired {
 			t.Fatalf("resubscribed: first event %T, want the paused task", ev)
 		}
 	case err := <-ended:
@@ -250,7 +250,7 @@ func TestGRPCResubscribeAfterServerRestart(t *testing.T) {
 	close(events)
 	var last a2a.TaskStatus
 	for ev := range events {
-		if st, ok := stateOf(ev); ok {
+		if st, ok := grpcState(ev); ok {
 			last = st
 		}
 	}
@@ -269,7 +269,7 @@ func TestGRPCRacingAnswersHaveOneWinner(t *testing.T) {
 	c := grpcClient(t, env.URL, "expense", "")
 	ctx := t.Context()
 	for trial := range 5 {
-		task, err := crashSend(ctx, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(receipt)), false)
+		task, err := crashSend(ctx, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(grpcReceipt)), false)
 		if err != nil {
 			t.Fatalf("trial %d: send: %v", trial, err)
 		}
@@ -318,7 +318,7 @@ func TestGRPCStrangersGetNotFound(t *testing.T) {
 	}})
 	alice := grpcClient(t, env.URL, "expense", aliceToken)
 	ctx := t.Context()
-	task, err := crashSend(ctx, alice, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(receipt)), false)
+	task, err := crashSend(ctx, alice, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(grpcReceipt)), false)
 	if err != nil {
 		t.Fatalf("alice sends: %v", err)
 	}
@@ -366,13 +366,13 @@ func TestGRPCStrangersGetNotFound(t *testing.T) {
 	}
 	for name, call := range calls {
 		err := call()
-		if st := status.Convert(err); st.Code() != codes.NotFound || reasonOf(st) != "TASK_NOT_FOUND" {
-			t.Errorf("bob's %s on alice's task = %v (reason %q), want NOT_FOUND with ErrorInfo TASK_NOT_FOUND", name, err, reasonOf(st))
+		if st := status.Convert(err); st.Code() != codes.NotFound || grpcReason(st) != "TASK_NOT_FOUND" {
+			t.Errorf("bob's %s on alice's task = %v (reason %q), want NOT_FOUND with ErrorInfo TASK_NOT_FOUND", name, err, grpcReason(st))
 		}
 	}
 	for _, token := range []string{"", "not-a-token-anyone-was-given"} {
 		_, err := raw.GetTask(as(token), &a2apb.GetTaskRequest{Tenant: "expense", Id: id})
-		if st := status.Convert(err); st.Code() != codes.Unauthenticated || reasonOf(st) != "UNAUTHENTICATED" {
+		if st := status.Convert(err); st.Code() != codes.Unauthenticated || grpcReason(st) != "UNAUTHENTICATED" {
 			t.Errorf("GetTask with token %q = %v, want UNAUTHENTICATED", token, err)
 		}
 	}
@@ -382,7 +382,7 @@ func TestGRPCStrangersGetNotFound(t *testing.T) {
 	}
 }
 
-func reasonOf(st *status.Status) string {
+func grpcReason(st *status.Status) string {
 	for _, d := range st.Details() {
 		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetDomain() == a2a.ProtocolDomain {
 			return ei.GetReason()
@@ -429,7 +429,7 @@ func TestGRPCRelayReachesAGRPCOnlySubAgent(t *testing.T) {
 	c := grpcClient(t, top.URL, "assistant", "")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	task, err := crashSend(ctx, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(receipt)), false)
+	task, err := crashSend(ctx, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(grpcReceipt)), false)
 	if err != nil {
 		t.Fatalf("send to the assistant: %v", err)
 	}
