@@ -34,7 +34,7 @@ import (
 // 127.0.0.1, with the a2a-go client (client.DialWith, gRPC preferred, or
 // the card narrowed to its gRPC interface).
 
-const grpcReceipt = "File my taxi grpcReceipt from Tuesday, 42 euros"
+const grpcReceipt = "File my taxi receipt from Tuesday, 42 euros"
 
 // grpcClient is an a2a-go client for agent over gRPC only.
 func grpcClient(t *testing.T, base, agent, token string) *a2aclient.Client {
