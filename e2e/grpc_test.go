@@ -54,7 +54,7 @@ func TestGRPCWorkedExample(t *testing.T) {
 
 	task, err := crashSend(ctx, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(grpcReceipt)), false)
 	if err != nil {
-		t.Fatalf("send the grpcReceipt: %v", err)
+		t.Fatalf("send the receipt: %v", err)
 	}
 	q1 := crashWantQuestion(t, task, 1)
 	if len(q1.Options) != 2 || q1.Options[0].Value != "CC-4410" || q1.Options[1].Value != "CC-4420" {
