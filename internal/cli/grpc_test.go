@@ -42,7 +42,7 @@ func TestSendAndAskOverGRPC(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("send --transport GRPC exit %d, stderr %s", code, stderr)
 	}
-	mustContain(t, "send --transport GRPC", out, "state:   TASK_STATE_INPUT_REQUIRED", "options: CC-4410, CC-4420")
+	mustContain(t, "send --transport GRPC", out, "state:   TASK_STATE_INPUT_REQUIRED", "options: CC-4410, CC-4420", "answer:  askpoint send --transport GRPC --task ")
 	task := taskLine.FindStringSubmatch(out)
 	q := questionLine.FindStringSubmatch(out)
 	if task == nil || q == nil {

@@ -81,7 +81,7 @@ func send(args []string, stdout, stderr io.Writer) int {
 	if *noWait {
 		req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
 	}
-	p := &printer{w: stdout, url: url}
+	p := &printer{w: stdout, url: url, transport: *transport}
 	if *stream {
 		for ev, err := range client.SendStreamingMessage(ctx, req) {
 			if err != nil {
@@ -176,11 +176,12 @@ func dial(ctx context.Context, url, transport string) (*a2aclient.Client, error)
 }
 
 type printer struct {
-	w     io.Writer
-	url   string
-	task  string
-	state a2a.TaskState
-	q     *question.Question
+	w         io.Writer
+	url       string
+	transport string // --transport, repeated in the hint
+	task      string
+	state     a2a.TaskState
+	q         *question.Question
 }
 
 func (p *printer) event(ev a2a.Event) {
@@ -277,7 +278,11 @@ func (p *printer) hint() {
 			example = ex
 		}
 	}
-	fmt.Fprintf(p.w, "answer:  askpoint send --task %s --data '%s' %s\n", p.task, example, p.url)
+	tr := ""
+	if p.transport != "" {
+		tr = "--transport " + p.transport + " "
+	}
+	fmt.Fprintf(p.w, "answer:  askpoint send %s--task %s --data '%s' %s\n", tr, p.task, example, p.url)
 }
 
 // exampleAnswer writes a JSON answer with every required field of schema
