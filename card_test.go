@@ -3,6 +3,7 @@ package askpoint_test
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -35,11 +36,16 @@ func TestAgentCardDeclaresBindingsStreamingAndTheQuestionExtension(t *testing.T)
 	want := map[a2a.TransportProtocol]string{
 		a2a.TransportProtocolJSONRPC:  env.AgentURL("expense") + "/jsonrpc",
 		a2a.TransportProtocolHTTPJSON: env.AgentURL("expense") + "/rest",
+		// gRPC shares the port; the tenant names the agent.
+		a2a.TransportProtocolGRPC: strings.TrimPrefix(env.URL, "http://"),
 	}
 	if len(card.SupportedInterfaces) != len(want) {
 		t.Fatalf("card has %d interfaces, want %d", len(card.SupportedInterfaces), len(want))
 	}
 	for _, iface := range card.SupportedInterfaces {
+		if iface.ProtocolBinding == a2a.TransportProtocolGRPC && iface.Tenant != "expense" {
+			t.Errorf("gRPC interface tenant = %q, want expense", iface.Tenant)
+		}
 		if want[iface.ProtocolBinding] != iface.URL || iface.ProtocolVersion != "1.0" {
 			t.Errorf("interface %s at %s version %s; want %s version 1.0", iface.ProtocolBinding, iface.URL, iface.ProtocolVersion, want[iface.ProtocolBinding])
 		}

@@ -10,15 +10,38 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	"google.golang.org/grpc"
 )
 
 // Dial fetches the agent card at agentURL (the agent's base URL, whose card
 // is at agentURL/.well-known/agent-card.json, or the card's own URL ending
-// in .json) and returns an a2a-go client for it. hc carries every request,
-// the card's and the agent's (nil: a plain http.Client; give streams no
-// overall timeout). preferred, when given, picks the transports to use in
-// order (a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON).
+// in .json) and returns an a2a-go client for it, over whichever of the
+// card's bindings comes first (JSON-RPC, HTTP+JSON or gRPC). hc carries the
+// HTTP requests, the card's and the agent's (nil: a plain http.Client;
+// give streams no overall timeout). preferred, when given, picks the
+// transports to use in order (a2a.TransportProtocolJSONRPC,
+// a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC).
 func Dial(ctx context.Context, agentURL string, hc *http.Client, preferred ...a2a.TransportProtocol) (*a2aclient.Client, error) {
+	return DialWith(ctx, agentURL, DialOptions{HTTP: hc, Preferred: preferred})
+}
+
+// DialOptions tune [DialWith].
+type DialOptions struct {
+	// HTTP carries the HTTP requests (nil: a plain http.Client).
+	HTTP *http.Client
+	// Token, when set, is sent as "Authorization: Bearer <token>" with
+	// every call on every binding (on gRPC as metadata).
+	Token string
+	// Preferred picks the transports to use, in order (default: the
+	// card's order).
+	Preferred []a2a.TransportProtocol
+	// GRPC are extra dial options for the gRPC binding.
+	GRPC []grpc.DialOption
+}
+
+// DialWith is [Dial] with options.
+func DialWith(ctx context.Context, agentURL string, o DialOptions) (*a2aclient.Client, error) {
+	hc := o.HTTP
 	if hc == nil {
 		hc = &http.Client{}
 	}
@@ -40,9 +63,16 @@ func Dial(ctx context.Context, agentURL string, hc *http.Client, preferred ...a2
 	if err != nil {
 		return nil, fmt.Errorf("client: fetch the agent card from %s: %w", agentURL, err)
 	}
-	opts := []a2aclient.FactoryOption{a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc)}
-	if len(preferred) > 0 {
-		opts = append(opts, a2aclient.WithConfig(a2aclient.Config{PreferredTransports: preferred}))
+	opts := []a2aclient.FactoryOption{
+		a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc),
+		// gRPC with TLS when the card came over https.
+		GRPCTransport(u.Scheme == "https", o.GRPC...),
+	}
+	if len(o.Preferred) > 0 {
+		opts = append(opts, a2aclient.WithConfig(a2aclient.Config{PreferredTransports: o.Preferred}))
+	}
+	if o.Token != "" {
+		opts = append(opts, a2aclient.WithCallInterceptors(bearerToken(o.Token)))
 	}
 	c, err := a2aclient.NewFromCard(ctx, card, opts...)
 	if err != nil {

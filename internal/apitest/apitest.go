@@ -18,7 +18,9 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
 	"github.com/askpoint/askpoint"
+	apclient "github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/examples/expense"
+	"github.com/askpoint/askpoint/internal/grpcfront"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/postgres"
 	"github.com/askpoint/askpoint/store/sqlite"
@@ -31,6 +33,9 @@ type Env struct {
 	Server *askpoint.Server
 	Store  store.Store // SQLite, or PostgreSQL when Options.PostgresURL is set
 	HTTP   *http.Server
+	// GRPC serves the gRPC binding on the same listener (grpcfront.Split);
+	// each agent's tenant is its name.
+	GRPC *grpcfront.Front
 }
 
 // Options tune Start.
@@ -112,12 +117,18 @@ func Start(t testing.TB, opts Options) *Env {
 	if ln == nil {
 		ln, _ = Listen(t, "")
 	}
+	front, err := grpcfront.ForServer(srv, logger)
+	if err != nil {
+		t.Fatalf("grpcfront.ForServer() = %v", err)
+	}
 	if err := srv.Start(ctx); err != nil {
 		t.Fatalf("Start() = %v", err)
 	}
+	httpLn, grpcLn := grpcfront.Split(ln, 0)
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	env := &Env{URL: "http://" + ln.Addr().String(), DBPath: path, Server: srv, Store: st, HTTP: hs}
+	go func() { _ = hs.Serve(httpLn) }()
+	go func() { _ = front.Serve(grpcLn) }()
+	env := &Env{URL: "http://" + ln.Addr().String(), DBPath: path, Server: srv, Store: st, HTTP: hs, GRPC: front}
 	t.Cleanup(func() { env.Close() })
 	return env
 }
@@ -126,6 +137,7 @@ func Start(t testing.TB, opts Options) *Env {
 func (e *Env) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	_ = e.GRPC.Stop(ctx)
 	_ = e.HTTP.Close()
 	_ = e.Server.Stop(ctx)
 	_ = e.Store.Close()
@@ -135,7 +147,8 @@ func (e *Env) Close() {
 func (e *Env) AgentURL(name string) string { return e.URL + "/" + name }
 
 // Client returns an a2a-go client for the named agent over transport
-// (a2a.TransportProtocolJSONRPC or a2a.TransportProtocolHTTPJSON),
+// (a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON or
+// a2a.TransportProtocolGRPC),
 // built from the agent card the server serves.
 func (e *Env) Client(t testing.TB, agent string, transport a2a.TransportProtocol) *a2aclient.Client {
 	t.Helper()
@@ -163,6 +176,7 @@ func (e *Env) ClientAs(t testing.TB, agent string, transport a2a.TransportProtoc
 	if token != "" {
 		opts = append(opts, a2aclient.WithCallInterceptors(bearer(token)))
 	}
+	opts = append(opts, apclient.GRPCTransport(false))
 	c, err := a2aclient.NewFromCard(t.Context(), card, opts...)
 	if err != nil {
 		t.Fatalf("NewFromCard() = %v", err)
@@ -172,7 +186,7 @@ func (e *Env) ClientAs(t testing.TB, agent string, transport a2a.TransportProtoc
 }
 
 // Transports lists the bindings the server serves, for table tests.
-var Transports = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON}
+var Transports = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC}
 
 type testWriter struct{ t testing.TB }
 

@@ -82,7 +82,7 @@ Flags:
 	paused := fs.String("paused", "100000,1000000", "paused-task levels to measure memory at (comma-separated; \"\" for none)")
 	sdkMax := fs.Int("sdk-max-paused", 100000, "measure the SDK up to this many paused tasks and extrapolate above (0: measure every level)")
 	pgMax := fs.Int("pg-max-paused", 20000, "add at most this many paused tasks to PostgreSQL (one CreateTask each, ~750/s here); levels above are not measured, and when all are, this level is measured instead (0: no cap)")
-	kinds := fs.String("servers", "sdk,sqlite,postgres", "servers to run: sdk, sqlite, postgres")
+	kinds := fs.String("servers", "sdk,sqlite,sqlite-grpc,postgres", "servers to run: sdk, sqlite, sqlite-grpc (askpoint on SQLite over gRPC), postgres")
 	pg := fs.String("pg", os.Getenv("TEST_DATABASE_URL"), "PostgreSQL URL for server (c) (default $TEST_DATABASE_URL)")
 	dir := fs.String("dir", "", "directory for the SQLite files (default: a temporary directory, removed after)")
 	sdkSeed := fs.String("sdk-seed", "copy", "how paused tasks are added to the SDK server: copy (one paused through the handler, copied into its store) or handler (every one through the handler; minutes per 100,000)")
@@ -189,7 +189,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	for _, kind := range []string{KindSDK, KindSQLite, KindPostgres} {
+	for _, kind := range []string{KindSDK, KindSQLite, KindSQLiteGRPC, KindPostgres} {
 		if !contains(o.Kinds, kind) {
 			continue
 		}
@@ -238,6 +238,8 @@ func kindLabel(kind string) string {
 		return "a2a-go v2.4.0 default handler (in-memory store)"
 	case KindSQLite:
 		return "askpoint, SQLite (WAL, synchronous=FULL)"
+	case KindSQLiteGRPC:
+		return "askpoint, SQLite, over gRPC (one HTTP/2 connection)"
 	case KindPostgres:
 		return "askpoint, PostgreSQL"
 	}
@@ -255,7 +257,7 @@ func (o Options) progress(format string, args ...any) {
 func (o Options) serverArgs(kind, where string) []string {
 	args := append(append([]string(nil), o.ExeArgs...), "--kind", kind, "--addr", "127.0.0.1:0")
 	switch kind {
-	case KindSQLite:
+	case KindSQLite, KindSQLiteGRPC:
 		args = append(args, "--db", where)
 	case KindPostgres:
 		args = append(args, "--pg", where)
@@ -301,7 +303,7 @@ func runKind(ctx context.Context, o Options, dir string, r *KindResult) error {
 	if err != nil {
 		return err
 	}
-	if len(o.Paused) > 0 {
+	if len(o.Paused) > 0 && r.Kind != KindSQLiteGRPC { // paused tasks are (b)'s: the store does not know the binding
 		w, pg, err := where("paused")
 		if err != nil {
 			return err
@@ -322,6 +324,9 @@ func runThroughput(ctx context.Context, o Options, db string, pg *pgScratch, r *
 	defer p.stop()
 	url := p.base + "/expense/jsonrpc"
 	c, closeClient, err := newClient(ctx, url, o.Callers)
+	if r.Kind == KindSQLiteGRPC {
+		c, closeClient, err = newGRPCClient(ctx, p.base)
+	}
 	if err != nil {
 		return err
 	}

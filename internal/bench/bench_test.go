@@ -35,6 +35,7 @@ func TestBenchPrintsTheTableForSDKAndSQLite(t *testing.T) {
 		"cores (GOMAXPROCS",
 		"| (a) | a2a-go v2.4.0 default handler (in-memory store) | ",
 		"| (b) | askpoint, SQLite (WAL, synchronous=FULL) | ",
+		"| (b′) | askpoint, SQLite, over gRPC (one HTTP/2 connection) | ",
 		"| (c) | askpoint, PostgreSQL | not configured",
 		"| (a) | a2a-go v2.4.0 default handler (in-memory store) | 1,000 | ",
 		"| (b) | askpoint, SQLite (WAL, synchronous=FULL) | 1,000 | ",

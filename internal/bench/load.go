@@ -5,17 +5,21 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
+	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/question"
 )
 
 // The load generator: N callers, each doing ask -> answer -> complete in a
-// loop over JSON-RPC, sharing one client and its connection pool.
+// loop over JSON-RPC (or gRPC), sharing one client and its connection pool.
 
 type answerKey struct{}
 
@@ -44,6 +48,25 @@ func newClient(ctx context.Context, url string, callers int) (*a2aclient.Client,
 		return nil, nil, err
 	}
 	return c, func() { _ = c.Destroy(); tr.CloseIdleConnections() }, nil
+}
+
+// newGRPCClient returns a gRPC client for the expense agent of the server
+// at base (http://host:port): one connection, its calls multiplexed, the
+// answer's call tagged with answerHeader metadata.
+func newGRPCClient(ctx context.Context, base string) (*a2aclient.Client, func(), error) {
+	iface := a2a.NewAgentInterface(strings.TrimPrefix(base, "http://"), a2a.TransportProtocolGRPC)
+	iface.Tenant = "expense"
+	tag := grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if id, ok := ctx.Value(answerKey{}).(string); ok {
+			ctx = metadata.AppendToOutgoingContext(ctx, answerHeader, id)
+		}
+		return invoker(ctx, method, req, reply, cc, opts...)
+	})
+	c, err := a2aclient.NewFromEndpoints(ctx, []*a2a.AgentInterface{iface}, client.GRPCTransport(false, tag))
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, func() { _ = c.Destroy() }, nil
 }
 
 // roundTrip is one ask -> answer -> complete; it returns each call's

@@ -20,7 +20,7 @@ type Report struct {
 	Results   []*KindResult
 }
 
-var rowNames = map[string]string{KindSDK: "(a)", KindSQLite: "(b)", KindPostgres: "(c)"}
+var rowNames = map[string]string{KindSDK: "(a)", KindSQLite: "(b)", KindSQLiteGRPC: "(b′)", KindPostgres: "(c)"}
 
 // Markdown writes the report as markdown, ready for docs/BENCHMARKS.md.
 func (rep *Report) Markdown(w io.Writer) {
@@ -29,7 +29,8 @@ func (rep *Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "Command: `%s` (%s)\n\n", o.CommandLine, rep.End.Sub(rep.Start).Round(time.Second))
 	fmt.Fprintf(w, "Machine: %s; load average %s at the start, %s at the end.\n\n", rep.Machine, rep.LoadStart, rep.LoadEnd)
 	fmt.Fprintf(w, "Workload: %d concurrent callers for %v (after %v of warm-up), each repeating ask -> answer -> complete "+
-		"(the expense agent: receipt -> cost-centre question with a data part -> data answer -> artifact) over JSON-RPC on 127.0.0.1; "+
+		"(the expense agent: receipt -> cost-centre question with a data part -> data answer -> artifact) over JSON-RPC on 127.0.0.1 "+
+		"(row (b′): the same server as (b) driven over the gRPC binding, a2a-go's gRPC client on one HTTP/2 connection); "+
 		"each server in its own process, the load generator in another. "+
 		"CPU and RSS are the server process's, read from /proc; allocations from the server's runtime.MemStats. "+
 		"×(a) is the ratio to row (a): higher is better for round trips, lower for latency, memory and allocations.\n\n",

@@ -27,9 +27,12 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/examples/expense"
+	"github.com/askpoint/askpoint/internal/grpcfront"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/sqlite"
 )
@@ -52,6 +55,8 @@ const (
 	KindSDK      = "sdk"
 	KindSQLite   = "sqlite"
 	KindPostgres = "postgres"
+	// KindSQLiteGRPC is (b) driven over the gRPC binding.
+	KindSQLiteGRPC = "sqlite-grpc"
 )
 
 // answerHeader marks the HTTP request that carries an answer, with the
@@ -85,7 +90,7 @@ func serverMain(args []string, stdout, stderr io.Writer) int {
 	switch *kind {
 	case KindSDK:
 		err = bs.setupSDK()
-	case KindSQLite:
+	case KindSQLite, KindSQLiteGRPC:
 		if *db == "" {
 			fmt.Fprintln(stderr, "askpoint bench server: --db is required for kind sqlite")
 			return 2
@@ -146,8 +151,20 @@ func serverMain(args []string, stdout, stderr io.Writer) int {
 		closeFn()
 		return 1
 	}
+	httpLn := ln
+	if bs.grpc != nil {
+		// gRPC on the same port, as askpoint serve does it.
+		var grpcLn net.Listener
+		httpLn, grpcLn = grpcfront.Split(ln, 0)
+		go func() { _ = bs.grpc.Serve(grpcLn) }()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = bs.grpc.Stop(sctx)
+		}()
+	}
 	hs := &http.Server{Handler: bs.track(mux), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
+	go func() { _ = hs.Serve(httpLn) }()
 	fmt.Fprintf(stdout, "%s%s\n", listeningPrefix, ln.Addr())
 
 	// Exit when the parent closes our stdin (or dies).
@@ -173,6 +190,7 @@ type benchServer struct {
 	kind    string
 	sdkSeed string
 	app     http.Handler
+	grpc    *grpcfront.Front // kind sqlite-grpc
 	tracker *resumeTracker
 
 	// seed adds n paused tasks in process.
@@ -234,6 +252,16 @@ func (bs *benchServer) setupAskpoint(ctx context.Context, st store.Store, logger
 	if err := srv.Start(ctx); err != nil {
 		return nil, err
 	}
+	if bs.kind == KindSQLiteGRPC {
+		cfg, err := grpcfront.ConfigFor(srv, logger)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Unary = []grpc.UnaryServerInterceptor{bs.trackGRPC}
+		if bs.grpc, err = grpcfront.New(cfg); err != nil {
+			return nil, err
+		}
+	}
 	bs.app = srv.Handler()
 	bs.seedFn = func(ctx context.Context, n int) error { return seedAskpoint(ctx, srv, st, n) }
 	return func() {
@@ -251,6 +279,17 @@ func (bs *benchServer) track(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// trackGRPC notes when an answer's gRPC call arrives (metadata
+// answerHeader, lower-cased).
+func (bs *benchServer) trackGRPC(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		if v := md.Get(answerHeader); len(v) > 0 {
+			bs.tracker.answerArrived(v[0])
+		}
+	}
+	return next(ctx, req)
 }
 
 // Stats is what GET /debug/bench/stats returns.

@@ -53,7 +53,7 @@ func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 	return &loopFlags{
 		inbox:     fs.String("inbox", "", "the inbox `file` (default $"+inbox.EnvPath+", else askpoint/inbox.db in your config directory)"),
 		stream:    fs.Bool("stream", false, "use streaming calls (SendStreamingMessage, SubscribeToTask) instead of blocking calls and polls"),
-		transport: fs.String("transport", "", "JSONRPC or HTTP+JSON (default: the card's first)"),
+		transport: fs.String("transport", "", "JSONRPC, HTTP+JSON or GRPC (default: the card's first)"),
 		token:     fs.String("token", "", "bearer `token` for agents that require one (default $ASKPOINT_TOKEN)"),
 		timeout:   fs.Duration("timeout", 5*time.Minute, "give up after this long (the task stays as it is)"),
 		maxRounds: fs.Int("max-rounds", client.DefaultMaxRounds, "cancel the task when the agent asks more than this many questions"),
@@ -95,11 +95,15 @@ func (f *loopFlags) machineResolvers() ([]client.Resolver, error) {
 	return rs, nil
 }
 
-func (f *loopFlags) httpClient() *http.Client {
-	token := *f.token
-	if token == "" {
-		token = os.Getenv("ASKPOINT_TOKEN")
+func (f *loopFlags) bearerToken() string {
+	if *f.token != "" {
+		return *f.token
 	}
+	return os.Getenv("ASKPOINT_TOKEN")
+}
+
+func (f *loopFlags) httpClient() *http.Client {
+	token := f.bearerToken()
 	if token == "" {
 		return &http.Client{}
 	}
@@ -127,11 +131,16 @@ func (f *loopFlags) dialer() func(ctx context.Context, url string) (*a2aclient.C
 		pref = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC}
 	case "HTTP+JSON", "REST":
 		pref = []a2a.TransportProtocol{a2a.TransportProtocolHTTPJSON}
+	case "GRPC":
+		pref = []a2a.TransportProtocol{a2a.TransportProtocolGRPC}
 	default:
 		pref = []a2a.TransportProtocol{a2a.TransportProtocol(*f.transport)}
 	}
+	// The token rides on the HTTP client for the card and the HTTP
+	// bindings, and as a service parameter for gRPC's metadata.
+	token := f.bearerToken()
 	return func(ctx context.Context, url string) (*a2aclient.Client, error) {
-		return client.Dial(ctx, url, hc, pref...)
+		return client.DialWith(ctx, url, client.DialOptions{HTTP: hc, Token: token, Preferred: pref})
 	}
 }
 

@@ -28,7 +28,7 @@ func send(args []string, stdout, stderr io.Writer) int {
 	contextID := fs.String("context", "", "context `ID` for the message")
 	data := fs.String("data", "", "a JSON object to send as a data part, e.g. '{\"costCentre\":\"CC-4410\"}'")
 	stream := fs.Bool("stream", false, "use SendStreamingMessage and print each event")
-	transport := fs.String("transport", "", "JSONRPC or HTTP+JSON (default: the card's first)")
+	transport := fs.String("transport", "", "JSONRPC, HTTP+JSON or GRPC (default: the card's first)")
 	noWait := fs.Bool("no-wait", false, "return at once (configuration.returnImmediately)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	fs.Usage = func() {
@@ -81,7 +81,7 @@ func send(args []string, stdout, stderr io.Writer) int {
 	if *noWait {
 		req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
 	}
-	p := &printer{w: stdout, url: url}
+	p := &printer{w: stdout, url: url, transport: *transport}
 	if *stream {
 		for ev, err := range client.SendStreamingMessage(ctx, req) {
 			if err != nil {
@@ -151,6 +151,9 @@ func dial(ctx context.Context, url, transport string) (*a2aclient.Client, error)
 	if err != nil {
 		return nil, fmt.Errorf("fetch the agent card from %s: %w", url, err)
 	}
+	if strings.EqualFold(transport, "REST") {
+		transport = string(a2a.TransportProtocolHTTPJSON)
+	}
 	if transport != "" {
 		var keep []*a2a.AgentInterface
 		for _, iface := range card.SupportedInterfaces {
@@ -164,7 +167,8 @@ func dial(ctx context.Context, url, transport string) (*a2aclient.Client, error)
 		card.SupportedInterfaces = keep
 	}
 	hc := &http.Client{Transport: apclient.StreamErrors(nil)}
-	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc))
+	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc),
+		apclient.GRPCTransport(strings.HasPrefix(url, "https://")))
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", card.Name, err)
 	}
@@ -172,11 +176,12 @@ func dial(ctx context.Context, url, transport string) (*a2aclient.Client, error)
 }
 
 type printer struct {
-	w     io.Writer
-	url   string
-	task  string
-	state a2a.TaskState
-	q     *question.Question
+	w         io.Writer
+	url       string
+	transport string // --transport, repeated in the hint
+	task      string
+	state     a2a.TaskState
+	q         *question.Question
 }
 
 func (p *printer) event(ev a2a.Event) {
@@ -274,7 +279,11 @@ func (p *printer) hint() {
 			example = ex
 		}
 	}
-	fmt.Fprintf(p.w, "answer:  askpoint send --task %s --data '%s' %s\n", p.task, example, p.url)
+	tr := ""
+	if p.transport != "" {
+		tr = "--transport " + p.transport + " "
+	}
+	fmt.Fprintf(p.w, "answer:  askpoint send %s--task %s --data '%s' %s\n", tr, p.task, example, p.url)
 }
 
 // exampleAnswer writes a JSON answer with every required field of schema

@@ -30,6 +30,7 @@ import (
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/examples/planning"
 	"github.com/askpoint/askpoint/inbox/web"
+	"github.com/askpoint/askpoint/internal/grpcfront"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/postgres"
@@ -52,6 +53,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	pushRetryMin := fs.Duration("push-retry-min", time.Second, "first wait before retrying a failed push notification (it doubles each time)")
 	pushRetryMax := fs.Duration("push-retry-max", 5*time.Minute, "longest wait between push notification retries")
 	pushAttempts := fs.Int("push-attempts", 12, "attempts before giving up on a push receiver's pending notifications")
+	grpcOn := fs.Bool("grpc", true, "also serve the A2A gRPC binding on the same port (each agent's tenant is its name)")
 	conformanceMode := fs.Bool("conformance", false, "also serve the agent the A2A conformance suites (ACTS, a2a-tck) drive (examples/conformance), whose card is then the one at the host root")
 	var defaultsFlag tokenFlags
 	fs.Var(&defaultsFlag, "cost-centre", "`PRINCIPAL=CC-NNNN`: the finance assistant charges this caller's expenses to this cost centre without asking; repeat per caller")
@@ -74,8 +76,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if callers > 0 {
 		internal := text.RandomHex(24)
 		tokens[internal] = internalPrincipal
-		hc := &http.Client{Transport: bearerTransport{token: internal}}
-		internalDial = func(ctx context.Context, u string) (*a2aclient.Client, error) { return client.Dial(ctx, u, hc) }
+		internalDial = func(ctx context.Context, u string) (*a2aclient.Client, error) {
+			return client.DialWith(ctx, u, client.DialOptions{Token: internal})
+		}
 	}
 	if callers == 0 {
 		if err := loopbackOnly(*addr); err != nil {
@@ -263,9 +266,29 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	root := http.NewServeMux()
 	root.Handle("/inbox/", page)
 	root.Handle("/", srv.Handler())
+
+	// gRPC shares the port: a connection that opens with the HTTP/2
+	// preface is gRPC, any other HTTP/1.1 (docs/decisions/0040).
+	httpLn := ln
+	var front *grpcfront.Front
+	errc := make(chan error, 2)
+	if *grpcOn {
+		if front, err = grpcfront.ForServer(srv, logger); err != nil {
+			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			_ = srv.Stop(context.Background())
+			return 1
+		}
+		var grpcLn net.Listener
+		httpLn, grpcLn = grpcfront.Split(ln, 10*time.Second)
+		go func() {
+			if err := front.Serve(grpcLn); err != nil {
+				errc <- err
+			}
+		}()
+		fmt.Fprintf(stdout, "askpoint: gRPC on %s too: tenant = the agent's name\n", ln.Addr())
+	}
 	hs := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(httpLn) }()
 
 	select {
 	case <-ctx.Done():
@@ -280,6 +303,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	closePage() // its live pages' streams would hold the shutdown up
+	if front != nil {
+		// Open gRPC streams end with UNAVAILABLE and a message to
+		// subscribe again; calls under way finish.
+		_ = front.Stop(shutdownCtx)
+	}
 	_ = hs.Shutdown(shutdownCtx)
 	if err := srv.Stop(shutdownCtx); err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: stop: %v\n", err)

@@ -44,23 +44,47 @@ func CheckTokens(tokens map[string]string) error {
 	return err
 }
 
+// Authenticate names the caller of a request from its Authorization value
+// ("Bearer <token>"), or refuses it with an Unauthenticated error that says
+// what to send. Without configured tokens every caller is anonymous ("").
+func (f *Front) Authenticate(authorization string) (principal string, err error) {
+	if len(f.tokens) == 0 {
+		return "", nil
+	}
+	scheme, token, ok := strings.Cut(authorization, " ")
+	if authorization == "" {
+		return "", a2a.NewError(a2a.ErrUnauthenticated, "this agent requires a bearer token: send the header Authorization: Bearer <token>")
+	}
+	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		return "", a2a.NewError(a2a.ErrUnauthenticated, "the Authorization header must be \"Bearer <token>\"")
+	}
+	principal, ok = f.tokens[sha256.Sum256([]byte(strings.TrimSpace(token)))]
+	if !ok {
+		return "", a2a.NewError(a2a.ErrUnauthenticated, "the bearer token is not one this server knows: send Authorization: Bearer <token> with a token its operator issued")
+	}
+	return principal, nil
+}
+
+// AcquireStream takes one of principal's stream slots, counted across
+// every binding, or says why it cannot.
+func (f *Front) AcquireStream(principal string) (release func(), err error) {
+	return f.streams.acquire(principal)
+}
+
+// Limits are the request limits in force.
+func (f *Front) Limits() (maxRequestBytes int64, maxParts int) {
+	return f.opts.MaxRequestBytes, f.opts.MaxParts
+}
+
 // authenticate names the caller from its bearer token, or refuses the
 // request. Without configured tokens every caller is anonymous.
 func (f *Front) authenticate(r *http.Request) (*http.Request, error) {
 	if len(f.tokens) == 0 {
 		return r, nil
 	}
-	h := r.Header.Get("Authorization")
-	scheme, token, ok := strings.Cut(h, " ")
-	if h == "" {
-		return nil, a2a.NewError(a2a.ErrUnauthenticated, "this agent requires a bearer token: send the header Authorization: Bearer <token>")
-	}
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
-		return nil, a2a.NewError(a2a.ErrUnauthenticated, "the Authorization header must be \"Bearer <token>\"")
-	}
-	principal, ok := f.tokens[sha256.Sum256([]byte(strings.TrimSpace(token)))]
-	if !ok {
-		return nil, a2a.NewError(a2a.ErrUnauthenticated, "the bearer token is not one this server knows: send Authorization: Bearer <token> with a token its operator issued")
+	principal, err := f.Authenticate(r.Header.Get("Authorization"))
+	if err != nil {
+		return nil, err
 	}
 	return r.WithContext(engine.WithPrincipal(r.Context(), principal)), nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -60,11 +61,13 @@ type Options struct {
 
 // Front is the HTTP front of a set of agents.
 type Front struct {
-	opts    Options
-	tokens  tokenTable
-	streams streamSlots
-	agents  []Agent
-	byName  map[string]*Agent
+	mu         sync.Mutex
+	interfaces []func(baseURL, agent string) *a2a.AgentInterface // AddInterface
+	opts       Options
+	tokens     tokenTable
+	streams    streamSlots
+	agents     []Agent
+	byName     map[string]*Agent
 }
 
 // New returns the front for agents.
@@ -179,4 +182,13 @@ func (f *Front) serveWake(w http.ResponseWriter, r *http.Request, agent string) 
 		f.opts.Logger.Error("wake a task", slog.String("task", id), slog.Any("err", err))
 		http.Error(w, "internal error", http.StatusInternalServerError)
 	}
+}
+
+// AddInterface adds an interface to every agent card, after JSON-RPC and
+// HTTP+JSON: fn gets the base URL the card is served from and the agent's
+// name and returns an interface, or nil for none (the gRPC binding).
+func (f *Front) AddInterface(fn func(baseURL, agent string) *a2a.AgentInterface) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.interfaces = append(f.interfaces, fn)
 }

@@ -90,6 +90,7 @@ func (f *Front) card(e *Agent, baseURL string) *a2a.AgentCard {
 		a2a.NewAgentInterface(base+PathJSONRPC, a2a.TransportProtocolJSONRPC),
 		a2a.NewAgentInterface(base+PathREST, a2a.TransportProtocolHTTPJSON),
 	}
+	c.SupportedInterfaces = append(c.SupportedInterfaces, f.extraInterfaces(baseURL, e.Name)...)
 	if c.Version == "" {
 		c.Version = "1.0.0"
 	}
@@ -721,4 +722,18 @@ func writeRESTError(w http.ResponseWriter, err error) {
 			"details": []*errordetails.Typed{errorInfo(pe)},
 		},
 	})
+}
+
+// extraInterfaces are the interfaces Options.Interfaces add to e's card.
+func (f *Front) extraInterfaces(baseURL, agent string) []*a2a.AgentInterface {
+	f.mu.Lock()
+	fns := f.interfaces
+	f.mu.Unlock()
+	var out []*a2a.AgentInterface
+	for _, fn := range fns {
+		if iface := fn(baseURL, agent); iface != nil {
+			out = append(out, iface)
+		}
+	}
+	return out
 }
