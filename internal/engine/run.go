@@ -177,6 +177,16 @@ func freshHistory(t *store.Task, request *a2a.Message) *knownLog {
 	}}
 }
 
+// clone is a copy of k the caller may extend on its own.
+func (k *knownLog) clone() *knownLog {
+	if k == nil {
+		return nil
+	}
+	c := *k
+	c.entries = append([]store.LogEntry(nil), k.entries...)
+	return &c
+}
+
 // add records a write of entries that made version.
 func (k *knownLog) add(entries []store.LogEntry, version int64) *knownLog {
 	if k == nil {
@@ -244,22 +254,23 @@ func (s *Engine) enter() bool {
 // runHere runs w's step in the calling goroutine when a worker slot is
 // free, else queues it. It returns the task as the step left it (or as it
 // was, when queued).
-func (s *Engine) runHere(w *work) *store.Task {
+func (s *Engine) runHere(w *work) (*store.Task, *knownLog) {
 	s.act.add(1)
 	defer s.act.add(-1)
 	select {
 	case s.slots <- struct{}{}:
 	default:
 		s.dispatch(w)
-		return w.task
+		return w.task, nil // the worker's from now on
 	}
 	defer func() { <-s.slots }()
 	if !s.enter() {
 		s.dispatch(w)
-		return w.task
+		return w.task, nil
 	}
 	defer s.wg.Done()
-	return s.runWork(s.runCtx, w)
+	t := s.runWork(s.runCtx, w)
+	return t, w.known
 }
 
 // runQuick runs a quick step: ok when its pending write was made (the task

@@ -52,9 +52,9 @@ func (h *Handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 	}
 	t, known := acc.task, acc.known
 	if acc.work != nil {
+		acc.work.known = acc.known.clone() // the run extends its own
 		if blocking {
-			t = h.s.runHere(acc.work)
-			known = acc.work.known
+			t, known = h.s.runHere(acc.work)
 		} else {
 			h.s.dispatch(acc.work)
 		}
