@@ -652,3 +652,34 @@ func ratString(r *big.Rat) string {
 	f, _ := r.Float64()
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
+
+// Asked returns the fields of an answer that q's schema names among its
+// top-level properties, dropping any other, so that what the question did
+// not ask for never reaches the agent. fields is returned as it is when
+// every field is asked for, when the schema names no properties (it asks
+// for anything), or when fields is not a JSON object.
+func (q *Question) Asked(fields json.RawMessage) json.RawMessage {
+	c, err := compileSchema(q.Schema)
+	if err != nil || len(c.props) == 0 {
+		return fields
+	}
+	var got map[string]json.RawMessage
+	if json.Unmarshal(fields, &got) != nil {
+		return fields
+	}
+	extra := false
+	for k := range got {
+		if _, ok := slices.BinarySearch(c.props, k); !ok {
+			delete(got, k)
+			extra = true
+		}
+	}
+	if !extra {
+		return fields
+	}
+	out, err := json.Marshal(got)
+	if err != nil {
+		return fields
+	}
+	return out
+}

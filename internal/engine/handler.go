@@ -397,7 +397,7 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	if len(fieldErrs) == 0 && ans != nil && (ans.Action == "" || ans.Action == question.ActionDecline) {
 		// A valid answer, or a refusal to answer: either way the agent
 		// decides what happens next, and sees only what was asked.
-		ans.Fields = askedFields(&q, ans.Fields)
+		ans.Fields = q.Asked(ans.Fields)
 		in := &runInput{Kind: inputAnswer, Message: msg, Question: &q, Answer: ans, Key: t.ID + "/" + q.ID}
 		next, entries, err := s.resumeRow(t, in, msg, "")
 		return next, entries, in, err
@@ -438,36 +438,6 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	return &next, []store.LogEntry{userEntry, e}, nil, nil
 }
 
-// askedFields keeps of an answer's fields those the question's schema
-// names (its properties), so that a field the question did not ask for
-// never reaches the agent. A schema that names no properties keeps all.
-func askedFields(q *question.Question, fields json.RawMessage) json.RawMessage {
-	var schema struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	if json.Unmarshal(q.Schema, &schema) != nil || len(schema.Properties) == 0 {
-		return fields
-	}
-	var got map[string]json.RawMessage
-	if json.Unmarshal(fields, &got) != nil {
-		return fields
-	}
-	extra := false
-	for k := range got {
-		if _, ok := schema.Properties[k]; !ok {
-			delete(got, k)
-			extra = true
-		}
-	}
-	if !extra {
-		return fields
-	}
-	out, err := json.Marshal(got)
-	if err != nil {
-		return fields
-	}
-	return out
-}
 
 // partsSize is the encoded size of a message's parts.
 func partsSize(parts a2a.ContentParts) int {

@@ -455,30 +455,26 @@ func scanEntry(row scanner) (store.LogEntry, error) {
 	return e, nil
 }
 
-// asStored returns t as it reads back from the store: JSON columns copied
-// (nil when empty), the lease and timer times at millisecond precision.
+// asStored returns t as it reads back from the store: JSON columns nil when
+// empty, the lease and timer times at millisecond precision.
 // The caller sets the columns the store owns.
 func asStored(t *store.Task) *store.Task {
 	c := *t
-	c.Status = cloneRaw(t.Status)
-	c.Artifacts = cloneRaw(t.Artifacts)
-	c.Metadata = cloneRaw(t.Metadata)
-	c.Checkpoint = cloneRaw(t.Checkpoint)
-	c.Question = cloneRaw(t.Question)
-	c.Input = cloneRaw(t.Input)
-	c.Pause = cloneRaw(t.Pause)
+	// The JSON columns are the caller's own bytes, as written: they are
+	// not copied (the engine replaces a column, never edits one in place).
+	c.Status = raw(t.Status)
+	c.Artifacts = raw(t.Artifacts)
+	c.Metadata = raw(t.Metadata)
+	c.Checkpoint = raw(t.Checkpoint)
+	c.Question = raw(t.Question)
+	c.Input = raw(t.Input)
+	c.Pause = raw(t.Pause)
 	c.WakeAt = fromNullMillis(nullMillis(t.WakeAt))
 	c.HoldAt = fromNullMillis(nullMillis(t.HoldAt))
 	c.LeaseUntil = fromMillis(toMillis(t.LeaseUntil))
 	return &c
 }
 
-func cloneRaw(j json.RawMessage) json.RawMessage {
-	if len(j) == 0 {
-		return nil
-	}
-	return append(json.RawMessage(nil), j...)
-}
 
 // CreateTask inserts t with Version 1, LastSeq len(entries) and CreatedAt
 // and UpdatedAt set to now, and appends entries to its log with Seq 1, 2,
