@@ -107,7 +107,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	if err := w.PingContext(ctx); err != nil {
+	if err := pingBusy(ctx, w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %q: %w%s", path, err, dirProblem(path))
 	}
@@ -139,6 +139,25 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	go s.writer()
 	return s, nil
+}
+
+// pingBusy opens the writer's connection. Several processes opening a new
+// file at once race to switch it to WAL, and SQLite answers that switch
+// SQLITE_BUSY at once, without waiting out the busy timeout: the open is
+// tried again, a bounded number of times, until the file is in WAL mode.
+func pingBusy(ctx context.Context, w *sql.DB) error {
+	var err error
+	for attempt := range 50 {
+		if err = w.PingContext(ctx); err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt+1) * 2 * time.Millisecond):
+		}
+	}
+	return err
 }
 
 // dirProblem explains why the directory of path cannot hold a database, if
