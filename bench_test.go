@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
+	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/question"
 )
@@ -72,13 +73,46 @@ func BenchmarkRoundTripParallel(b *testing.B) {
 	}
 }
 
+// BenchmarkQuickSteps is the 32-caller round trip with quick steps (a
+// blocking call's step written with its message, docs/decisions/0016) and
+// without (the message written first, then the step's outcome):
+//
+//	go test -run '^$' -bench QuickSteps -benchtime 3s -count 3 .
+func BenchmarkQuickSteps(b *testing.B) {
+	for _, quick := range []bool{true, false} {
+		b.Run(fmt.Sprintf("quick=%v", quick), func(b *testing.B) {
+			c := benchSetup(b, func(cfg *askpoint.Config) { cfg.DisableQuickSteps = !quick })
+			ctx := b.Context()
+			procs := runtime.GOMAXPROCS(0)
+			b.SetParallelism((32 + procs - 1) / procs)
+			b.ReportAllocs()
+			cpu := benchCPU()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := benchRoundTrip(ctx, c); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			benchReport(b, cpu)
+		})
+	}
+}
+
 // benchSetup starts a quiet server on a new SQLite file and returns a
 // JSON-RPC client for the expense agent whose connection pool is large
 // enough for every caller (the default keeps 2 idle connections per host,
 // which would make the parallel runs dial a new connection per call).
-func benchSetup(b *testing.B) *a2aclient.Client {
+func benchSetup(b *testing.B, config ...func(*askpoint.Config)) *a2aclient.Client {
 	b.Helper()
-	env := apitest.Start(b, apitest.Options{Quiet: true})
+	opts := apitest.Options{Quiet: true}
+	if len(config) > 0 {
+		opts.Config = config[0]
+	}
+	env := apitest.Start(b, opts)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
 	hc := &http.Client{Transport: tr, Timeout: time.Minute}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/internal/dbtest"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -255,8 +256,13 @@ func TestQuestionIDsNameTheirTask(t *testing.T) {
 // task back; it must be what GetTask reads back, history included, with and
 // without quick steps, on a first answer and after a re-ask.
 func TestRepliesAreWhatGetTaskReadsBack(t *testing.T) {
-	for _, quick := range []bool{true, false} {
-		env := apitest.Start(t, apitest.Options{Quiet: true, Config: func(c *askpoint.Config) { c.DisableQuickSteps = !quick }})
+	for _, store := range []string{"sqlite-quick", "sqlite", "postgres"} {
+		quick := store == "sqlite-quick"
+		opts := apitest.Options{Quiet: true, Config: func(c *askpoint.Config) { c.DisableQuickSteps = !quick }}
+		if store == "postgres" {
+			opts.PostgresURL = dbtest.Schema(t)
+		}
+		env := apitest.Start(t, opts)
 		eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
 			ctx := testCtx(t)
 			c := env.Client(t, "expense", tr)
@@ -266,7 +272,7 @@ func TestRepliesAreWhatGetTaskReadsBack(t *testing.T) {
 				g, _ := json.Marshal(got)
 				w, _ := json.Marshal(want)
 				if string(g) != string(w) {
-					t.Errorf("quick=%v %s: the reply differs from GetTask:\nreply  %s\nGetTask %s", quick, what, g, w)
+					t.Errorf("%s %s: the reply differs from GetTask:\nreply  %s\nGetTask %s", store, what, g, w)
 				}
 			}
 			asked := sendState(t, ctx, c, userText(receipt), a2a.TaskStateInputRequired)
@@ -277,7 +283,7 @@ func TestRepliesAreWhatGetTaskReadsBack(t *testing.T) {
 			done := sendState(t, ctx, c, followUp(asked.ID, userData(map[string]any{"questionId": q.ID, "costCentre": "CC-4410"})), a2a.TaskStateCompleted)
 			check("answer after a re-ask", done)
 			if n := len(done.History); n != 6 {
-				t.Errorf("quick=%v: history of %d messages, want request, question, answer, question, answer, and the agent's closing message", quick, n)
+				t.Errorf("%s: history of %d messages, want request, question, answer, question, answer, and the agent's closing message", store, n)
 			}
 
 			first := sendState(t, ctx, c, userText(receipt+" (2)"), a2a.TaskStateInputRequired)

@@ -152,7 +152,7 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 		saved, err := s.commit(ctx, row, entries, true)
 		if err == nil {
 			known := (&knownLog{fromStart: true}).add(entries, saved.Version)
-			return &accepted{task: saved, work: &work{task: saved, in: in, request: in.Message, known: known}}, nil
+			return &accepted{task: saved, known: known, work: &work{task: saved, in: in, request: in.Message}}, nil
 		}
 		if !errors.Is(err, store.ErrExists) {
 			return nil, errInternal(err)
@@ -361,7 +361,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		known = known.add(entries, saved.Version)
 		out = &accepted{task: saved, known: known}
 		if saved.Runnable && in != nil {
-			out.work = &work{task: saved, in: in, request: request, known: known}
+			out.work = &work{task: saved, in: in, request: request}
 		}
 		return nil
 	})
