@@ -207,3 +207,13 @@ func (s *Server) CredentialArrived(ctx context.Context, taskID string, data any)
 // not waited for. Tests use it to check that something did not happen; it
 // needs a started server, and returns ctx's error if ctx ends first.
 func (s *Server) Idle(ctx context.Context) error { return s.eng.Idle(ctx) }
+
+// Waiters reports how many tasks have live callers waiting on them in this
+// process (blocking sends, streams, subscriptions): a paused task that
+// nobody waits on has none.
+func (s *Server) Waiters() int { return s.eng.Waiters() }
+
+// SweepNow runs one round of the sweeper (question expiries and reminders)
+// in the calling goroutine, for tests that drive the clock and for an
+// operator who wants what is due acted on at once.
+func (s *Server) SweepNow(ctx context.Context) error { return s.eng.SweepNow(ctx) }
