@@ -438,7 +438,6 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	return &next, []store.LogEntry{userEntry, e}, nil, nil
 }
 
-
 // partsSize is the encoded size of a message's parts.
 func partsSize(parts a2a.ContentParts) int {
 	raw, err := json.Marshal(parts)

@@ -494,7 +494,6 @@ func asStored(t *store.Task) *store.Task {
 	return &c
 }
 
-
 // CreateTask inserts t with Version 1, LastSeq len(entries) and CreatedAt
 // and UpdatedAt set to now, and appends entries to its log with Seq 1, 2,
 // ..., in one transaction (shared with concurrent writes; see writer.go).
