@@ -265,7 +265,9 @@ func (s *Engine) runHere(w *work) (*store.Task, *knownLog) {
 	}
 	defer func() { <-s.slots }()
 	if !s.enter() {
-		s.dispatch(w)
+		// Stopping: nothing will run it here. Give the lease up at once so
+		// that the next start (or another node) takes the task over.
+		s.releaseJob(job{w: w})
 		return w.task, nil
 	}
 	defer s.wg.Done()
