@@ -1,7 +1,7 @@
 package askpoint_test
 
 import (
-		"io"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
