@@ -120,3 +120,30 @@ func TestPushFailureLogsNoWebhookQueryString(t *testing.T) {
 		t.Fatalf("the log holds the webhook's query string:\n%s", l)
 	}
 }
+
+// Finding 5 of issue 23: racing creates of push configurations stay
+// within Config.MaxPushConfigs (40 concurrent creates stored 25 of 8).
+func TestRacingPushConfigCreatesStayWithinTheCap(t *testing.T) {
+	env := pushEnv(t, func(c *askpoint.Config) { c.MaxPushConfigs = 8 })
+	c := env.Client(t, "script", a2a.TransportProtocolJSONRPC)
+	ctx := testCtx(t)
+	task := sendTask(t, ctx, c, &a2a.SendMessageRequest{Message: userText("ask")})
+	hook := newHookReceiver(t)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 40 {
+		wg.Go(func() {
+			<-start
+			_, _ = c.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: task.ID, ID: "p" + strings.Repeat("x", i+1), URL: hook.URL()})
+		})
+	}
+	close(start)
+	wg.Wait()
+	list, err := c.ListTaskPushConfigs(ctx, &a2a.ListTaskPushConfigRequest{TaskID: task.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 8 {
+		t.Fatalf("40 racing creates left %d push configurations; want the cap, 8", len(list))
+	}
+}

@@ -29,6 +29,9 @@ var (
 	// the one the caller expected (someone else changed it first, or the
 	// caller's lease was taken over).
 	ErrConflict = errors.New("store: concurrent modification")
+	// ErrLimit: PutPushConfig would create a configuration beyond
+	// PushConfig.Limit.
+	ErrLimit = errors.New("store: the task has as many push configurations as it may")
 )
 
 // Kind says what a log entry holds.
@@ -216,6 +219,13 @@ type PushConfig struct {
 	// Version starts at 1 and increments on every claim and settle (not
 	// on appends that move TargetSeq).
 	Version int64
+
+	// Limit, when > 0, caps the task's configurations: PutPushConfig
+	// refuses to create one more when the task has Limit already (ErrLimit;
+	// replacing an existing one is always allowed). The count and the
+	// insert are one transaction, so racing creates cannot pass the cap.
+	// Not stored.
+	Limit int
 }
 
 // Store is the durable state of an askpoint server. Implementations must be
@@ -283,7 +293,8 @@ type Store interface {
 	// TargetSeq to the task's newest Notify entry after it (SentSeq when
 	// none) and DueAt to now when there is one, in one transaction.
 	// Attempts and Version start at 0 and 1. ErrNotFound when the task
-	// does not exist. It returns the stored configuration.
+	// does not exist; ErrLimit when c.Limit > 0, c is new and the task has
+	// c.Limit configurations already. It returns the stored configuration.
 	PutPushConfig(ctx context.Context, c *PushConfig) (*PushConfig, error)
 
 	// GetPushConfig returns one configuration. ErrNotFound when none.

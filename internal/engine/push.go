@@ -337,9 +337,14 @@ func (s *Engine) putPushConfig(ctx context.Context, t *store.Task, c *a2a.PushCo
 	if err != nil {
 		return nil, errInternal(err)
 	}
-	saved, err := s.store.PutPushConfig(ctx, &store.PushConfig{TaskID: t.ID, ID: cfg.ID, Config: raw, SentSeq: fromSeq})
+	saved, err := s.store.PutPushConfig(ctx, &store.PushConfig{TaskID: t.ID, ID: cfg.ID, Config: raw, SentSeq: fromSeq, Limit: s.cfg.MaxPushConfigs})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errTaskNotFound(t.ID)
+	}
+	if errors.Is(err, store.ErrLimit) {
+		// Another create won the race past the check above: the store's
+		// count is the one that holds.
+		return nil, errInvalidParams("task %q already has %d push notification configurations, the most one task may have; delete one first", t.ID, s.cfg.MaxPushConfigs)
 	}
 	if err != nil {
 		return nil, errInternal(err)
