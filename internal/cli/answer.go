@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -42,6 +41,7 @@ type loopFlags struct {
 	stream    *bool
 	transport *string
 	token     *string
+	tokenFile *string
 	timeout   *time.Duration
 	maxRounds *int
 	policy    *string
@@ -54,7 +54,8 @@ func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 		inbox:     fs.String("inbox", "", "the inbox `file` (default $"+inbox.EnvPath+", else askpoint/inbox.db in your config directory)"),
 		stream:    fs.Bool("stream", false, "use streaming calls (SendStreamingMessage, SubscribeToTask) instead of blocking calls and polls"),
 		transport: fs.String("transport", "", "JSONRPC or HTTP+JSON (default: the card's first)"),
-		token:     fs.String("token", "", "bearer `token` for agents that require one (default $ASKPOINT_TOKEN)"),
+		token:     fs.String("token", "", "bearer `token` for agents that require one, sent only to the agent's own origin (default $ASKPOINT_TOKEN; visible in the process list: prefer --token-file or the variable)"),
+		tokenFile: fs.String("token-file", "", "read the bearer token from the first line of this `file` (mode 0600)"),
 		timeout:   fs.Duration("timeout", 5*time.Minute, "give up after this long (the task stays as it is)"),
 		maxRounds: fs.Int("max-rounds", client.DefaultMaxRounds, "cancel the task when the agent asks more than this many questions"),
 		policy:    fs.String("policy", "", "policy rules `file` (JSON) that answer questions, e.g. {\"rules\":[{\"when\":{\"field\":\"costCentre\"},\"answer\":\"CC-4410\"}]}"),
@@ -95,31 +96,14 @@ func (f *loopFlags) machineResolvers() ([]client.Resolver, error) {
 	return rs, nil
 }
 
-func (f *loopFlags) httpClient() *http.Client {
-	token := *f.token
-	if token == "" {
-		token = os.Getenv("ASKPOINT_TOKEN")
-	}
-	if token == "" {
-		return &http.Client{}
-	}
-	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
-}
-
-// bearer adds an Authorization header to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
+// bearerToken is the caller's bearer token: --token, --token-file or
+// $ASKPOINT_TOKEN ("" for none).
+func (f *loopFlags) bearerToken() (string, error) {
+	return secret(*f.token, *f.tokenFile, "token", "ASKPOINT_TOKEN")
 }
 
 func (f *loopFlags) dialer() func(ctx context.Context, url string) (*a2aclient.Client, error) {
-	hc := f.httpClient()
+	token, tokenErr := f.bearerToken()
 	var pref []a2a.TransportProtocol
 	switch strings.ToUpper(*f.transport) {
 	case "":
@@ -131,7 +115,10 @@ func (f *loopFlags) dialer() func(ctx context.Context, url string) (*a2aclient.C
 		pref = []a2a.TransportProtocol{a2a.TransportProtocol(*f.transport)}
 	}
 	return func(ctx context.Context, url string) (*a2aclient.Client, error) {
-		return client.Dial(ctx, url, hc, pref...)
+		if tokenErr != nil {
+			return nil, tokenErr
+		}
+		return client.Dial(ctx, url, bearerClient(url, token), pref...)
 	}
 }
 

@@ -40,7 +40,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("askpoint serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8420", "`host:port` to listen on")
-	db := fs.String("db", "askpoint.db", "SQLite database `file` (created if missing), or a postgres:// URL to run several nodes on one PostgreSQL (default $ASKPOINT_DB when set)")
+	db := fs.String("db", "askpoint.db", "SQLite database `file` (created if missing), or a postgres:// URL to run several nodes on one PostgreSQL (default $ASKPOINT_DB when set; keep a password out of the process list with $ASKPOINT_DB, $PGPASSWORD or ~/.pgpass)")
 	streams := fs.String("streams", "close", "what streams do at input-required: close or open")
 	lease := fs.Duration("lease", 30*time.Second, "how long a run's lease lasts before another node may take the task over")
 	poll := fs.Duration("poll", time.Second, "how often to look for runs whose lease lapsed")
@@ -56,12 +56,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	var defaultsFlag tokenFlags
 	fs.Var(&defaultsFlag, "cost-centre", "`PRINCIPAL=CC-NNNN`: the finance assistant charges this caller's expenses to this cost centre without asking; repeat per caller")
 	var tokenFlag tokenFlags
-	fs.Var(&tokenFlag, "token", "`PRINCIPAL=TOKEN`: require bearer tokens; repeat for each caller")
-	tokensFile := fs.String("tokens", "", "JSON `file` mapping principals to bearer tokens")
+	fs.Var(&tokenFlag, "token", "`PRINCIPAL=TOKEN`: require bearer tokens; repeat for each caller (visible in the process list: prefer --tokens or $"+EnvTokens+")")
+	tokensFile := fs.String("tokens", "", "JSON `file` mapping principals to bearer tokens (mode 0600; also $"+EnvTokens+", the same JSON)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	tokens, err := loadTokens(tokenFlag, *tokensFile)
+	tokens, err := loadTokens(tokenFlag, *tokensFile, func(w string) { fmt.Fprintf(stderr, "askpoint serve: warning: %s\n", w) })
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 2
@@ -74,8 +74,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if callers > 0 {
 		internal := text.RandomHex(24)
 		tokens[internal] = internalPrincipal
-		hc := &http.Client{Transport: bearerTransport{token: internal}}
-		internalDial = func(ctx context.Context, u string) (*a2aclient.Client, error) { return client.Dial(ctx, u, hc) }
+		internalDial = func(ctx context.Context, u string) (*a2aclient.Client, error) {
+			return client.Dial(ctx, u, bearerClient(u, internal))
+		}
 	}
 	if callers == 0 {
 		if err := loopbackOnly(*addr); err != nil {
@@ -291,15 +292,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 // internalPrincipal is the principal of this process's own calls to its
 // agents (the finance assistant's and the planning workflow's).
 const internalPrincipal = "askpoint-internal"
-
-// bearerTransport adds a bearer token to every request.
-type bearerTransport struct{ token string }
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
 
 // serverPage is the server's own page at /inbox/: the paused tasks of the
 // logged-in principal (their bearer token is the login), answered in place.

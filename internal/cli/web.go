@@ -134,7 +134,11 @@ func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken stri
 		Inbox: ib, People: people, PublicURL: public, ExtraHosts: extra,
 		Resolvers: machine, Options: []client.Option{client.WithDialer(lf.dialer())},
 		Dial: lf.dialer(), Card: func(ctx context.Context, agentURL string) (*a2a.AgentCard, error) {
-			return agentcard.NewResolver(lf.httpClient()).Resolve(ctx, strings.TrimSuffix(agentURL, "/"))
+			token, err := lf.bearerToken()
+			if err != nil {
+				return nil, err
+			}
+			return agentcard.NewResolver(bearerClient(agentURL, token)).Resolve(ctx, strings.TrimSuffix(agentURL, "/"))
 		},
 		PushToken: pushToken, NoPush: !loopback && pushToken == "", Watch: *wf.watch, Refresh: *wf.refresh, Logger: logger,
 	}
