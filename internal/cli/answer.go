@@ -460,8 +460,11 @@ func personName() string {
 	return ""
 }
 
+// shellQuote is s as one word for a POSIX shell: as it is when it holds
+// only characters no shell treats specially, else in single quotes, each
+// quote inside closed, escaped and reopened.
 func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

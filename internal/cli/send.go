@@ -274,7 +274,10 @@ func (p *printer) hint() {
 			example = ex
 		}
 	}
-	fmt.Fprintf(p.w, "answer:  askpoint send --task %s --data '%s' %s\n", p.task, example, p.url)
+	// Every value is the agent's (the task ID, the question ID, option
+	// values, field names): each is shell-quoted, so that pasting the line
+	// runs askpoint and nothing else.
+	fmt.Fprintf(p.w, "answer:  askpoint send --task %s --data %s %s\n", shellQuote(p.task), shellQuote(example), shellQuote(p.url))
 }
 
 // exampleAnswer writes a JSON answer with every required field of schema
