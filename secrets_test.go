@@ -1,6 +1,9 @@
 package askpoint_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/question"
 )
 
 // recorder is a listener that records what reaches it: what an attacker
@@ -145,5 +149,32 @@ func TestRacingPushConfigCreatesStayWithinTheCap(t *testing.T) {
 	}
 	if len(list) != 8 {
 		t.Fatalf("40 racing creates left %d push configurations; want the cap, 8", len(list))
+	}
+}
+
+// Finding 4 of issue 23: an answer schema that would make validation
+// exponential (a chain of anyOf whose branches each $ref the next) is
+// refused when the agent asks, on the server as on the caller's side, so
+// no answer is ever checked against it.
+func TestAnExponentialAnswerSchemaFailsTheTaskWhenAsked(t *testing.T) {
+	var defs []string
+	for i := range 18 {
+		defs = append(defs, fmt.Sprintf(`"l%d":{"anyOf":[{"$ref":"#/$defs/l%d"},{"$ref":"#/$defs/l%d"}]}`, i, i+1, i+1))
+	}
+	defs = append(defs, `"l18":{"type":"string","minLength":1000}`)
+	schema := json.RawMessage(`{"type":"object","properties":{"x":{"$ref":"#/$defs/l0"}},"$defs":{` + strings.Join(defs, ",") + `}}`)
+	agent := askpoint.Steps[struct{}, map[string]any]{
+		OnStart: func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
+			return askpoint.Ask(question.Question{Text: "x?", Schema: schema}, struct{}{}), nil
+		},
+		OnAnswer: func(ctx context.Context, call *askpoint.Call, _ struct{}, a map[string]any) (askpoint.Outcome, error) {
+			return askpoint.Complete(), nil
+		},
+	}
+	env := apitest.Start(t, apitest.Options{Quiet: true, Agents: []askpoint.AgentSpec{{Name: "costly", Agent: agent, Card: a2a.AgentCard{Name: "Costly", Description: "d"}}}})
+	c := env.Client(t, "costly", a2a.TransportProtocolJSONRPC)
+	got := sendState(t, t.Context(), c, userText("go"), a2a.TaskStateFailed)
+	if !strings.Contains(statusText(got), "evaluations per value") {
+		t.Errorf("failure message %q does not name the validation budget", statusText(got))
 	}
 }
