@@ -129,6 +129,11 @@ type Config struct {
 	// principal that created it. When empty, callers are anonymous.
 	// Tokens must be at least 16 characters.
 	Tokens map[string]string
+	// OnBehalfOfPrincipals are the principals trusted to say whom they
+	// call for: an orchestrator's own principal (a relay's sub-tasks run as
+	// it). Their requests' OnBehalfOfKey metadata becomes the step's
+	// Call.OnBehalfOf; anyone else's is ignored. Empty: nobody's.
+	OnBehalfOfPrincipals []string
 
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
@@ -146,7 +151,7 @@ func (c Config) engine() engine.Config {
 		Reminders: c.Reminders, DisableSweeper: c.DisableSweeper,
 		PushTimeout: c.PushTimeout, PushRetryMin: c.PushRetryMin, PushRetryMax: c.PushRetryMax,
 		PushMaxAttempts: c.PushMaxAttempts, AllowPrivateWebhooks: c.AllowPrivateWebhooks,
-		WebhookHosts: c.WebhookHosts, MaxPushConfigs: c.MaxPushConfigs,
+		WebhookHosts: c.WebhookHosts, MaxPushConfigs: c.MaxPushConfigs, OnBehalfOfPrincipals: c.OnBehalfOfPrincipals,
 		InputRequiredStreams: engine.InputRequiredStreams(c.InputRequiredStreams),
 		MaxPageSize:          c.MaxPageSize, MaxParts: c.MaxParts,
 		Now: c.Now,

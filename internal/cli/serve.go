@@ -178,7 +178,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	srv, err := askpoint.NewServer(askpoint.Config{
 		Store: st, Logger: logger, InputRequiredStreams: mode, LeaseDuration: *lease, PollInterval: *poll, Tokens: tokens,
-		QuestionExpiry: *expiry, Reminders: points, DisableSweeper: *noSweep,
+		// The finance assistant's sub-tasks run as the internal principal
+		// and name the caller they are for.
+		OnBehalfOfPrincipals: []string{internalPrincipal},
+		QuestionExpiry:       *expiry, Reminders: points, DisableSweeper: *noSweep,
 		AllowPrivateWebhooks: *allowPrivate || *conformanceMode,
 		PushRetryMin:         *pushRetryMin, PushRetryMax: *pushRetryMax, PushMaxAttempts: *pushAttempts,
 		// The finance assistant hears from the expense agent on this

@@ -110,6 +110,9 @@ type Config struct {
 	WebhookHosts []string
 	// MaxPushConfigs caps the push configurations of one task. Defaults to 8.
 	MaxPushConfigs int
+	// OnBehalfOfPrincipals are the principals whose requests may name the
+	// caller they act for (OnBehalfOfKey in the request's metadata).
+	OnBehalfOfPrincipals []string
 
 	// InputRequiredStreams decides whether streams close at input-required.
 	// Defaults to CloseStreams.
