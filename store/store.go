@@ -18,6 +18,10 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
+// TerminalStates are the task states DeleteFinished may delete and
+// CountOpen does not count, as stored.
+var TerminalStates = []string{"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
+
 // Sentinel errors. Drivers translate their native errors into these at the
 // boundary; callers test them with errors.Is.
 var (
@@ -296,6 +300,17 @@ type Store interface {
 	// does not exist; ErrLimit when c.Limit > 0, c is new and the task has
 	// c.Limit configurations already. It returns the stored configuration.
 	PutPushConfig(ctx context.Context, c *PushConfig) (*PushConfig, error)
+
+	// CountOpen counts the tenant's tasks owned by owner that are not in a
+	// terminal state (completed, failed, canceled, rejected): what a
+	// per-principal quota on open tasks reads.
+	CountOpen(ctx context.Context, tenant, owner string) (int, error)
+
+	// DeleteFinished deletes up to limit tasks in a terminal state whose
+	// UpdatedAt is before before, with their logs and push
+	// configurations, oldest first, and returns how many it deleted. A task
+	// that is not terminal is never deleted.
+	DeleteFinished(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// GetPushConfig returns one configuration. ErrNotFound when none.
 	GetPushConfig(ctx context.Context, taskID, id string) (*PushConfig, error)
