@@ -52,6 +52,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	pushRetryMin := fs.Duration("push-retry-min", time.Second, "first wait before retrying a failed push notification (it doubles each time)")
 	pushRetryMax := fs.Duration("push-retry-max", 5*time.Minute, "longest wait between push notification retries")
 	pushAttempts := fs.Int("push-attempts", 12, "attempts before giving up on a push receiver's pending notifications")
+	maxOpen := fs.Int("max-open-tasks", 0, "most tasks one caller may have open (not finished) at once; 0: no cap")
+	perMinute := fs.Int("tasks-per-minute", 0, "most tasks one caller may start a minute on this node; 0: no cap")
+	retain := fs.Duration("retain-finished", 0, "delete finished tasks (completed, failed, canceled, rejected) this long after their last change; 0: keep them")
 	conformanceMode := fs.Bool("conformance", false, "also serve the agent the A2A conformance suites (ACTS, a2a-tck) drive (examples/conformance), whose card is then the one at the host root")
 	var defaultsFlag tokenFlags
 	fs.Var(&defaultsFlag, "cost-centre", "`PRINCIPAL=CC-NNNN`: the finance assistant charges this caller's expenses to this cost centre without asking; repeat per caller")
@@ -180,8 +183,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		Store: st, Logger: logger, InputRequiredStreams: mode, LeaseDuration: *lease, PollInterval: *poll, Tokens: tokens,
 		// The finance assistant's sub-tasks run as the internal principal
 		// and name the caller they are for.
-		OnBehalfOfPrincipals: []string{internalPrincipal},
-		QuestionExpiry:       *expiry, Reminders: points, DisableSweeper: *noSweep,
+		OnBehalfOfPrincipals:     []string{internalPrincipal},
+		MaxOpenTasksPerPrincipal: *maxOpen, NewTasksPerMinutePerPrincipal: *perMinute, RetainFinished: *retain,
+		QuestionExpiry: *expiry, Reminders: points, DisableSweeper: *noSweep,
 		AllowPrivateWebhooks: *allowPrivate || *conformanceMode,
 		PushRetryMin:         *pushRetryMin, PushRetryMax: *pushRetryMax, PushMaxAttempts: *pushAttempts,
 		// The finance assistant hears from the expense agent on this

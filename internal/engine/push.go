@@ -83,11 +83,15 @@ func (s *Engine) deliverDue(ctx context.Context) (int, error) {
 	// loop does not wait for it, so one slow receiver (up to PushTimeout)
 	// holds up nobody else. Stop waits for deliveries under way.
 	for _, c := range claimed {
+		owner, ok := s.pushShare(ctx, c)
+		if !ok {
+			continue // its principal has its share of the slots in flight
+		}
 		s.pushSlots <- struct{}{}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer func() { <-s.pushSlots; s.pusher.kick() }()
+			defer func() { s.shares.done(owner); <-s.pushSlots; s.pusher.kick() }()
 			s.deliverOne(ctx, c)
 		}()
 	}
