@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,6 +66,11 @@ func (r *rateBuckets) take(principal string, now time.Time) bool {
 // never refused.
 func (s *Engine) checkQuota(ctx context.Context, tenant, principal, id string) error {
 	if s.cfg.MaxOpenTasksPerPrincipal <= 0 && s.cfg.NewTasksPerMinutePerPrincipal <= 0 {
+		return nil
+	}
+	if slices.Contains(s.cfg.OnBehalfOfPrincipals, principal) {
+		// An orchestrator's own principal: its callers were counted where
+		// they called it.
 		return nil
 	}
 	if _, err := s.store.GetTask(ctx, id); err == nil {
