@@ -34,8 +34,8 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 	token := fs.String("token", "", "with --listen or --web: refuse push notifications without this A2A-Notification-Token header (default $"+envPushToken+"; visible in the process list: prefer --token-file or the variable)")
 	tokenFile := fs.String("token-file", "", "read --token from the first line of this `file` (mode 0600)")
 	var agentFlags tokenFlags
-	fs.Var(&agentFlags, "agent", "with --listen: take push notifications from the agent at this `URL` (repeat for each); no other agent's are taken")
-	agentsFile := fs.String("agents", "", "with --listen: JSON `file` mapping agent URLs to their own push tokens (\"\" for --token)")
+	fs.Var(&agentFlags, "agent", "with --listen (required) or --web: take push notifications from the agent at this `URL` (repeat for each); no other agent's are taken")
+	agentsFile := fs.String("agents", "", "with --listen or --web: JSON `file` mapping agent URLs to their own push tokens (\"\" for --token)")
 	wf := addWebFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: askpoint inbox [--inbox FILE] [--all] [--listen ADDR [--token T]]")
@@ -67,8 +67,8 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "askpoint inbox: --listen needs the agents whose notifications to take: --agent URL (repeat) or --agents FILE; a notification cannot name its own agent, since that is where answers and your bearer token go")
 		return exitUsage
 	}
-	if len(agents) > 0 && *listen == "" {
-		fmt.Fprintln(stderr, "askpoint inbox: --agent and --agents only apply with --listen")
+	if len(agents) > 0 && *listen == "" && *wf.addr == "" {
+		fmt.Fprintln(stderr, "askpoint inbox: --agent and --agents only apply with --listen or --web")
 		return exitUsage
 	}
 	if os.Getenv(envPushToken) != "" && *listen == "" && *wf.addr == "" {
@@ -106,7 +106,7 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 		return listenPush(ctx, ib, *listen, *token, agents, stdout, stderr)
 	}
 	if *wf.addr != "" {
-		return serveWeb(ctx, ib, wf, *token, stdout, stderr)
+		return serveWeb(ctx, ib, wf, *token, agents, stdout, stderr)
 	}
 
 	items, err := ib.List(ctx, inbox.ListOptions{All: *all})

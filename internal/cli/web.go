@@ -67,7 +67,7 @@ func (wf *webFlags) misused(fs *flag.FlagSet) string {
 }
 
 // serveWeb serves the web inbox until ctx ends.
-func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken string, stdout, stderr io.Writer) int {
+func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken string, agents map[string]string, stdout, stderr io.Writer) int {
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "askpoint inbox: "+format+"\n", args...)
 		return exitUsage
@@ -140,7 +140,7 @@ func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken stri
 			}
 			return agentcard.NewResolver(bearerClient(agentURL, token)).Resolve(ctx, strings.TrimSuffix(agentURL, "/"))
 		},
-		PushToken: pushToken, NoPush: !loopback && pushToken == "", Watch: *wf.watch, Refresh: *wf.refresh, Logger: logger,
+		PushToken: pushToken, PushAgents: agents, NoPush: !loopback && pushToken == "", Watch: *wf.watch, Refresh: *wf.refresh, Logger: logger,
 	}
 	if *wf.refresh == 0 {
 		cfg.Refresh = -1
