@@ -63,7 +63,7 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "askpoint inbox: %v\n", err)
 		return exitUsage
 	}
-	if *listen != "" && len(agents) == 0 {
+	if *listen != "" && *wf.addr == "" && len(agents) == 0 {
 		fmt.Fprintln(stderr, "askpoint inbox: --listen needs the agents whose notifications to take: --agent URL (repeat) or --agents FILE; a notification cannot name its own agent, since that is where answers and your bearer token go")
 		return exitUsage
 	}

@@ -102,7 +102,7 @@ func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken stri
 	if !loopback && !tls && !strings.HasPrefix(public, "https://") {
 		return fail("--web %s is not a loopback address: the web inbox serves loopback only unless it is reached over TLS; add --tls-cert and --tls-key, or --public-url https://… when a proxy in front terminates TLS, or listen on 127.0.0.1", *wf.addr)
 	}
-	lf := &loopFlags{facts: wf.facts, policy: wf.policy, token: wf.agentToken, transport: new(string)}
+	lf := &loopFlags{facts: wf.facts, policy: wf.policy, token: wf.agentToken, tokenFile: new(string), transport: new(string)}
 	machine, err := lf.machineResolvers()
 	if err != nil {
 		return fail("%v", err)
