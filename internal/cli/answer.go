@@ -42,6 +42,7 @@ type loopFlags struct {
 	transport *string
 	token     *string
 	tokenFile *string
+	tokensBy  *string
 	timeout   *time.Duration
 	maxRounds *int
 	policy    *string
@@ -56,6 +57,7 @@ func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 		transport: fs.String("transport", "", "JSONRPC or HTTP+JSON (default: the card's first)"),
 		token:     fs.String("token", "", "bearer `token` for agents that require one, sent only to the agent's own origin (default $ASKPOINT_TOKEN; visible in the process list: prefer --token-file or the variable)"),
 		tokenFile: fs.String("token-file", "", "read the bearer token from the first line of this `file` (mode 0600)"),
+		tokensBy:  fs.String("agent-tokens", "", "JSON `file` mapping agent URLs (or origins) to their own bearer tokens; an agent not in it gets --token"),
 		timeout:   fs.Duration("timeout", 5*time.Minute, "give up after this long (the task stays as it is)"),
 		maxRounds: fs.Int("max-rounds", client.DefaultMaxRounds, "cancel the task when the agent asks more than this many questions"),
 		policy:    fs.String("policy", "", "policy rules `file` (JSON) that answer questions, e.g. {\"rules\":[{\"when\":{\"field\":\"costCentre\"},\"answer\":\"CC-4410\"}]}"),
@@ -102,8 +104,43 @@ func (f *loopFlags) bearerToken() (string, error) {
 	return secret(*f.token, *f.tokenFile, "token", "ASKPOINT_TOKEN")
 }
 
+// tokenFor is the bearer token for the agent at agentURL: its own from
+// --agent-tokens, else the one token.
+func tokenFor(byOrigin map[string]string, token, agentURL string) string {
+	if t, ok := byOrigin[originOf(agentURL)]; ok {
+		return t
+	}
+	return token
+}
+
+// agentTokens reads --agent-tokens: origin -> token.
+func (f *loopFlags) agentTokens() (map[string]string, error) {
+	if f.tokensBy == nil || *f.tokensBy == "" {
+		return nil, nil
+	}
+	raw, err := os.ReadFile(*f.tokensBy)
+	if err != nil {
+		return nil, fmt.Errorf("--agent-tokens: %w", err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("--agent-tokens %s: want a JSON object mapping agent URLs to bearer tokens (its text is not shown)", *f.tokensBy)
+	}
+	out := map[string]string{}
+	for u, t := range m {
+		o := originOf(u)
+		if o == "" {
+			return nil, fmt.Errorf("--agent-tokens %s: %q is not an http(s) URL", *f.tokensBy, u)
+		}
+		out[o] = t
+	}
+	return out, nil
+}
+
 func (f *loopFlags) dialer() func(ctx context.Context, url string) (*a2aclient.Client, error) {
 	token, tokenErr := f.bearerToken()
+	byOrigin, mapErr := f.agentTokens()
+	tokenErr = errors.Join(tokenErr, mapErr)
 	var pref []a2a.TransportProtocol
 	switch strings.ToUpper(*f.transport) {
 	case "":
@@ -118,7 +155,7 @@ func (f *loopFlags) dialer() func(ctx context.Context, url string) (*a2aclient.C
 		if tokenErr != nil {
 			return nil, tokenErr
 		}
-		return client.Dial(ctx, url, bearerClient(url, token), pref...)
+		return client.Dial(ctx, url, bearerClient(url, tokenFor(byOrigin, token, url)), pref...)
 	}
 }
 

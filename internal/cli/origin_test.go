@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -75,6 +76,44 @@ func TestBearerTokenGoesOnlyToTheAgentsOrigin(t *testing.T) {
 	for _, g := range got {
 		if strings.Contains(g, "caller-secret-0123") {
 			t.Errorf("another origin received the caller's token: %q", g)
+		}
+	}
+}
+
+// Per-agent bearer tokens: with --agent-tokens each agent gets its own,
+// and never another's.
+func TestEachAgentGetsItsOwnBearerToken(t *testing.T) {
+	t.Parallel()
+	bin := buildAskpoint(t)
+	logs := map[string]*authLog{}
+	urls := map[string]string{}
+	for _, name := range []string{"a", "b"} {
+		l := &authLog{}
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			l.add(r)
+			http.Error(w, "no", http.StatusNotFound)
+		}))
+		t.Cleanup(srv.Close)
+		logs[name], urls[name] = l, srv.URL+"/agent"
+	}
+	file := filepath.Join(t.TempDir(), "agent-tokens.json")
+	raw := fmt.Sprintf(`{%q: "token-of-a-0123", %q: "token-of-b-0123"}`, urls["a"], urls["b"])
+	if err := os.WriteFile(file, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inboxPath := filepath.Join(t.TempDir(), "inbox.db")
+	for _, name := range []string{"a", "b"} {
+		_, _, _ = exe(t, bin, "", "ask", urls[name], "hello", "--agent-tokens", file, "--token", "the-default-0123", "--inbox", inboxPath, "--timeout", "10s")
+	}
+	for name, l := range logs {
+		got := l.all()
+		if len(got) == 0 {
+			t.Fatalf("agent %s got no request", name)
+		}
+		for _, g := range got {
+			if !strings.HasSuffix(g, "Bearer token-of-"+name+"-0123") {
+				t.Errorf("agent %s received %q; want its own token only", name, g)
+			}
 		}
 	}
 }
