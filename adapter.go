@@ -56,7 +56,7 @@ func (x agentAdapter) CanRelease() bool { return canRelease(x.a) }
 
 func callOf(ec *engine.Call) *Call {
 	c := &Call{
-		TaskID: ec.TaskID, ContextID: ec.ContextID, Tenant: ec.Tenant, Principal: ec.Principal,
+		TaskID: ec.TaskID, ContextID: ec.ContextID, Tenant: ec.Tenant, Principal: ec.Principal, OnBehalfOf: ec.OnBehalfOf,
 		Request: ec.Request, Message: ec.Message, Key: ec.Key, Expired: ec.Expired, ec: ec,
 	}
 	for _, h := range ec.Holds {

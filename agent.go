@@ -70,6 +70,12 @@ type Call struct {
 	ContextID string
 	Tenant    string
 	Principal string
+	// OnBehalfOf is the principal of the caller an orchestrator calls for:
+	// set only when the request came from one of
+	// Config.OnBehalfOfPrincipals (a relay's own principal) and named the
+	// caller (OnBehalfOfKey in its metadata); "" for every other request,
+	// whatever its metadata says. Use Caller to act for the right person.
+	OnBehalfOf string
 
 	// Request is the message that started the task.
 	Request *a2a.Message
@@ -91,6 +97,19 @@ type Call struct {
 
 	ec *engine.Call // the engine's call, nil for a Call built by hand (tests)
 }
+
+// Caller is the principal this step acts for: OnBehalfOf when a trusted
+// orchestrator named one, else Principal.
+func (c *Call) Caller() string {
+	if c.OnBehalfOf != "" {
+		return c.OnBehalfOf
+	}
+	return c.Principal
+}
+
+// OnBehalfOfKey is the request metadata key under which an orchestrator
+// names the caller it calls a sub-agent for (see Call.OnBehalfOf).
+const OnBehalfOfKey = engine.OnBehalfOfKey
 
 // Progress streams a working-state status message to the caller and records
 // it in the task's log. It returns an error when the task is no longer this

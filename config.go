@@ -129,6 +129,29 @@ type Config struct {
 	// principal that created it. When empty, callers are anonymous.
 	// Tokens must be at least 16 characters.
 	Tokens map[string]string
+	// MaxOpenTasksPerPrincipal caps how many tasks one principal may have
+	// that are not terminal (working, paused, ...); a new task past it is
+	// refused with an error that says so. Zero: no cap (the default).
+	MaxOpenTasksPerPrincipal int
+	// NewTasksPerMinutePerPrincipal caps how many tasks one principal may
+	// start a minute on each node (a token bucket: bursts up to the cap).
+	// Zero: no cap (the default).
+	NewTasksPerMinutePerPrincipal int
+	// PushSlotsPerPrincipal caps one principal's push deliveries in flight
+	// on a node (of 64), so that one principal's slow receivers cannot
+	// delay everyone's notifications. Defaults to 16.
+	PushSlotsPerPrincipal int
+	// RetainFinished is how long a finished task (completed, failed,
+	// canceled, rejected) is kept after its last change; then it is
+	// deleted with its history and push configurations. Zero: kept
+	// forever (the default).
+	RetainFinished time.Duration
+
+	// OnBehalfOfPrincipals are the principals trusted to say whom they
+	// call for: an orchestrator's own principal (a relay's sub-tasks run as
+	// it). Their requests' OnBehalfOfKey metadata becomes the step's
+	// Call.OnBehalfOf; anyone else's is ignored. Empty: nobody's.
+	OnBehalfOfPrincipals []string
 
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
@@ -146,7 +169,9 @@ func (c Config) engine() engine.Config {
 		Reminders: c.Reminders, DisableSweeper: c.DisableSweeper,
 		PushTimeout: c.PushTimeout, PushRetryMin: c.PushRetryMin, PushRetryMax: c.PushRetryMax,
 		PushMaxAttempts: c.PushMaxAttempts, AllowPrivateWebhooks: c.AllowPrivateWebhooks,
-		WebhookHosts: c.WebhookHosts, MaxPushConfigs: c.MaxPushConfigs,
+		WebhookHosts: c.WebhookHosts, MaxPushConfigs: c.MaxPushConfigs, OnBehalfOfPrincipals: c.OnBehalfOfPrincipals,
+		MaxOpenTasksPerPrincipal: c.MaxOpenTasksPerPrincipal, NewTasksPerMinutePerPrincipal: c.NewTasksPerMinutePerPrincipal,
+		RetainFinished:       c.RetainFinished,
 		InputRequiredStreams: engine.InputRequiredStreams(c.InputRequiredStreams),
 		MaxPageSize:          c.MaxPageSize, MaxParts: c.MaxParts,
 		Now: c.Now,

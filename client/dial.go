@@ -72,7 +72,7 @@ func DialWith(ctx context.Context, agentURL string, o DialOptions) (*a2aclient.C
 		opts = append(opts, a2aclient.WithConfig(a2aclient.Config{PreferredTransports: o.Preferred}))
 	}
 	if o.Token != "" {
-		opts = append(opts, a2aclient.WithCallInterceptors(bearerToken(o.Token)))
+		opts = append(opts, a2aclient.WithCallInterceptors(bearerToken{token: o.Token, host: hostPort(agentURL)}))
 	}
 	c, err := a2aclient.NewFromCard(ctx, card, opts...)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -35,7 +36,9 @@ type Terminal struct {
 // file that is not a terminal (a pipe), each line read is echoed to out so
 // that the transcript reads like a session.
 func NewTerminal(in io.Reader, out io.Writer, person string) *Terminal {
-	t := &Terminal{in: bufio.NewReader(in), out: out, person: person, now: time.Now}
+	// Everything the agent sent is printed through the one sanitizer:
+	// no control sequence reaches the person's terminal.
+	t := &Terminal{in: bufio.NewReader(in), out: text.CleanWriter(out), person: person, now: time.Now}
 	if f, ok := in.(*os.File); ok {
 		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice == 0 {
 			t.echo = true

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,12 @@ var ErrNotFound = errors.New("inbox: no such item")
 // ErrBadEvent is returned when an event cannot be recorded (no task ID, an
 // input-required status without a message).
 var ErrBadEvent = errors.New("inbox: the event cannot be recorded")
+
+// ErrWrongAgent is returned when an event names an agent other than the
+// one the inbox has for the task: a notification never changes an item's
+// agent, since the agent is where a person's answer (and the caller's
+// bearer token) is sent.
+var ErrWrongAgent = errors.New("inbox: the inbox has this task from another agent")
 
 // ErrNotOpen is returned when an item that must be open is answered or
 // closed already.
@@ -495,8 +502,10 @@ func (it *Item) describeState() string {
 // push notification, a poll): a task in input-required adds its question
 // (and closes the task's older open questions); a task in any other state
 // closes the task's open items, since their questions no longer take
-// answers. agentURL may be "": an item the inbox already has for the task
-// lends its agent URL. Observe returns the item added or found for an
+// answers. Items are matched by (agent, task): agentURL may be "", and then
+// the agent the inbox already has for the task is the one; an event that
+// names another agent than the inbox has for the task changes nothing and
+// gets an error wrapping ErrWrongAgent. Observe returns the item added or found for an
 // input-required task (created says which), nil otherwise. An event that
 // cannot be recorded gets an error wrapping ErrBadEvent.
 func (ib *Inbox) Observe(ctx context.Context, agentURL string, ev a2a.Event) (it *Item, created bool, err error) {
@@ -515,14 +524,28 @@ func (ib *Inbox) Observe(ctx context.Context, agentURL string, ev a2a.Event) (it
 	if taskID == "" {
 		return nil, false, fmt.Errorf("%w: it names no task", ErrBadEvent)
 	}
+	// Items are matched by (agent, task): the agent an item has is the
+	// one it keeps, and an event naming another is refused.
+	known, err := ib.agentsForTask(ctx, taskID)
+	if err != nil {
+		return nil, false, fmt.Errorf("inbox: observe: %w", err)
+	}
+	switch {
+	case agentURL == "" && len(known) == 1:
+		agentURL = known[0]
+	case agentURL == "" && len(known) > 1:
+		return nil, false, fmt.Errorf("%w: task %s is known from %d agents and the event names none", ErrBadEvent, taskID, len(known))
+	case agentURL != "" && len(known) > 0 && !slices.Contains(known, agentURL):
+		return nil, false, fmt.Errorf("%w: task %s is from %s, not %s", ErrWrongAgent, taskID, known[0], agentURL)
+	}
 	if status.State != a2a.TaskStateInputRequired {
 		if status.State == a2a.TaskStateAuthRequired {
 			return nil, false, nil
 		}
 		now := ib.now().UTC().Format(time.RFC3339Nano)
 		_, err := ib.db.ExecContext(ctx,
-			`UPDATE items SET state = ?, note = ?, updated = ? WHERE task_id = ? AND state = ?`,
-			StateClosed, "the task is now "+text.StateWord(status.State), now, taskID, StateOpen)
+			`UPDATE items SET state = ?, note = ?, updated = ? WHERE task_id = ? AND agent_url = ? AND state = ?`,
+			StateClosed, "the task is now "+text.StateWord(status.State), now, taskID, agentURL, StateOpen)
 		if err != nil {
 			return nil, false, fmt.Errorf("inbox: observe: %w", err)
 		}
@@ -533,16 +556,7 @@ func (ib *Inbox) Observe(ctx context.Context, agentURL string, ev a2a.Event) (it
 	}
 	it = FromStatus(agentURL, taskID, contextID, status.Message)
 	it.Source = SourcePush
-	if agentURL == "" {
-		var known string
-		err := ib.db.QueryRowContext(ctx,
-			`SELECT agent_url FROM items WHERE task_id = ? AND agent_url <> '' ORDER BY id DESC LIMIT 1`, taskID).Scan(&known)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, false, fmt.Errorf("inbox: observe: %w", err)
-		}
-		it.AgentURL = known
-	}
-	prev, err := ib.latestForTask(ctx, taskID)
+	prev, err := ib.latestForTask(ctx, agentURL, taskID)
 	if err != nil {
 		return nil, false, fmt.Errorf("inbox: observe: %w", err)
 	}
@@ -556,9 +570,27 @@ func (ib *Inbox) Observe(ctx context.Context, agentURL string, ev a2a.Event) (it
 	return ib.Add(ctx, it)
 }
 
-func (ib *Inbox) latestForTask(ctx context.Context, taskID string) (*Item, error) {
+// agentsForTask lists the agents the inbox has items of taskID from.
+func (ib *Inbox) agentsForTask(ctx context.Context, taskID string) ([]string, error) {
+	rows, err := ib.db.QueryContext(ctx, `SELECT DISTINCT agent_url FROM items WHERE task_id = ? AND agent_url <> '' ORDER BY agent_url`, taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+func (ib *Inbox) latestForTask(ctx context.Context, agentURL, taskID string) (*Item, error) {
 	it, err := scanItem(ib.db.QueryRowContext(ctx,
-		`SELECT `+columns+` FROM items WHERE task_id = ? ORDER BY id DESC LIMIT 1`, taskID))
+		`SELECT `+columns+` FROM items WHERE task_id = ? AND agent_url = ? ORDER BY id DESC LIMIT 1`, taskID, agentURL))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

@@ -119,6 +119,9 @@ func doCompile(raw json.RawMessage) (*compiled, error) {
 	if !ok {
 		return nil, errors.New("answerSchema must be a JSON object")
 	}
+	if err := checkBounds(raw, doc); err != nil {
+		return nil, err
+	}
 	c := &compiled{propType: map[string][]string{}}
 	if req, has := root["required"]; has {
 		arr, _ := req.([]any)

@@ -18,6 +18,10 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
+// TerminalStates are the task states DeleteFinished may delete and
+// CountOpen does not count, as stored.
+var TerminalStates = []string{"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
+
 // Sentinel errors. Drivers translate their native errors into these at the
 // boundary; callers test them with errors.Is.
 var (
@@ -29,6 +33,9 @@ var (
 	// the one the caller expected (someone else changed it first, or the
 	// caller's lease was taken over).
 	ErrConflict = errors.New("store: concurrent modification")
+	// ErrLimit: PutPushConfig would create a configuration beyond
+	// PushConfig.Limit.
+	ErrLimit = errors.New("store: the task has as many push configurations as it may")
 )
 
 // Kind says what a log entry holds.
@@ -216,6 +223,13 @@ type PushConfig struct {
 	// Version starts at 1 and increments on every claim and settle (not
 	// on appends that move TargetSeq).
 	Version int64
+
+	// Limit, when > 0, caps the task's configurations: PutPushConfig
+	// refuses to create one more when the task has Limit already (ErrLimit;
+	// replacing an existing one is always allowed). The count and the
+	// insert are one transaction, so racing creates cannot pass the cap.
+	// Not stored.
+	Limit int
 }
 
 // Store is the durable state of an askpoint server. Implementations must be
@@ -283,8 +297,20 @@ type Store interface {
 	// TargetSeq to the task's newest Notify entry after it (SentSeq when
 	// none) and DueAt to now when there is one, in one transaction.
 	// Attempts and Version start at 0 and 1. ErrNotFound when the task
-	// does not exist. It returns the stored configuration.
+	// does not exist; ErrLimit when c.Limit > 0, c is new and the task has
+	// c.Limit configurations already. It returns the stored configuration.
 	PutPushConfig(ctx context.Context, c *PushConfig) (*PushConfig, error)
+
+	// CountOpen counts the tenant's tasks owned by owner that are not in a
+	// terminal state (completed, failed, canceled, rejected): what a
+	// per-principal quota on open tasks reads.
+	CountOpen(ctx context.Context, tenant, owner string) (int, error)
+
+	// DeleteFinished deletes up to limit tasks in a terminal state whose
+	// UpdatedAt is before before, with their logs and push
+	// configurations, oldest first, and returns how many it deleted. A task
+	// that is not terminal is never deleted.
+	DeleteFinished(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// GetPushConfig returns one configuration. ErrNotFound when none.
 	GetPushConfig(ctx context.Context, taskID, id string) (*PushConfig, error)

@@ -96,7 +96,9 @@ func Agent(dir Directory, ledger Ledger, now func() time.Time) askpoint.Agent {
 			if strings.TrimSpace(text) == "" {
 				return askpoint.Reject("Send the receipt as text, e.g. \"File my taxi receipt from Tuesday, 42 euros\"."), nil
 			}
-			ccs, err := dir.CostCentres(ctx, call.Principal)
+			// The caller's own cost centres: through a relay, the caller the
+			// relay calls for, not the relay's principal.
+			ccs, err := dir.CostCentres(ctx, call.Caller())
 			if err != nil {
 				return askpoint.Outcome{}, err
 			}

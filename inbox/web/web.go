@@ -73,6 +73,10 @@ type Config struct {
 	Mailer *Mailer
 	// PushToken, when set, must come with every push notification.
 	PushToken string
+	// PushAgents, when set, are the only agents whose push notifications
+	// are taken (agent URL -> its own push token, "" for PushToken); see
+	// inbox.PushOptions.Agents.
+	PushAgents map[string]string
 	// NoPush refuses push notifications (an inbox reachable beyond
 	// loopback without a push token would take questions from anyone).
 	NoPush bool
@@ -387,7 +391,18 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /tasks/{task}", s.authed(s.taskPage))
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(staticFS())))
 	var push http.Handler = inbox.NewPushHandler(s.ib, inbox.PushOptions{
-		Token: s.cfg.PushToken,
+		Token:  s.cfg.PushToken,
+		Agents: s.cfg.PushAgents,
+		// What the agent itself says is recorded, never what a
+		// notification claims (issue 23, finding 1).
+		Verify: func(ctx context.Context, agentURL, taskID string) (*a2a.Task, error) {
+			c, err := s.cfg.Dial(ctx, agentURL)
+			if err != nil {
+				return nil, err
+			}
+			defer c.Destroy()
+			return c.GetTask(ctx, &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)})
+		},
 		OnReminder: func(it *inbox.Item, r inbox.Reminder) {
 			if s.cfg.Mailer != nil {
 				s.queue(context.Background(), notice{item: it, kind: "reminder-" + strconv.Itoa(r.N), rem: &r})

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -42,6 +41,8 @@ type loopFlags struct {
 	stream    *bool
 	transport *string
 	token     *string
+	tokenFile *string
+	tokensBy  *string
 	timeout   *time.Duration
 	maxRounds *int
 	policy    *string
@@ -54,7 +55,9 @@ func addLoopFlags(fs *flag.FlagSet) *loopFlags {
 		inbox:     fs.String("inbox", "", "the inbox `file` (default $"+inbox.EnvPath+", else askpoint/inbox.db in your config directory)"),
 		stream:    fs.Bool("stream", false, "use streaming calls (SendStreamingMessage, SubscribeToTask) instead of blocking calls and polls"),
 		transport: fs.String("transport", "", "JSONRPC, HTTP+JSON or GRPC (default: the card's first)"),
-		token:     fs.String("token", "", "bearer `token` for agents that require one (default $ASKPOINT_TOKEN)"),
+		token:     fs.String("token", "", "bearer `token` for agents that require one, sent only to the agent's own origin (default $ASKPOINT_TOKEN; visible in the process list: prefer --token-file or the variable)"),
+		tokenFile: fs.String("token-file", "", "read the bearer token from the first line of this `file` (mode 0600)"),
+		tokensBy:  fs.String("agent-tokens", "", "JSON `file` mapping agent URLs (or origins) to their own bearer tokens; an agent not in it gets --token"),
 		timeout:   fs.Duration("timeout", 5*time.Minute, "give up after this long (the task stays as it is)"),
 		maxRounds: fs.Int("max-rounds", client.DefaultMaxRounds, "cancel the task when the agent asks more than this many questions"),
 		policy:    fs.String("policy", "", "policy rules `file` (JSON) that answer questions, e.g. {\"rules\":[{\"when\":{\"field\":\"costCentre\"},\"answer\":\"CC-4410\"}]}"),
@@ -95,35 +98,49 @@ func (f *loopFlags) machineResolvers() ([]client.Resolver, error) {
 	return rs, nil
 }
 
-func (f *loopFlags) bearerToken() string {
-	if *f.token != "" {
-		return *f.token
+// bearerToken is the caller's bearer token: --token, --token-file or
+// $ASKPOINT_TOKEN ("" for none).
+func (f *loopFlags) bearerToken() (string, error) {
+	return secret(*f.token, *f.tokenFile, "token", "ASKPOINT_TOKEN")
+}
+
+// tokenFor is the bearer token for the agent at agentURL: its own from
+// --agent-tokens, else the one token.
+func tokenFor(byOrigin map[string]string, token, agentURL string) string {
+	if t, ok := byOrigin[originOf(agentURL)]; ok {
+		return t
 	}
-	return os.Getenv("ASKPOINT_TOKEN")
+	return token
 }
 
-func (f *loopFlags) httpClient() *http.Client {
-	token := f.bearerToken()
-	if token == "" {
-		return &http.Client{}
+// agentTokens reads --agent-tokens: origin -> token.
+func (f *loopFlags) agentTokens() (map[string]string, error) {
+	if f.tokensBy == nil || *f.tokensBy == "" {
+		return nil, nil
 	}
-	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
-}
-
-// bearer adds an Authorization header to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
+	raw, err := os.ReadFile(*f.tokensBy)
+	if err != nil {
+		return nil, fmt.Errorf("--agent-tokens: %w", err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("--agent-tokens %s: want a JSON object mapping agent URLs to bearer tokens (its text is not shown)", *f.tokensBy)
+	}
+	out := map[string]string{}
+	for u, t := range m {
+		o := originOf(u)
+		if o == "" {
+			return nil, fmt.Errorf("--agent-tokens %s: %q is not an http(s) URL", *f.tokensBy, u)
+		}
+		out[o] = t
+	}
+	return out, nil
 }
 
 func (f *loopFlags) dialer() func(ctx context.Context, url string) (*a2aclient.Client, error) {
-	hc := f.httpClient()
+	token, tokenErr := f.bearerToken()
+	byOrigin, mapErr := f.agentTokens()
+	tokenErr = errors.Join(tokenErr, mapErr)
 	var pref []a2a.TransportProtocol
 	switch strings.ToUpper(*f.transport) {
 	case "":
@@ -137,10 +154,14 @@ func (f *loopFlags) dialer() func(ctx context.Context, url string) (*a2aclient.C
 		pref = []a2a.TransportProtocol{a2a.TransportProtocol(*f.transport)}
 	}
 	// The token rides on the HTTP client for the card and the HTTP
-	// bindings, and as a service parameter for gRPC's metadata.
-	token := f.bearerToken()
+	// bindings, and as a service parameter for gRPC's metadata; either way
+	// only to the agent's own origin.
 	return func(ctx context.Context, url string) (*a2aclient.Client, error) {
-		return client.DialWith(ctx, url, client.DialOptions{HTTP: hc, Token: token, Preferred: pref})
+		if tokenErr != nil {
+			return nil, tokenErr
+		}
+		tok := tokenFor(byOrigin, token, url)
+		return client.DialWith(ctx, url, client.DialOptions{HTTP: bearerClient(url, tok), Token: tok, Preferred: pref})
 	}
 }
 
@@ -482,8 +503,11 @@ func personName() string {
 	return ""
 }
 
+// shellQuote is s as one word for a POSIX shell: as it is when it holds
+// only characters no shell treats specially, else in single quotes, each
+// quote inside closed, escaped and reopened.
 func shellQuote(s string) string {
-	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

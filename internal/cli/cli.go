@@ -4,6 +4,8 @@ package cli
 import (
 	"fmt"
 	"io"
+
+	"github.com/askpoint/askpoint/internal/text"
 )
 
 const usage = `askpoint: durable A2A agents that stop to ask a question and carry on later.
@@ -30,6 +32,9 @@ Run "askpoint COMMAND --help" for a command's flags.
 
 // Main runs the command line args and returns the exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
+	// What agents send (questions, options, errors, URLs) is printed
+	// through the one sanitizer: no control sequence reaches a terminal.
+	stdout, stderr = text.CleanWriter(stdout), text.CleanWriter(stderr)
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
 	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/question"
@@ -28,7 +31,11 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("inbox", "", "the inbox `file` (default $"+inbox.EnvPath+", else askpoint/inbox.db in your config directory)")
 	all := fs.Bool("all", false, "also list answered and closed items")
 	listen := fs.String("listen", "", "receive A2A push notifications on `host:port` (POST a StreamResponse to http://host:port/?agent=AGENT_URL) until interrupted")
-	token := fs.String("token", "", "with --listen or --web: refuse push notifications without this A2A-Notification-Token header")
+	token := fs.String("token", "", "with --listen or --web: refuse push notifications without this A2A-Notification-Token header (default $"+envPushToken+"; visible in the process list: prefer --token-file or the variable)")
+	tokenFile := fs.String("token-file", "", "read --token from the first line of this `file` (mode 0600)")
+	var agentFlags tokenFlags
+	fs.Var(&agentFlags, "agent", "with --listen (required) or --web: take push notifications from the agent at this `URL` (repeat for each); no other agent's are taken")
+	agentsFile := fs.String("agents", "", "with --listen or --web: JSON `file` mapping agent URLs to their own push tokens (\"\" for --token)")
 	wf := addWebFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: askpoint inbox [--inbox FILE] [--all] [--listen ADDR [--token T]]")
@@ -44,6 +51,28 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "askpoint inbox: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
+	}
+	pushTok, err := secret(*token, *tokenFile, "token", envPushToken)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint inbox: %v\n", err)
+		return exitUsage
+	}
+	*token = pushTok
+	agents, err := listenAgents(agentFlags, *agentsFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint inbox: %v\n", err)
+		return exitUsage
+	}
+	if *listen != "" && *wf.addr == "" && len(agents) == 0 {
+		fmt.Fprintln(stderr, "askpoint inbox: --listen needs the agents whose notifications to take: --agent URL (repeat) or --agents FILE; a notification cannot name its own agent, since that is where answers and your bearer token go")
+		return exitUsage
+	}
+	if len(agents) > 0 && *listen == "" && *wf.addr == "" {
+		fmt.Fprintln(stderr, "askpoint inbox: --agent and --agents only apply with --listen or --web")
+		return exitUsage
+	}
+	if os.Getenv(envPushToken) != "" && *listen == "" && *wf.addr == "" {
+		*token = ""
 	}
 	if *token != "" && *listen == "" && *wf.addr == "" {
 		fmt.Fprintln(stderr, "askpoint inbox: --token only applies with --listen or --web")
@@ -74,10 +103,10 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer ib.Close()
 	if *listen != "" {
-		return listenPush(ctx, ib, *listen, *token, stdout, stderr)
+		return listenPush(ctx, ib, *listen, *token, agents, stdout, stderr)
 	}
 	if *wf.addr != "" {
-		return serveWeb(ctx, ib, wf, *token, stdout, stderr)
+		return serveWeb(ctx, ib, wf, *token, agents, stdout, stderr)
 	}
 
 	items, err := ib.List(ctx, inbox.ListOptions{All: *all})
@@ -189,7 +218,7 @@ func oneLine(s string) string {
 }
 
 // listenPush serves the push receiver until ctx ends.
-func listenPush(ctx context.Context, ib *inbox.Inbox, addr, token string, stdout, stderr io.Writer) int {
+func listenPush(ctx context.Context, ib *inbox.Inbox, addr, token string, agents map[string]string, stdout, stderr io.Writer) int {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint inbox: listen on %s: %v\n", addr, err)
@@ -201,8 +230,20 @@ func listenPush(ctx context.Context, ib *inbox.Inbox, addr, token string, stdout
 		defer mu.Unlock()
 		fmt.Fprintf(stdout, format, args...)
 	}
+	bearerTok := os.Getenv("ASKPOINT_TOKEN")
 	h := inbox.NewPushHandler(ib, inbox.PushOptions{
-		Token: token,
+		Token:  token,
+		Agents: agents,
+		// What the agent itself says about the task is what the inbox
+		// records: a notification only says when to ask.
+		Verify: func(ctx context.Context, agentURL, taskID string) (*a2a.Task, error) {
+			c, err := client.Dial(ctx, agentURL, bearerClient(agentURL, bearerTok))
+			if err != nil {
+				return nil, err
+			}
+			defer c.Destroy()
+			return c.GetTask(ctx, &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)})
+		},
 		OnItem: func(it *inbox.Item, created bool) {
 			if created {
 				say("new question: item %d from %s: %s\n", it.ID, orUnknown(it.AgentURL), oneLine(it.Text))
@@ -228,6 +269,38 @@ func listenPush(ctx context.Context, ib *inbox.Inbox, addr, token string, stdout
 	<-done
 	say("stopped\n")
 	return 0
+}
+
+// envPushToken names the environment variable that may hold the push
+// listener's token.
+const envPushToken = "ASKPOINT_PUSH_TOKEN"
+
+// listenAgents is the agent URL -> push token map of --agent and --agents.
+func listenAgents(flags tokenFlags, file string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, a := range flags {
+		if originOf(a) == "" {
+			return nil, fmt.Errorf("--agent %q is not an http(s) URL of an agent", a)
+		}
+		out[strings.TrimSuffix(a, "/")] = ""
+	}
+	if file != "" {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			return nil, fmt.Errorf("--agents: %w", err)
+		}
+		var m map[string]string
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("--agents %s: want a JSON object mapping agent URLs to push tokens (its text is not shown)", file)
+		}
+		for a, tok := range m {
+			if originOf(a) == "" {
+				return nil, fmt.Errorf("--agents %s: %q is not an http(s) URL of an agent", file, a)
+			}
+			out[strings.TrimSuffix(a, "/")] = tok
+		}
+	}
+	return out, nil
 }
 
 func orUnknown(s string) string {

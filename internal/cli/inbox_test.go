@@ -116,7 +116,7 @@ func TestInboxListenLearnsOfQuestionsFromPushNotifications(t *testing.T) {
 	agentURL := env.AgentURL("expense")
 	inboxPath := filepath.Join(t.TempDir(), "inbox.db")
 	const token = "push-token-0123456789"
-	l := startListener(t, bin, "--inbox", inboxPath, "--token", token)
+	l := startListener(t, bin, "--inbox", inboxPath, "--token", token, "--agent", agentURL)
 
 	// A task pauses on the server (sent by some other client); its state
 	// arrives as a push notification.
@@ -151,8 +151,8 @@ func TestInboxListenLearnsOfQuestionsFromPushNotifications(t *testing.T) {
 	}
 	mustContain(t, "askpoint answer", out, "state:   TASK_STATE_COMPLETED", `"costCentre":"CC-4410"`)
 
-	// A second paused task, then word that it completed elsewhere: its item
-	// closes.
+	// A second paused task, then word that it was canceled elsewhere: its
+	// item closes.
 	res, err = c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(taxiReceipt))})
 	if err != nil {
 		t.Fatal(err)
@@ -162,9 +162,14 @@ func TestInboxListenLearnsOfQuestionsFromPushNotifications(t *testing.T) {
 	if line := l.next(t); !strings.HasPrefix(line, "new question: item 2 ") {
 		t.Errorf("listener said %q; want item 2", line)
 	}
-	push(t, l.url, token, &a2a.TaskStatusUpdateEvent{TaskID: second.ID, ContextID: second.ContextID, Status: a2a.TaskStatus{State: a2a.TaskStateCompleted}})
+	// (The listener reads the task from its agent before it changes an
+	// item, so the task is really canceled first.)
+	if _, err := c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: second.ID}); err != nil {
+		t.Fatal(err)
+	}
+	push(t, l.url, token, &a2a.TaskStatusUpdateEvent{TaskID: second.ID, ContextID: second.ContextID, Status: a2a.TaskStatus{State: a2a.TaskStateCanceled}})
 	out, _, _ = exe(t, bin, "", "inbox", "--inbox", inboxPath, "--all")
-	mustContain(t, "askpoint inbox --all", out, "answered by person (erin)", "closed: the task is now completed")
+	mustContain(t, "askpoint inbox --all", out, "answered by person (erin)", "closed: the task is now canceled")
 
 	// An interrupt stops the listener cleanly.
 	if err := l.cmd.Process.Signal(syscall.SIGINT); err != nil {

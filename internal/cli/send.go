@@ -281,9 +281,12 @@ func (p *printer) hint() {
 	}
 	tr := ""
 	if p.transport != "" {
-		tr = "--transport " + p.transport + " "
+		tr = "--transport " + shellQuote(p.transport) + " "
 	}
-	fmt.Fprintf(p.w, "answer:  askpoint send %s--task %s --data '%s' %s\n", tr, p.task, example, p.url)
+	// Every value is the agent's (the task ID, the question ID, option
+	// values, field names): each is shell-quoted, so that pasting the line
+	// runs askpoint and nothing else.
+	fmt.Fprintf(p.w, "answer:  askpoint send %s--task %s --data %s %s\n", tr, shellQuote(p.task), shellQuote(example), shellQuote(p.url))
 }
 
 // exampleAnswer writes a JSON answer with every required field of schema

@@ -41,7 +41,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("askpoint serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8420", "`host:port` to listen on")
-	db := fs.String("db", "askpoint.db", "SQLite database `file` (created if missing), or a postgres:// URL to run several nodes on one PostgreSQL (default $ASKPOINT_DB when set)")
+	db := fs.String("db", "askpoint.db", "SQLite database `file` (created if missing), or a postgres:// URL to run several nodes on one PostgreSQL (default $ASKPOINT_DB when set; keep a password out of the process list with $ASKPOINT_DB, $PGPASSWORD or ~/.pgpass)")
 	streams := fs.String("streams", "close", "what streams do at input-required: close or open")
 	lease := fs.Duration("lease", 30*time.Second, "how long a run's lease lasts before another node may take the task over")
 	poll := fs.Duration("poll", time.Second, "how often to look for runs whose lease lapsed")
@@ -54,16 +54,19 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	pushRetryMax := fs.Duration("push-retry-max", 5*time.Minute, "longest wait between push notification retries")
 	pushAttempts := fs.Int("push-attempts", 12, "attempts before giving up on a push receiver's pending notifications")
 	grpcOn := fs.Bool("grpc", true, "also serve the A2A gRPC binding on the same port (each agent's tenant is its name)")
+	maxOpen := fs.Int("max-open-tasks", 0, "most tasks one caller may have open (not finished) at once; 0: no cap")
+	perMinute := fs.Int("tasks-per-minute", 0, "most tasks one caller may start a minute on this node; 0: no cap")
+	retain := fs.Duration("retain-finished", 0, "delete finished tasks (completed, failed, canceled, rejected) this long after their last change; 0: keep them")
 	conformanceMode := fs.Bool("conformance", false, "also serve the agent the A2A conformance suites (ACTS, a2a-tck) drive (examples/conformance), whose card is then the one at the host root")
 	var defaultsFlag tokenFlags
 	fs.Var(&defaultsFlag, "cost-centre", "`PRINCIPAL=CC-NNNN`: the finance assistant charges this caller's expenses to this cost centre without asking; repeat per caller")
 	var tokenFlag tokenFlags
-	fs.Var(&tokenFlag, "token", "`PRINCIPAL=TOKEN`: require bearer tokens; repeat for each caller")
-	tokensFile := fs.String("tokens", "", "JSON `file` mapping principals to bearer tokens")
+	fs.Var(&tokenFlag, "token", "`PRINCIPAL=TOKEN`: require bearer tokens; repeat for each caller (visible in the process list: prefer --tokens or $"+EnvTokens+")")
+	tokensFile := fs.String("tokens", "", "JSON `file` mapping principals to bearer tokens (mode 0600; also $"+EnvTokens+", the same JSON)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	tokens, err := loadTokens(tokenFlag, *tokensFile)
+	tokens, err := loadTokens(tokenFlag, *tokensFile, func(w string) { fmt.Fprintf(stderr, "askpoint serve: warning: %s\n", w) })
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 2
@@ -77,7 +80,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		internal := text.RandomHex(24)
 		tokens[internal] = internalPrincipal
 		internalDial = func(ctx context.Context, u string) (*a2aclient.Client, error) {
-			return client.DialWith(ctx, u, client.DialOptions{Token: internal})
+			return client.DialWith(ctx, u, client.DialOptions{HTTP: bearerClient(u, internal), Token: internal})
 		}
 	}
 	if callers == 0 {
@@ -180,6 +183,10 @@ func serve(args []string, stdout, stderr io.Writer) int {
 
 	srv, err := askpoint.NewServer(askpoint.Config{
 		Store: st, Logger: logger, InputRequiredStreams: mode, LeaseDuration: *lease, PollInterval: *poll, Tokens: tokens,
+		// The finance assistant's sub-tasks run as the internal principal
+		// and name the caller they are for.
+		OnBehalfOfPrincipals:     []string{internalPrincipal},
+		MaxOpenTasksPerPrincipal: *maxOpen, NewTasksPerMinutePerPrincipal: *perMinute, RetainFinished: *retain,
 		QuestionExpiry: *expiry, Reminders: points, DisableSweeper: *noSweep,
 		AllowPrivateWebhooks: *allowPrivate || *conformanceMode,
 		PushRetryMin:         *pushRetryMin, PushRetryMax: *pushRetryMax, PushMaxAttempts: *pushAttempts,
@@ -319,15 +326,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 // internalPrincipal is the principal of this process's own calls to its
 // agents (the finance assistant's and the planning workflow's).
 const internalPrincipal = "askpoint-internal"
-
-// bearerTransport adds a bearer token to every request.
-type bearerTransport struct{ token string }
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
-}
 
 // serverPage is the server's own page at /inbox/: the paused tasks of the
 // logged-in principal (their bearer token is the login), answered in place.

@@ -67,7 +67,7 @@ func (wf *webFlags) misused(fs *flag.FlagSet) string {
 }
 
 // serveWeb serves the web inbox until ctx ends.
-func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken string, stdout, stderr io.Writer) int {
+func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken string, agents map[string]string, stdout, stderr io.Writer) int {
 	fail := func(format string, args ...any) int {
 		fmt.Fprintf(stderr, "askpoint inbox: "+format+"\n", args...)
 		return exitUsage
@@ -102,7 +102,7 @@ func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken stri
 	if !loopback && !tls && !strings.HasPrefix(public, "https://") {
 		return fail("--web %s is not a loopback address: the web inbox serves loopback only unless it is reached over TLS; add --tls-cert and --tls-key, or --public-url https://… when a proxy in front terminates TLS, or listen on 127.0.0.1", *wf.addr)
 	}
-	lf := &loopFlags{facts: wf.facts, policy: wf.policy, token: wf.agentToken, transport: new(string)}
+	lf := &loopFlags{facts: wf.facts, policy: wf.policy, token: wf.agentToken, tokenFile: new(string), transport: new(string)}
 	machine, err := lf.machineResolvers()
 	if err != nil {
 		return fail("%v", err)
@@ -134,9 +134,13 @@ func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken stri
 		Inbox: ib, People: people, PublicURL: public, ExtraHosts: extra,
 		Resolvers: machine, Options: []client.Option{client.WithDialer(lf.dialer())},
 		Dial: lf.dialer(), Card: func(ctx context.Context, agentURL string) (*a2a.AgentCard, error) {
-			return agentcard.NewResolver(lf.httpClient()).Resolve(ctx, strings.TrimSuffix(agentURL, "/"))
+			token, err := lf.bearerToken()
+			if err != nil {
+				return nil, err
+			}
+			return agentcard.NewResolver(bearerClient(agentURL, token)).Resolve(ctx, strings.TrimSuffix(agentURL, "/"))
 		},
-		PushToken: pushToken, NoPush: !loopback && pushToken == "", Watch: *wf.watch, Refresh: *wf.refresh, Logger: logger,
+		PushToken: pushToken, PushAgents: agents, NoPush: !loopback && pushToken == "", Watch: *wf.watch, Refresh: *wf.refresh, Logger: logger,
 	}
 	if *wf.refresh == 0 {
 		cfg.Refresh = -1

@@ -110,6 +110,20 @@ type Config struct {
 	WebhookHosts []string
 	// MaxPushConfigs caps the push configurations of one task. Defaults to 8.
 	MaxPushConfigs int
+	// MaxOpenTasksPerPrincipal caps one principal's tasks that are not
+	// terminal; NewTasksPerMinutePerPrincipal caps how many it starts a
+	// minute on this node. Zero: no cap.
+	MaxOpenTasksPerPrincipal      int
+	NewTasksPerMinutePerPrincipal int
+	// PushSlotsPerPrincipal caps one principal's push deliveries in flight
+	// on a node, of the 64 slots. Defaults to 16.
+	PushSlotsPerPrincipal int
+	// RetainFinished is how long a terminal task is kept after its last
+	// change; then it is deleted with its history. Zero: kept forever.
+	RetainFinished time.Duration
+	// OnBehalfOfPrincipals are the principals whose requests may name the
+	// caller they act for (OnBehalfOfKey in the request's metadata).
+	OnBehalfOfPrincipals []string
 
 	// InputRequiredStreams decides whether streams close at input-required.
 	// Defaults to CloseStreams.
@@ -179,6 +193,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PushMaxAttempts <= 0 {
 		c.PushMaxAttempts = 12
+	}
+	if c.PushSlotsPerPrincipal <= 0 {
+		c.PushSlotsPerPrincipal = 16
 	}
 	if c.MaxPushConfigs <= 0 {
 		c.MaxPushConfigs = 8

@@ -32,8 +32,10 @@ type Engine struct {
 	queue  chan job
 	// slots bounds the steps running on this node: the workers' and those
 	// run in a caller's goroutine (runHere).
-	slots chan struct{}
-	locks taskLocks
+	slots  chan struct{}
+	locks  taskLocks
+	rate   rateBuckets // NewTasksPerMinutePerPrincipal
+	shares pushShares  // push deliveries in flight per principal
 
 	// Timer loops: the sweeper (question expiries and reminders), the
 	// releaser (holds) and the push deliverer.
@@ -85,6 +87,7 @@ func New(cfg Config) (*Engine, error) {
 		pushSlots: make(chan struct{}, 64),
 	}
 	s.broker.m = map[string]*watchers{}
+	s.rate.perMin = cfg.NewTasksPerMinutePerPrincipal
 	return s, nil
 }
 
@@ -156,6 +159,10 @@ func (s *Engine) Start(ctx context.Context) error {
 		return s.store.NextDue(ctx, store.TimerHold)
 	})
 	go s.runTimerLoop(ctx, s.pusher, s.deliverDue, nil)
+	if s.cfg.RetainFinished > 0 {
+		s.wg.Add(1)
+		go s.retain(ctx)
+	}
 	if n, ok := s.store.(store.Notifier); ok {
 		// Wake this node's waiters when another node changes a task.
 		s.wg.Add(1)

@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 
 	"github.com/askpoint/askpoint/store"
 )
@@ -32,24 +32,19 @@ import (
 // real time. Config.Now governs the task's own timeline (expiry,
 // reminders, holds).
 
-// pushSender posts notifications with the SDK's HTTP sender, which checks
-// every resolved address at dial time (SSRF guard) unless private networks
-// are allowed.
+// pushSender posts notifications (pushclient.go): its dial guard refuses
+// private addresses unless they are allowed, and it follows no redirect.
 type pushSender struct {
-	guarded *push.HTTPPushSender
-	open    *push.HTTPPushSender // for the hosts in Config.WebhookHosts
+	guarded *http.Client
+	open    *http.Client // for the hosts in Config.WebhookHosts
 	hosts   map[string]bool
 }
 
 func newPushSender(cfg Config) *pushSender {
 	ps := &pushSender{
-		guarded: push.NewHTTPPushSender(&push.HTTPSenderConfig{
-			Timeout: cfg.PushTimeout, FailOnError: true, AllowPrivateNetworks: cfg.AllowPrivateWebhooks,
-		}),
-		open: push.NewHTTPPushSender(&push.HTTPSenderConfig{
-			Timeout: cfg.PushTimeout, FailOnError: true, AllowPrivateNetworks: true,
-		}),
-		hosts: map[string]bool{},
+		guarded: pushClient(cfg.PushTimeout, cfg.AllowPrivateWebhooks),
+		open:    pushClient(cfg.PushTimeout, true),
+		hosts:   map[string]bool{},
 	}
 	for _, h := range cfg.WebhookHosts {
 		ps.hosts[strings.ToLower(h)] = true
@@ -66,9 +61,9 @@ func (ps *pushSender) allowed(rawURL string) bool {
 // send posts ev to the configuration's URL.
 func (ps *pushSender) send(ctx context.Context, cfg *a2a.PushConfig, ev a2a.Event) error {
 	if ps.allowed(cfg.URL) {
-		return ps.open.SendPush(ctx, cfg, ev)
+		return postPush(ctx, ps.open, cfg, ev)
 	}
-	return ps.guarded.SendPush(ctx, cfg, ev)
+	return postPush(ctx, ps.guarded, cfg, ev)
 }
 
 // deliverDue claims the push configurations with a delivery due and
@@ -88,13 +83,17 @@ func (s *Engine) deliverDue(ctx context.Context) (int, error) {
 	// loop does not wait for it, so one slow receiver (up to PushTimeout)
 	// holds up nobody else. Stop waits for deliveries under way.
 	for _, c := range claimed {
+		owner, ok := s.pushShare(ctx, c)
+		if !ok {
+			continue // its principal has its share of the slots in flight
+		}
 		s.pushSlots <- struct{}{}
 		s.wg.Add(1)
 		s.act.add(1)
 		go func() {
 			defer s.wg.Done()
 			defer s.act.add(-1)
-			defer func() { <-s.pushSlots; s.pusher.kick() }()
+			defer func() { s.shares.done(owner); <-s.pushSlots; s.pusher.kick() }()
 			s.deliverOne(ctx, c)
 		}()
 	}
@@ -344,9 +343,14 @@ func (s *Engine) putPushConfig(ctx context.Context, t *store.Task, c *a2a.PushCo
 	if err != nil {
 		return nil, errInternal(err)
 	}
-	saved, err := s.store.PutPushConfig(ctx, &store.PushConfig{TaskID: t.ID, ID: cfg.ID, Config: raw, SentSeq: fromSeq})
+	saved, err := s.store.PutPushConfig(ctx, &store.PushConfig{TaskID: t.ID, ID: cfg.ID, Config: raw, SentSeq: fromSeq, Limit: s.cfg.MaxPushConfigs})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errTaskNotFound(t.ID)
+	}
+	if errors.Is(err, store.ErrLimit) {
+		// Another create won the race past the check above: the store's
+		// count is the one that holds.
+		return nil, errInvalidParams("task %q already has %d push notification configurations, the most one task may have; delete one first", t.ID, s.cfg.MaxPushConfigs)
 	}
 	if err != nil {
 		return nil, errInternal(err)

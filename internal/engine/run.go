@@ -574,6 +574,7 @@ func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a
 	}
 	if in.Kind == inputStart {
 		call.Request = in.Message
+		call.OnBehalfOf = s.onBehalfOf(t.Owner, call.Request)
 		return call, nil, nil
 	}
 	call.Request = request
@@ -589,6 +590,7 @@ func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a
 			}
 		}
 	}
+	call.OnBehalfOf = s.onBehalfOf(t.Owner, call.Request)
 	res := &Resumption{Checkpoint: t.Checkpoint}
 	switch in.Kind {
 	case inputAnswer:

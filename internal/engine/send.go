@@ -135,6 +135,9 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 	s := h.s
 	owner := principalFrom(ctx)
 	id := requestTaskID(req.Tenant, owner, h.name, req.Message.ID, nil)
+	if err := s.checkQuota(ctx, req.Tenant, owner, id); err != nil {
+		return nil, err
+	}
 	if quick {
 		if acc, ok := h.quickStart(ctx, req, id); ok {
 			return acc, nil

@@ -62,11 +62,14 @@ type Call struct {
 	ContextID string
 	Tenant    string
 	Principal string
-	Request   *a2a.Message
-	Message   *a2a.Message
-	Key       string
-	Holds     []HoldStatus
-	Expired   bool
+	// OnBehalfOf is the principal a trusted orchestrator (one of
+	// Config.OnBehalfOfPrincipals) says it calls for; "" otherwise.
+	OnBehalfOf string
+	Request    *a2a.Message
+	Message    *a2a.Message
+	Key        string
+	Holds      []HoldStatus
+	Expired    bool
 
 	run *run
 }

@@ -525,7 +525,7 @@ func (r *relay) ownExpiry(sub time.Time) time.Time {
 // with an answer the sub-agent's schema takes.
 func (r *relay) resolve(ctx context.Context, call *askpoint.Call, sub *a2a.Task, q *question.Question) *client.Answer {
 	query := &client.Query{
-		Caller: call.Principal, TaskID: sub.ID, ContextID: sub.ContextID,
+		Caller: call.Caller(), TaskID: sub.ID, ContextID: sub.ContextID,
 		Request: call.Request, Status: sub.Status.Message, Question: q, Text: q.Text, Round: 1, MaxRounds: 1,
 	}
 	for _, res := range r.cfg.Resolvers {
@@ -588,6 +588,15 @@ func (r *relay) answer(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 // sub-task it started (ListTasks) instead of starting another.
 func (r *relay) send(ctx context.Context, call *askpoint.Call, c *a2aclient.Client, cp *Checkpoint, msg *a2a.Message) (*a2a.Task, error) {
 	if msg.TaskID == "" {
+		// The sub-task runs as the relay's principal: name the caller it
+		// is for, which the sub-agent's server trusts from the relay's
+		// principal only (askpoint.Config.OnBehalfOfPrincipals).
+		if caller := call.Caller(); caller != "" {
+			if msg.Metadata == nil {
+				msg.Metadata = map[string]any{}
+			}
+			msg.Metadata[askpoint.OnBehalfOfKey] = caller
+		}
 		msg.ContextID = "relay-ctx-" + strings.TrimPrefix(msg.ID, "relay-")
 		if got, err := c.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: msg.ContextID, PageSize: 1}); err == nil && len(got.Tasks) > 0 {
 			return r.settle(ctx, c, got.Tasks[0], true)

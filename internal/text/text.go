@@ -6,7 +6,9 @@ package text
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
@@ -52,4 +54,65 @@ func RandomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// Clean is s fit to print on a person's terminal: control characters
+// (C0 but newline and tab, DEL, C1) and the Unicode controls that reorder
+// or hide text (bidirectional overrides and isolates, zero-width marks) are
+// dropped. What an agent sends (questions, options, errors, URLs) is
+// untrusted: raw, an ESC or OSC sequence retitles the terminal, hides text
+// or fakes a link. The one sanitizer of everything askpoint prints for a
+// person in a terminal; the web inbox escapes through html/template.
+func Clean(s string) string {
+	if !needsClean(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if !unsafeRune(r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func needsClean(s string) bool {
+	for _, r := range s {
+		if unsafeRune(r) {
+			return true
+		}
+	}
+	return false
+}
+
+func unsafeRune(r rune) bool {
+	switch {
+	case r == '\n' || r == '\t':
+		return false
+	case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f):
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+		return true
+	case r == utf8.RuneError:
+		return true
+	}
+	return false
+}
+
+// CleanWriter passes what is written to w through Clean. Each Write is
+// cleaned on its own (fmt writes a whole line at once).
+func CleanWriter(w io.Writer) io.Writer { return cleanWriter{w} }
+
+type cleanWriter struct{ w io.Writer }
+
+func (c cleanWriter) Write(p []byte) (int, error) {
+	s := string(p)
+	if !needsClean(s) {
+		return c.w.Write(p)
+	}
+	if _, err := io.WriteString(c.w, Clean(s)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

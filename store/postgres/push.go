@@ -64,7 +64,9 @@ var putPushSQL = `
 		ORDER BY seq DESC
 		LIMIT 1
 	) n ON true
-	WHERE t.id = $1
+	WHERE t.id = $1 AND ($5 = 0
+		OR EXISTS (SELECT 1 FROM push_configs WHERE task_id = $1 AND id = $2)
+		OR (SELECT count(*) FROM push_configs WHERE task_id = $1) < $5)
 	ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config
 	RETURNING ` + pushCols
 
@@ -86,8 +88,15 @@ func (s *Store) PutPushConfig(ctx context.Context, c *store.PushConfig) (*store.
 		return nil, errors.New("postgres: PutPushConfig: nil config")
 	}
 	b := &pgx.Batch{}
-	b.Queue(`SELECT 1 FROM tasks WHERE id = $1 FOR SHARE`, c.TaskID)
-	b.Queue(putPushSQL, c.TaskID, c.ID, text(c.Config), c.SentSeq)
+	lock := `SELECT 1 FROM tasks WHERE id = $1 FOR SHARE`
+	if c.Limit > 0 {
+		// Capped creates exclude each other on the task row, so the count
+		// in the insert (a statement after the lock, with its own
+		// snapshot) sees every configuration committed before it.
+		lock = `SELECT 1 FROM tasks WHERE id = $1 FOR NO KEY UPDATE`
+	}
+	b.Queue(lock, c.TaskID)
+	b.Queue(putPushSQL, c.TaskID, c.ID, text(c.Config), c.SentSeq, c.Limit)
 	br := s.pool.SendBatch(ctx, b)
 	_, lerr := br.Exec()
 	got, err := scanPush(br.QueryRow())
@@ -97,6 +106,15 @@ func (s *Store) PutPushConfig(ctx context.Context, c *store.PushConfig) (*store.
 		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
+		if c.Limit > 0 {
+			var exists bool
+			if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE id = $1)`, c.TaskID).Scan(&exists); err != nil {
+				return nil, pushErr("PutPushConfig", c.TaskID, c.ID, err)
+			}
+			if exists {
+				return nil, store.ErrLimit
+			}
+		}
 		return nil, store.ErrNotFound
 	}
 	if err != nil {

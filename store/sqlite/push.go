@@ -56,6 +56,21 @@ func (s *Store) PutPushConfig(ctx context.Context, c *store.PushConfig) (*store.
 	var got *store.PushConfig
 	err := s.write(ctx, func(b *batch) error {
 		var err error
+		if c.Limit > 0 {
+			// Writes are serialised by the writer: nothing lands between
+			// this count and the insert.
+			var others int
+			if err := b.tx.QueryRow(`SELECT count(*) FROM push_configs WHERE task_id = ? AND id <> ?`, c.TaskID, c.ID).Scan(&others); err != nil {
+				return pushErr("PutPushConfig", c.TaskID, c.ID, err)
+			}
+			var exists int
+			if err := b.tx.QueryRow(`SELECT count(*) FROM push_configs WHERE task_id = ? AND id = ?`, c.TaskID, c.ID).Scan(&exists); err != nil {
+				return pushErr("PutPushConfig", c.TaskID, c.ID, err)
+			}
+			if exists == 0 && others >= c.Limit {
+				return store.ErrLimit
+			}
+		}
 		got, err = scanPush(b.stmt(stmtPutPush).QueryRow(c.TaskID, c.ID, blob(c.Config), c.SentSeq, time.Now().UnixMilli()))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound // no such task: nothing was written

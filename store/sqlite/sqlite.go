@@ -98,6 +98,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %q: need the path of a database file", path)
 	}
 	uri := fileURI(path)
+	// The database holds push tokens and the credentials of push
+	// configurations: a new one is readable by its owner only, and SQLite
+	// gives its WAL and shared-memory files the database file's mode.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	}
 
 	w, err := sql.Open("sqlite", uri+"?"+writerParams)
 	if err != nil {

@@ -145,7 +145,8 @@ func (s *Store) writer() {
 // clean says whether an op's error left nothing written: the store's
 // sentinels are returned before any write.
 func clean(err error) bool {
-	return err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound)
+	return err == nil || errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) ||
+		errors.Is(err, store.ErrLimit)
 }
 
 var errDirty = errors.New("an op failed mid-write")

@@ -27,6 +27,7 @@ var pushCases = []testCase{
 	{"PutPushConfig/ExistingGetsNewConfigAndKeepsDeliveryState", testPutReplace},
 	{"PutPushConfig/UnknownTaskIsErrNotFoundAndCreatesNothing", testPutUnknownTask},
 	{"PutPushConfig/RacingAppendsMissesNoEntry", testPutRacingAppends},
+	{"PutPushConfig/RacingCreatesStayWithinLimit", testPutRacingLimit},
 	{"GetPushConfig/UnknownIsErrNotFound", testGetPushUnknown},
 	{"ListPushConfigs/OldestFirstOwnTaskOnly", testListPush},
 	{"DeletePushConfig/DeletesOnlyThatOneThenErrNotFound", testDeletePush},
@@ -337,6 +338,48 @@ func testPutUnknownTask(t *testing.T, s store.Store) {
 	if got := mustClaimPush(t, s, claimPush(base, 10)); len(got) != 0 {
 		t.Errorf("ClaimPushDeliveries() = %v, want none", pushKeys(got))
 	}
+}
+
+// testPutRacingLimit creates many configurations of one task at once, each
+// capped at the same Limit: exactly Limit are stored, the others get
+// ErrLimit, and replacing a stored one is still allowed when the task is
+// full (issue 23, finding 5: 40 racing creates stored 25 of a cap of 8).
+func testPutRacingLimit(t *testing.T, s store.Store) {
+	const creates, limit = 40, 8
+	mustCreate(t, s, bareTask("t1"), nil)
+	var wg sync.WaitGroup
+	var stored, refused atomic.Int32
+	start := make(chan struct{})
+	for i := range creates {
+		wg.Go(func() {
+			<-start
+			c := pushConfig("t1", fmt.Sprintf("p%02d", i), 0)
+			c.Limit = limit
+			_, err := s.PutPushConfig(ctx(t), c)
+			switch {
+			case err == nil:
+				stored.Add(1)
+			case errors.Is(err, store.ErrLimit):
+				refused.Add(1)
+			default:
+				t.Errorf("PutPushConfig(t1, p%02d) = %v, want nil or ErrLimit", i, err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	got := mustListPush(t, s, "t1")
+	if len(got) != limit || stored.Load() != limit || refused.Load() != creates-limit {
+		t.Fatalf("%d racing creates with Limit %d: %d stored (%d listed), %d refused; want %d and %d",
+			creates, limit, stored.Load(), len(got), refused.Load(), limit, creates-limit)
+	}
+	again := pushConfig("t1", got[0].ID, 0)
+	again.Config, again.Limit = json.RawMessage(`{"url":"https://hooks.example/replaced"}`), limit
+	if _, err := s.PutPushConfig(ctx(t), again); err != nil {
+		t.Fatalf("replacing %s of a full task = %v, want nil", got[0].ID, err)
+	}
+	_, err := s.PutPushConfig(ctx(t), &store.PushConfig{TaskID: "nope", ID: "p1", Config: json.RawMessage(`{}`), Limit: limit})
+	wantErr(t, `PutPushConfig("nope", "p1") with a Limit`, err, store.ErrNotFound)
 }
 
 // testPutRacingAppends creates configurations while notify entries are

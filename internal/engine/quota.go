@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// Per-principal limits on new tasks (issue 23, finding 6): how many open
+// (not terminal) tasks a principal may have, and how many it may start per
+// minute on this node. Both are off when zero. The open count is read from
+// the store before the task is written, so racing creates of one principal
+// can pass it by as many as race; the rate is per node.
+
+// rateBuckets is a token bucket per principal.
+type rateBuckets struct {
+	mu      sync.Mutex
+	perMin  int
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// take spends one token of principal's bucket, refilled at perMin a
+// minute up to perMin; false when it is empty.
+func (r *rateBuckets) take(principal string, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.buckets == nil {
+		r.buckets = map[string]*bucket{}
+	}
+	b, ok := r.buckets[principal]
+	if !ok {
+		if len(r.buckets) >= 100000 {
+			// Bounded: forget full buckets (they hold nothing a new one lacks).
+			for k, v := range r.buckets {
+				if v.tokens+now.Sub(v.at).Minutes()*float64(r.perMin) >= float64(r.perMin) {
+					delete(r.buckets, k)
+				}
+			}
+		}
+		b = &bucket{tokens: float64(r.perMin), at: now}
+		r.buckets[principal] = b
+	}
+	b.tokens = min(float64(r.perMin), b.tokens+now.Sub(b.at).Minutes()*float64(r.perMin))
+	b.at = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// checkQuota refuses a new task for principal when it has
+// MaxOpenTasksPerPrincipal open tasks, or has started
+// NewTasksPerMinutePerPrincipal in the last minute. id is the task the
+// message would create: a redelivery of a message whose task exists is
+// never refused.
+func (s *Engine) checkQuota(ctx context.Context, tenant, principal, id string) error {
+	if s.cfg.MaxOpenTasksPerPrincipal <= 0 && s.cfg.NewTasksPerMinutePerPrincipal <= 0 {
+		return nil
+	}
+	if slices.Contains(s.cfg.OnBehalfOfPrincipals, principal) {
+		// An orchestrator's own principal: its callers were counted where
+		// they called it.
+		return nil
+	}
+	if _, err := s.store.GetTask(ctx, id); err == nil {
+		return nil // a redelivery: deduplication answers it
+	}
+	if n := s.cfg.MaxOpenTasksPerPrincipal; n > 0 {
+		open, err := s.store.CountOpen(ctx, tenant, principal)
+		if err != nil {
+			return errInternal(err)
+		}
+		if open >= n {
+			return a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf(
+				"you have %d open tasks, the most one caller may have (the server's MaxOpenTasksPerPrincipal); the message was not taken: answer, finish or cancel one of them first", open))
+		}
+	}
+	if n := s.cfg.NewTasksPerMinutePerPrincipal; n > 0 && !s.rate.take(principal, time.Now()) {
+		return a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf(
+			"you started %d tasks in the last minute, the most one caller may (the server's NewTasksPerMinutePerPrincipal); the message was not taken: send it again shortly", n))
+	}
+	return nil
+}
+
+// retain deletes the tasks that finished more than RetainFinished ago, a
+// batch at a time, until ctx ends: every node runs it, and the store makes
+// each deletion happen once.
+func (s *Engine) retain(ctx context.Context) {
+	defer s.wg.Done()
+	every := max(min(s.cfg.RetainFinished/4, 10*time.Minute), s.cfg.PollInterval)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		for {
+			n, err := s.store.DeleteFinished(ctx, time.Now().Add(-s.cfg.RetainFinished), 1000)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Error("delete finished tasks past their retention", slog.Any("err", err))
+				}
+				break
+			}
+			if n > 0 {
+				s.log.Info("deleted finished tasks past their retention", slog.Int("tasks", n), slog.Duration("retention", s.cfg.RetainFinished))
+			}
+			if n < 1000 {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

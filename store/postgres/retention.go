@@ -1,0 +1,35 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+const terminalIn = `('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED')`
+
+// CountOpen counts owner's tasks of tenant that are not terminal.
+func (s *Store) CountOpen(ctx context.Context, tenant, owner string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE tenant = $1 AND owner = $2 AND state NOT IN `+terminalIn, tenant, owner).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: CountOpen(%q): %w", owner, err)
+	}
+	return n, nil
+}
+
+// DeleteFinished deletes up to limit terminal tasks last updated before
+// before; their log and push configurations go with them (ON DELETE
+// CASCADE). Rows locked by a writer are skipped, for a later round.
+func (s *Store) DeleteFinished(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM tasks WHERE id IN (
+		SELECT id FROM tasks WHERE state IN `+terminalIn+` AND updated_at < $1
+		ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, before, limit)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: DeleteFinished: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}
