@@ -18,7 +18,8 @@ import (
 //		OnAnswer: func(ctx context.Context, call *askpoint.Call, cp Checkpoint, a Answer) (askpoint.Outcome, error) { ... },
 //	}
 //
-// An error returned from a step fails the task with the error's text. The
+// An error returned from a step is tried again with backoff (see
+// [Permanent] and Config.StepRetries); [Fail] and [Reject] end the task. The
 // questions' schema can be derived from A with [question.SchemaFor], so
 // that what is asked and what OnAnswer decodes cannot disagree.
 type Steps[C, A any] struct {
