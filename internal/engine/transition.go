@@ -141,7 +141,7 @@ const (
 const RetryAfter = 1
 
 // UnavailableMessage is the message of errUnavailable.
-const UnavailableMessage = "the server's store is unavailable for a moment; nothing was taken: send the request again in a second (with the same messageId)"
+const UnavailableMessage = "the server's store is unavailable for a moment: send the request again in a second, with the same messageId (a message already taken is not taken twice)"
 
 // errUnavailable answers a request whose transient failures outlasted its
 // retries. It is the protocol's internal error (JSON-RPC -32603), marked
