@@ -334,4 +334,3 @@ func TestFaultsPostgresTwoNodes(t *testing.T) {
 		{4 * time.Second, "restart"}, {9 * time.Second, "restart"}, {14 * time.Second, "stop"}, {24 * time.Second, "start"},
 	}})
 }
-
