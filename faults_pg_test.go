@@ -334,3 +334,85 @@ func TestFaultsPostgresTwoNodes(t *testing.T) {
 		{4 * time.Second, "restart"}, {9 * time.Second, "restart"}, {14 * time.Second, "stop"}, {24 * time.Second, "start"},
 	}})
 }
+
+// slowAgent's start runs until its context ends (first run) or completes
+// at once (any later run).
+type slowAgent struct {
+	runs     *atomic.Int64
+	running  chan struct{} // closed by the first run once it runs
+	canceled chan struct{} // closed when the first run's context ends
+	ranHere  atomic.Int64
+}
+
+func (a *slowAgent) Start(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
+	a.ranHere.Add(1)
+	if a.runs.Add(1) == 1 {
+		close(a.running)
+		<-ctx.Done()
+		close(a.canceled)
+		return askpoint.Outcome{}, ctx.Err()
+	}
+	return askpoint.Complete(), nil
+}
+
+func (a *slowAgent) Resume(ctx context.Context, call *askpoint.Call, r *askpoint.Resumption) (askpoint.Outcome, error) {
+	return askpoint.Fail("not asked"), nil
+}
+
+// TestFaultsLeaseLapsesWhileUnreachable: a node that cannot reach the
+// store past its lease stops the step it can no longer fence (the step's
+// context is canceled), and once the store is back a node takes the task
+// over and completes it.
+func TestFaultsLeaseLapsesWhileUnreachable(t *testing.T) {
+	cluster := pgcluster.Start(t)
+	runs := &atomic.Int64{}
+	running, canceled := make(chan struct{}), make(chan struct{})
+	var agents []*slowAgent
+	var nodes []*apitest.Env
+	for range 2 {
+		a := &slowAgent{runs: runs, running: running, canceled: canceled}
+		agents = append(agents, a)
+		nodes = append(nodes, apitest.Start(t, apitest.Options{Quiet: true, PostgresURL: cluster.URL(),
+			Config: func(c *askpoint.Config) {
+				c.LeaseDuration = 1500 * time.Millisecond
+				c.PollInterval = 100 * time.Millisecond
+			},
+			Agents: []askpoint.AgentSpec{{Name: "slow", Agent: a, Card: a2a.AgentCard{Name: "Slow", Description: "runs until stopped"}}}}))
+	}
+	c := nodes[0].Client(t, "slow", a2a.TransportProtocolJSONRPC)
+	ctx := testCtx(t)
+	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: userText("work"), Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*a2a.Task).ID
+	<-running
+	cluster.Stop()
+	stopped := time.Now()
+	select {
+	case <-canceled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the step kept running 10 s after its node lost the store, past its 1.5 s lease")
+	}
+	stoppedAfter := time.Since(stopped)
+	if stoppedAfter < time.Second {
+		t.Fatalf("the step was stopped %v after the store went away, before its lease could lapse", stoppedAfter)
+	}
+	cluster.StartServer()
+	for {
+		task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
+		if err == nil && task.Status.State == a2a.TaskStateCompleted {
+			break
+		}
+		if err == nil && task.Status.State.Terminal() {
+			t.Fatalf("task ended %s: %s", task.Status.State, messageText(task.Status.Message))
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the task was not taken over and completed: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Logf("first run on node 0 stopped %v after the store went away; the task was completed by node 0 %d×, node 1 %d× (runs in all %d)",
+		stoppedAfter.Round(time.Millisecond), agents[0].ranHere.Load()-1, agents[1].ranHere.Load(), runs.Load())
+}
