@@ -71,7 +71,11 @@ func TestSQLiteUnwritableFile(t *testing.T) {
 	if before.Status.State != a2a.TaskStateCompleted {
 		t.Fatalf("before: state %s, want completed", before.Status.State)
 	}
-	files := []string{env.DBPath, env.DBPath + "-wal", env.DBPath + "-shm", filepath.Dir(env.DBPath)}
+	// Not the -shm: SQLite maps it into memory, and an -shm that cannot
+	// be written crashed the process (SIGSEGV in modernc.org/sqlite) in
+	// 2 of 3 runs under -race; a disk that fails does not take the WAL
+	// index away from a running process that way.
+	files := []string{env.DBPath, env.DBPath + "-wal", filepath.Dir(env.DBPath)}
 	if !immutable(t, true, files...) {
 		if os.Getenv("CI") != "" {
 			t.Fatal("chattr +i does not work here; the unwritable-file case cannot run")
