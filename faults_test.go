@@ -171,6 +171,29 @@ func TestStepTransientErrorsAreRetriedWithTheSameKey(t *testing.T) {
 		if got := env.Server.StepRetries(); got != 2 {
 			t.Fatalf("StepRetries() = %d, want 2", got)
 		}
+
+		// A caller streaming the answer hears that the step is retried.
+		asked2 := send(t, ctx, c, userText("train, 60 euros"))
+		q2, _, _ := question.FromMessage(asked2.Status.Message)
+		var notes []string
+		final := a2a.TaskStateUnspecified
+		for ev, err := range c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: followUp(asked2.ID, userData(map[string]any{"questionId": q2.ID, "file": true}))}) {
+			if err != nil {
+				t.Fatalf("stream the answer: %v", err)
+			}
+			switch e := ev.(type) {
+			case *a2a.TaskStatusUpdateEvent:
+				final = e.Status.State
+				if e.Status.Message != nil && strings.Contains(messageText(e.Status.Message), "retrying in") {
+					notes = append(notes, messageText(e.Status.Message))
+				}
+			case *a2a.Task:
+				final = e.Status.State
+			}
+		}
+		if final != a2a.TaskStateCompleted || len(notes) != 2 {
+			t.Fatalf("streamed answer: final state %s, retry notes %q; want completed after 2 notes", final, notes)
+		}
 	})
 }
 
