@@ -81,8 +81,12 @@ func (r *run) stepFailed(ctx context.Context, stepErr error) (Outcome, bool) {
 	}
 	if attempts > max(s.cfg.StepRetries, 0) {
 		log.Warn("agent step failed and its retries are spent; the task fails")
-		return Fail(fmt.Sprintf("The agent's step (%s) failed %d times; it was not tried again. The cause is in the server's log.",
-			stepName(in), attempts)), false
+		times := fmt.Sprintf("%d times", attempts)
+		if attempts == 1 {
+			times = "once (retries are off)"
+		}
+		return Fail(fmt.Sprintf("The agent's step (%s) failed %s; it was not tried again. The cause is in the server's log.",
+			stepName(in), times)), false
 	}
 	wait := backoff(attempts-1, s.cfg.StepRetryMin, s.cfg.StepRetryMax)
 	retry := *in
