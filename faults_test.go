@@ -246,3 +246,59 @@ func TestStepRetriesSpentFailTheTask(t *testing.T) {
 		}
 	})
 }
+
+// TestReleaseErrorsAreRetriedWithBackoff: a hold's release that fails
+// twice is tried again (on the step backoff, under the same key) and the
+// third try releases it; a release whose error is permanent is tried once.
+func TestReleaseErrorsAreRetriedWithBackoff(t *testing.T) {
+	var mu sync.Mutex
+	keys := map[string][]string{} // hold name -> the key of every try
+	agent := askpoint.Steps[struct{}, map[string]any]{
+		OnStart: func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
+			return askpoint.Ask(question.Question{Text: "Keep the seats?",
+				Schema: json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}}}`)}, struct{}{}).
+				Hold(askpoint.Hold{Name: "flaky", Until: time.Now().Add(time.Hour)}).
+				Hold(askpoint.Hold{Name: "broken", Until: time.Now().Add(time.Hour)}), nil
+		},
+		OnAnswer: func(ctx context.Context, call *askpoint.Call, _ struct{}, _ map[string]any) (askpoint.Outcome, error) {
+			return askpoint.Complete(), nil
+		},
+		OnRelease: func(ctx context.Context, call *askpoint.Call, h askpoint.HoldStatus) error {
+			mu.Lock()
+			defer mu.Unlock()
+			keys[h.Name] = append(keys[h.Name], call.Key)
+			switch {
+			case h.Name == "broken":
+				return askpoint.Permanent(errors.New("seat service: no such booking"))
+			case len(keys[h.Name]) <= 2:
+				return errors.New("seat service: 503")
+			}
+			return nil
+		},
+	}
+	env := retryEnv(t, "", agent, 0)
+	c := env.Client(t, "flaky", a2a.TransportProtocolJSONRPC)
+	ctx := testCtx(t)
+	task := send(t, ctx, c, userText("two seats"))
+	if _, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err != nil { // releases at once
+		t.Fatal(err)
+	}
+	tries := func(name string) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), keys[name]...)
+	}
+	apitest.Eventually(t, "the flaky hold's third try", 5*time.Second, func() bool { return len(tries("flaky")) >= 3 })
+	// Its release is recorded once it succeeds: the task keeps no pause.
+	apitest.Eventually(t, "the released holds recorded", 5*time.Second, func() bool {
+		st, err := env.Store.GetTask(context.Background(), string(task.ID))
+		return err == nil && len(st.Pause) == 0 || err == nil && !strings.Contains(string(st.Pause), `"releasing"`) && st.HoldAt.IsZero()
+	})
+	flaky := tries("flaky")
+	if len(flaky) != 3 || flaky[0] != flaky[1] || flaky[1] != flaky[2] {
+		t.Fatalf("flaky release tries %v, want 3 under one key", flaky)
+	}
+	if b := tries("broken"); len(b) != 1 {
+		t.Fatalf("broken release tried %d times, want once (its error is permanent)", len(b))
+	}
+}
