@@ -391,7 +391,7 @@ func holdKey(taskID, questionID, name string) string {
 func (s *Engine) callRelease(ctx context.Context, agent Agent, t *store.Task, key string, h HoldStatus) (err error) {
 	r, ok := agent.(Releaser)
 	if !ok {
-		return fmt.Errorf("agent %q cannot release holds", t.Agent)
+		return Permanent(fmt.Errorf("agent %q cannot release holds", t.Agent))
 	}
 	defer func() {
 		if p := recover(); p != nil {
