@@ -80,7 +80,7 @@ func (o Outcome) engine() engine.Outcome {
 }
 
 // errNoRelease: the agent held something it cannot release.
-var errNoRelease = errors.New("askpoint: the agent holds something but has no release (implement Releaser, or set Steps.OnRelease)")
+var errNoRelease = Permanent(errors.New("askpoint: the agent holds something but has no release (implement Releaser, or set Steps.OnRelease)"))
 
 // releases reports whether Steps can release holds.
 func (s Steps[C, A]) releases() bool { return s.OnRelease != nil }

@@ -60,6 +60,18 @@ type Config struct {
 	// (see docs/decisions/0016-one-transition.md).
 	DisableQuickSteps bool
 
+	// StepRetries is how many times a step that returned an error is
+	// tried again before its task fails (an error marked with [Permanent]
+	// fails it at once). 0 means the default, 10; a negative value never
+	// tries again. StepRetryMin and StepRetryMax bound the backoff between
+	// tries: the wait doubles from StepRetryMin up to StepRetryMax, each a
+	// random point in its upper half. Defaults 500ms and 1m. A retry is the
+	// task's own due time, so it survives a restart and may run on another
+	// node; see docs/decisions/0070-step-retries.md.
+	StepRetries  int
+	StepRetryMin time.Duration
+	StepRetryMax time.Duration
+
 	// QuestionExpiry is how long a question stays open when the agent sets
 	// no expiry. Defaults to 24h.
 	QuestionExpiry time.Duration
@@ -165,7 +177,8 @@ func (c Config) engine() engine.Config {
 		RecheckInterval: c.RecheckInterval, SweepInterval: c.SweepInterval,
 		ReleaseInterval: c.ReleaseInterval, PushInterval: c.PushInterval,
 		DisableQuickSteps: c.DisableQuickSteps,
-		QuestionExpiry:    c.QuestionExpiry, MaxAttempts: c.MaxAttempts, MaxAnswerBytes: c.MaxAnswerBytes,
+		StepRetries:       c.StepRetries, StepRetryMin: c.StepRetryMin, StepRetryMax: c.StepRetryMax,
+		QuestionExpiry: c.QuestionExpiry, MaxAttempts: c.MaxAttempts, MaxAnswerBytes: c.MaxAnswerBytes,
 		Reminders: c.Reminders, DisableSweeper: c.DisableSweeper,
 		PushTimeout: c.PushTimeout, PushRetryMin: c.PushRetryMin, PushRetryMax: c.PushRetryMax,
 		PushMaxAttempts: c.PushMaxAttempts, AllowPrivateWebhooks: c.AllowPrivateWebhooks,

@@ -217,3 +217,11 @@ func (s *Server) Waiters() int { return s.eng.Waiters() }
 // in the calling goroutine, for tests that drive the clock and for an
 // operator who wants what is due acted on at once.
 func (s *Server) SweepNow(ctx context.Context) error { return s.eng.SweepNow(ctx) }
+
+// StepRetries is how many step retries this node has scheduled since it
+// started (a step's error, retried on its own timer).
+func (s *Server) StepRetries() int64 { return s.eng.StepRetries() }
+
+// TransientRetries is how many times this node has tried a request again
+// after a transient store failure since it started.
+func (s *Server) TransientRetries() int64 { return s.eng.TransientRetries() }

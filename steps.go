@@ -18,7 +18,8 @@ import (
 //		OnAnswer: func(ctx context.Context, call *askpoint.Call, cp Checkpoint, a Answer) (askpoint.Outcome, error) { ... },
 //	}
 //
-// An error returned from a step fails the task with the error's text. The
+// An error returned from a step is tried again with backoff (see
+// [Permanent] and Config.StepRetries); [Fail] and [Reject] end the task. The
 // questions' schema can be derived from A with [question.SchemaFor], so
 // that what is asked and what OnAnswer decodes cannot disagree.
 type Steps[C, A any] struct {
@@ -74,7 +75,7 @@ func (s Steps[C, A]) Wakes(checkpoint json.RawMessage, event json.RawMessage) bo
 // Release implements [Releaser].
 func (s Steps[C, A]) Release(ctx context.Context, call *Call, h HoldStatus) error {
 	if s.OnRelease == nil {
-		return fmt.Errorf("askpoint: the agent held %q but Steps.OnRelease is nil", h.Name)
+		return Permanent(fmt.Errorf("askpoint: the agent held %q but Steps.OnRelease is nil", h.Name))
 	}
 	return s.OnRelease(ctx, call, h)
 }
@@ -82,7 +83,7 @@ func (s Steps[C, A]) Release(ctx context.Context, call *Call, h HoldStatus) erro
 // Start implements [Agent].
 func (s Steps[C, A]) Start(ctx context.Context, call *Call) (Outcome, error) {
 	if s.OnStart == nil {
-		return Outcome{}, fmt.Errorf("askpoint: Steps.OnStart is nil")
+		return Outcome{}, Permanent(fmt.Errorf("askpoint: Steps.OnStart is nil"))
 	}
 	return s.OnStart(ctx, call)
 }
@@ -92,18 +93,18 @@ func (s Steps[C, A]) Resume(ctx context.Context, call *Call, r *Resumption) (Out
 	var cp C
 	if len(r.Checkpoint) > 0 {
 		if err := json.Unmarshal(r.Checkpoint, &cp); err != nil {
-			return Outcome{}, fmt.Errorf("askpoint: decode checkpoint into %T: %w", cp, err)
+			return Outcome{}, Permanent(fmt.Errorf("askpoint: decode checkpoint into %T: %w", cp, err))
 		}
 	}
 	if r.Event != nil {
 		if s.OnEvent == nil {
-			return Outcome{}, fmt.Errorf("askpoint: the task was woken by an event but Steps.OnEvent is nil")
+			return Outcome{}, Permanent(fmt.Errorf("askpoint: the task was woken by an event but Steps.OnEvent is nil"))
 		}
 		return s.OnEvent(ctx, call, cp, r.Event)
 	}
 	if r.Auth != nil {
 		if s.OnAuth == nil {
-			return Outcome{}, fmt.Errorf("askpoint: the agent paused for auth but Steps.OnAuth is nil")
+			return Outcome{}, Permanent(fmt.Errorf("askpoint: the agent paused for auth but Steps.OnAuth is nil"))
 		}
 		return s.OnAuth(ctx, call, cp, r.Auth)
 	}
@@ -114,11 +115,11 @@ func (s Steps[C, A]) Resume(ctx context.Context, call *Call, r *Resumption) (Out
 		return Reject(DeclinedText(r.Answer.Reason)), nil
 	}
 	if s.OnAnswer == nil {
-		return Outcome{}, fmt.Errorf("askpoint: the agent asked a question but Steps.OnAnswer is nil")
+		return Outcome{}, Permanent(fmt.Errorf("askpoint: the agent asked a question but Steps.OnAnswer is nil"))
 	}
 	answer, err := question.Decode[A](r.Answer)
 	if err != nil {
-		return Outcome{}, fmt.Errorf("askpoint: decode answer into %T: %w", answer, err)
+		return Outcome{}, Permanent(fmt.Errorf("askpoint: decode answer into %T: %w", answer, err))
 	}
 	return s.OnAnswer(ctx, call, cp, answer)
 }

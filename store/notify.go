@@ -15,6 +15,8 @@ type Notifier interface {
 	// Listen calls fn with the ID of each task changed by a committed
 	// write, from one goroutine, until ctx is done. It reconnects on
 	// errors by itself and returns only when ctx is done (then nil).
-	// fn must return quickly.
+	// fn must return quickly. fn("") (no ID) says that notifications may
+	// have been missed (the listener has just connected again): every
+	// waiter should read the store again.
 	Listen(ctx context.Context, fn func(taskID string)) error
 }

@@ -63,6 +63,16 @@ type Config struct {
 	// (see docs/decisions/0016-one-transition.md).
 	DisableQuickSteps bool
 
+	// StepRetries is how many times a step that returned an error (one
+	// not marked Permanent) is tried again before the task fails; 0 means
+	// the default, 10; a negative value never tries again. StepRetryMin
+	// and StepRetryMax bound the backoff between tries: it doubles from
+	// StepRetryMin up to StepRetryMax, each wait a random point in its
+	// upper half. Defaults 500ms and 1m (about 5 minutes of tries in all).
+	StepRetries  int
+	StepRetryMin time.Duration
+	StepRetryMax time.Duration
+
 	// QuestionExpiry is how long a question stays open when the agent sets
 	// no expiry. Defaults to 24h.
 	QuestionExpiry time.Duration
@@ -158,6 +168,18 @@ func (c Config) withDefaults() Config {
 		if *d <= 0 {
 			*d = c.PollInterval
 		}
+	}
+	if c.StepRetries == 0 {
+		c.StepRetries = 10
+	}
+	if c.StepRetryMin <= 0 {
+		c.StepRetryMin = 500 * time.Millisecond
+	}
+	if c.StepRetryMax <= 0 {
+		c.StepRetryMax = time.Minute
+	}
+	if c.StepRetryMax < c.StepRetryMin {
+		c.StepRetryMax = c.StepRetryMin
 	}
 	if c.QuestionExpiry <= 0 {
 		c.QuestionExpiry = 24 * time.Hour

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -54,6 +55,11 @@ type Engine struct {
 	running  map[string]context.CancelFunc // task ID -> cancel of its local run
 	runCtx   context.Context
 	stopOnce sync.Once
+
+	// transientRetries and stepRetries count requests tried again after a
+	// transient store failure and step retries scheduled (see faults.go).
+	transientRetries atomic.Int64
+	stepRetries      atomic.Int64
 }
 
 type agentEntry struct {
@@ -217,39 +223,41 @@ func (s *Engine) CredentialArrived(ctx context.Context, taskID string, data any)
 // compare-and-set, decided again if the task changed meanwhile.
 func (s *Engine) resumeFromOutside(ctx context.Context, taskID string, decide func(*store.Task) (*runInput, error)) error {
 	defer s.lockTask(taskID)()
-	return retryCAS(func() error {
-		l, err := s.store.LoadTask(ctx, taskID, store.LoadParams{Request: true})
-		if errors.Is(err, store.ErrNotFound) {
-			return errTaskNotFound(taskID)
-		}
-		if err != nil {
-			return err
-		}
-		t := l.Task
-		in, err := decide(t)
-		if err != nil || in == nil {
-			return err
-		}
-		next, entries, err := s.resumeRow(t, in, nil, "")
-		if err != nil {
-			return err
-		}
-		if err := withInput(next, in); err != nil {
-			return err
-		}
-		saved, err := s.commit(ctx, next, entries, false)
-		if err != nil {
-			return err
-		}
-		w := &work{task: saved, in: in}
-		if len(l.Request) > 0 {
-			var m a2a.Message
-			if json.Unmarshal(l.Request, &m) == nil {
-				w.request = &m
+	return s.retryTransient(ctx, "resume", func() error {
+		return retryCAS(func() error {
+			l, err := s.store.LoadTask(ctx, taskID, store.LoadParams{Request: true})
+			if errors.Is(err, store.ErrNotFound) {
+				return errTaskNotFound(taskID)
 			}
-		}
-		s.dispatch(w)
-		return nil
+			if err != nil {
+				return err
+			}
+			t := l.Task
+			in, err := decide(t)
+			if err != nil || in == nil {
+				return err
+			}
+			next, entries, err := s.resumeRow(t, in, nil, "")
+			if err != nil {
+				return err
+			}
+			if err := withInput(next, in); err != nil {
+				return err
+			}
+			saved, err := s.commit(ctx, next, entries, false)
+			if err != nil {
+				return err
+			}
+			w := &work{task: saved, in: in}
+			if len(l.Request) > 0 {
+				var m a2a.Message
+				if json.Unmarshal(l.Request, &m) == nil {
+					w.request = &m
+				}
+			}
+			s.dispatch(w)
+			return nil
+		})
 	})
 }
 
@@ -258,7 +266,15 @@ func (s *Engine) resumeFromOutside(ctx context.Context, taskID string, decide fu
 // poll of the store.
 func (s *Engine) listen(ctx context.Context, n store.Notifier) {
 	defer s.wg.Done()
-	if err := n.Listen(ctx, s.broker.notify); err != nil && ctx.Err() == nil {
+	heard := func(id string) {
+		s.broker.notify(id)
+		if id == "" { // missed notifications: the loops look again too
+			s.sweeper.kick()
+			s.releaser.kick()
+			s.pusher.kick()
+		}
+	}
+	if err := n.Listen(ctx, heard); err != nil && ctx.Err() == nil {
 		s.log.Error("listen for task changes on other nodes; waiters fall back to polling", slog.Any("err", err))
 	}
 }
@@ -304,6 +320,13 @@ func (b *broker) watch(id string) (<-chan struct{}, func()) {
 func (b *broker) notify(id string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if id == "" { // anything may have changed: wake every waiter
+		for _, w := range b.m {
+			close(w.ch)
+			w.ch = make(chan struct{})
+		}
+		return
+	}
 	if w := b.m[id]; w != nil {
 		close(w.ch)
 		w.ch = make(chan struct{})

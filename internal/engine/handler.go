@@ -51,9 +51,16 @@ func (h *Handler) getOwned(ctx context.Context, tenant, id string) (*store.Task,
 	if id == "" {
 		return nil, errInvalidParams("id is required: name the task")
 	}
-	t, err := h.s.store.GetTask(ctx, id)
+	var t *store.Task
+	err := h.s.retryTransient(ctx, "GetTask", func() (err error) {
+		t, err = h.s.store.GetTask(ctx, id)
+		return err
+	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errTaskNotFound(id)
+	}
+	if IsUnavailable(err) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, errInternal(err)
@@ -91,7 +98,14 @@ func (h *Handler) view(ctx context.Context, t *store.Task, historyLength *int) (
 // viewKnown is view for a task whose newest log entries this node wrote:
 // what they hold is not read back.
 func (h *Handler) viewKnown(ctx context.Context, t *store.Task, historyLength *int, known *knownLog) (*a2a.Task, error) {
-	out, err := h.s.toA2A(ctx, t, taskView{historyLength: historyLength, artifacts: true, known: known})
+	var out *a2a.Task
+	err := h.s.retryTransient(ctx, "view", func() (err error) {
+		out, err = h.s.toA2A(ctx, t, taskView{historyLength: historyLength, artifacts: true, known: known})
+		return err
+	})
+	if IsUnavailable(err) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, errInternal(err)
 	}
@@ -140,17 +154,25 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		}
 		p.After = &store.Cursor{UpdatedAt: time.UnixMilli(tok.U).UTC(), ID: tok.I}
 	}
-	res, err := h.s.store.ListTasks(ctx, p)
-	if err != nil {
-		return nil, errInternal(err)
-	}
-	out := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, len(res.Tasks)), TotalSize: res.TotalSize, PageSize: size}
-	for _, t := range res.Tasks {
-		v, err := h.s.toA2A(ctx, t, taskView{historyLength: req.HistoryLength, artifacts: req.IncludeArtifacts})
-		if err != nil {
-			return nil, errInternal(err)
+	var res *store.ListResult
+	var out *a2a.ListTasksResponse
+	err = h.s.retryTransient(ctx, "ListTasks", func() error {
+		var err error
+		if res, err = h.s.store.ListTasks(ctx, p); err != nil {
+			return errInternal(err)
 		}
-		out.Tasks = append(out.Tasks, v)
+		out = &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, len(res.Tasks)), TotalSize: res.TotalSize, PageSize: size}
+		for _, t := range res.Tasks {
+			v, err := h.s.toA2A(ctx, t, taskView{historyLength: req.HistoryLength, artifacts: req.IncludeArtifacts})
+			if err != nil {
+				return errInternal(err)
+			}
+			out.Tasks = append(out.Tasks, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if res.Next != nil {
 		raw, _ := json.Marshal(pageToken{U: res.Next.UpdatedAt.UnixMilli(), I: res.Next.ID})
@@ -163,24 +185,26 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 func (h *Handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
 	defer h.s.lockTask(string(req.ID))()
 	var saved *store.Task
-	err := retryCAS(func() error {
-		t, err := h.getOwned(ctx, req.Tenant, string(req.ID))
-		if err != nil {
+	err := h.s.retryTransient(ctx, "CancelTask", func() error {
+		return retryCAS(func() error {
+			t, err := h.getOwned(ctx, req.Tenant, string(req.ID))
+			if err != nil {
+				return err
+			}
+			if t.State.Terminal() {
+				return a2a.NewError(a2a.ErrTaskNotCancelable,
+					fmt.Sprintf("task %q is already %s and cannot be canceled", t.ID, text.StateWord(t.State)))
+			}
+			next, e, err := h.s.endRow(t, a2a.TaskStateCanceled, "The task was canceled at the caller's request.", h.s.now())
+			if err != nil {
+				return errInternal(err)
+			}
+			saved, err = h.s.commit(ctx, next, []store.LogEntry{e}, false)
+			if err != nil && !errors.Is(err, store.ErrConflict) {
+				return errInternal(err)
+			}
 			return err
-		}
-		if t.State.Terminal() {
-			return a2a.NewError(a2a.ErrTaskNotCancelable,
-				fmt.Sprintf("task %q is already %s and cannot be canceled", t.ID, text.StateWord(t.State)))
-		}
-		next, e, err := h.s.endRow(t, a2a.TaskStateCanceled, "The task was canceled at the caller's request.", h.s.now())
-		if err != nil {
-			return errInternal(err)
-		}
-		saved, err = h.s.commit(ctx, next, []store.LogEntry{e}, false)
-		if err != nil && !errors.Is(err, store.ErrConflict) {
-			return errInternal(err)
-		}
-		return err
+		})
 	})
 	if err != nil {
 		logInternal(h.s.log, "CancelTask", string(req.ID), err)
@@ -211,7 +235,12 @@ func (s *Engine) waitSettled(ctx context.Context, t *store.Task) (*store.Task, e
 	for !settled(t) {
 		ch, release := s.broker.watch(t.ID)
 		latest, err := s.store.GetTask(ctx, t.ID)
-		if err != nil {
+		if err != nil && store.IsTransient(err) {
+			// The store is away for a moment: the task is safe in it,
+			// and the call waits for it to come back (its context
+			// bounds the wait).
+			latest = t
+		} else if err != nil {
 			release()
 			return nil, errInternal(err)
 		}
@@ -467,7 +496,11 @@ func (h *Handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 			}
 			return
 		}
-		acc, err := h.accept(ctx, req, false)
+		var acc *accepted
+		err := h.s.retryTransient(ctx, "SendStreamingMessage", func() (err error) {
+			acc, err = h.accept(ctx, req, false)
+			return err
+		})
 		if err != nil {
 			logInternal(h.s.log, "SendStreamingMessage", messageTask(req), err)
 			yield(nil, err)

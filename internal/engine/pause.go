@@ -53,6 +53,8 @@ type heldThing struct {
 	// Releasing: a node claimed the release until this time.
 	Releasing time.Time `json:"releasing,omitzero"`
 	Released  bool      `json:"released,omitempty"`
+	// Failures counts the release's failed tries (see faults.go).
+	Failures int `json:"failures,omitempty"`
 }
 
 // due is when the hold's release is due (or its claim lapses).

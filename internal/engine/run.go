@@ -12,7 +12,6 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
 )
@@ -33,6 +32,8 @@ type runInput struct {
 	Expired bool `json:"expired,omitempty"`
 	// Event: what Server.Wake was given.
 	Event json.RawMessage `json:"event,omitempty"`
+	// Attempt counts the step's failed tries so far (see faults.go).
+	Attempt int `json:"attempt,omitempty"`
 }
 
 const (
@@ -98,6 +99,8 @@ type work struct {
 	// lostPending: the pending write lost (the ID was taken, or the task
 	// changed first): nothing of the step was written.
 	lostPending bool
+	// pendingErr is why the pending write failed, when it did.
+	pendingErr error
 	// unlock, when set, releases the task's lock once the pending write is
 	// made: from then on the step runs under its lease like any other.
 	unlock func()
@@ -432,6 +435,7 @@ type run struct {
 	// (nil once written); lostPending: that write lost.
 	pending     *pendingWrite
 	lostPending bool
+	pendingErr  error
 	unlock      func()
 	known       *knownLog
 	in          *runInput // the step's input, encoded when a pending write leaves the task runnable
@@ -485,7 +489,7 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 	}
 	defer func() {
 		r.mu.Lock()
-		w.pending, w.lostPending = r.pending, r.lostPending
+		w.pending, w.lostPending, w.pendingErr = r.pending, r.lostPending, r.pendingErr
 		w.known = r.known
 		if r.lost {
 			w.known = nil
@@ -537,11 +541,16 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 
 	call, res, err := s.buildCall(ctx, r, in, w.request)
 	if err != nil {
-		r.finish(ctx, Fail(err.Error()), nil)
+		if store.IsTransient(err) {
+			r.finish(context.WithoutCancel(ctx), Outcome{}, err) // tried again like a step's error
+			return r.latest()
+		}
+		s.log.Error("prepare a step", slog.String("task", t.ID), slog.Any("err", err))
+		r.finish(ctx, Fail("The task's pending work could not be read; the cause is in the server's log."), nil)
 		return r.latest()
 	}
 
-	stopBeat := r.heartbeat(runCtx)
+	stopBeat := r.heartbeat(runCtx, cancel)
 	outcome, stepErr := safeStep(runCtx, entry.agent, call, res)
 	stopBeat()
 
@@ -620,8 +629,11 @@ func safeStep(ctx context.Context, agent Agent, call *Call, res *Resumption) (o 
 	return agent.Resume(ctx, call, res)
 }
 
-// heartbeat renews the run's lease until the returned stop is called.
-func (r *run) heartbeat(ctx context.Context) (stop func()) {
+// heartbeat renews the run's lease until the returned stop is called. When
+// the store cannot be reached past the lease's end, another node may have
+// taken the task over: the run no longer holds it and the step's context
+// (cancelStep) is canceled, so that a step that cannot be fenced stops.
+func (r *run) heartbeat(ctx context.Context, cancelStep context.CancelFunc) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -655,7 +667,24 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 				if ctx.Err() == nil {
 					r.s.log.Warn("renew lease", slog.String("task", t.ID), slog.Any("err", err))
 				}
+				if ctx.Err() == nil && !t.LeaseUntil.IsZero() && r.s.now().After(t.LeaseUntil) {
+					r.mu.Lock()
+					r.lost = true
+					r.mu.Unlock()
+					r.s.log.Warn("the lease lapsed while the store could not be reached; the step is stopped and left to whoever claims the task",
+						slog.String("task", t.ID), slog.Time("leaseUntil", t.LeaseUntil))
+					cancelStep()
+					return
+				}
+				continue
 			}
+			r.mu.Lock()
+			if r.task == t {
+				tt := *t
+				tt.LeaseUntil = until
+				r.task = &tt
+			}
+			r.mu.Unlock()
 		}
 	}()
 	return func() { cancel(); <-done }
@@ -727,7 +756,7 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 	if err != nil && r.pending != nil {
 		// The message of a quick step was not taken: nothing of the
 		// step stands, and the caller decides again (see send.go).
-		r.lost, r.lostPending = true, true
+		r.lost, r.lostPending, r.pendingErr = true, true, err
 		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrNotFound) {
 			r.s.log.Error("write a quick step's message", slog.String("task", next.ID), slog.Any("err", err))
 		}
@@ -774,10 +803,12 @@ func (r *run) artifact(ctx context.Context, a *a2a.Artifact) error {
 func (r *run) finish(ctx context.Context, o Outcome, stepErr error) {
 	s := r.s
 	if stepErr != nil {
-		s.log.Warn("agent step failed", slog.String("task", r.task.ID), slog.String("agent", r.agent), slog.Any("err", stepErr))
-		o = Fail("The agent failed: " + text.FirstLine(stepErr.Error()))
+		var retried bool
+		if o, retried = r.stepFailed(ctx, stepErr); retried {
+			return
+		}
 	}
-	err := r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
+	err := r.writeRetried(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
 		o.historyIsRequest = r.historyIsRequest()
 		return s.applyOutcome(next, o, now)
 	})

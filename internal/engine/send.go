@@ -46,7 +46,11 @@ func (h *Handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 		hl = req.Config.HistoryLength
 		blocking = !req.Config.ReturnImmediately
 	}
-	acc, err := h.accept(ctx, req, blocking)
+	var acc *accepted
+	err = h.s.retryTransient(ctx, "SendMessage", func() (err error) {
+		acc, err = h.accept(ctx, req, blocking)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -344,6 +348,9 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 				out = &accepted{task: final, known: w.known}
 				return nil
 			} else if w.lostPending {
+				if w.pendingErr != nil && store.IsTransient(w.pendingErr) {
+					return errInternal(w.pendingErr) // tried again by retryTransient
+				}
 				return store.ErrConflict // decide again from what won
 			}
 		}

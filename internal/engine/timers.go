@@ -338,6 +338,7 @@ func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 
 	agent := s.agentByName(t.Agent)
 	released := map[string]time.Time{}
+	failed := map[string]releaseFailure{}
 	for _, i := range claimed {
 		h := p.Holds[i]
 		status := HoldStatus{Name: h.Name, Until: h.Until, Data: h.Data, Lapsed: true, Released: true}
@@ -349,15 +350,24 @@ func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 		err := s.callRelease(rctx, agent.agent, t, holdKey(t.ID, p.Question, h.Name), status)
 		cancel()
 		if err != nil {
-			s.log.Warn("release failed; it will be tried again", slog.String("task", t.ID), slog.String("hold", h.Name),
-				slog.Duration("after", s.cfg.LeaseDuration), slog.Any("err", err))
+			failed[h.Name] = releaseFailure{claim: h.Releasing, failures: h.Failures, err: err}
 			continue
 		}
 		s.log.Info("released a hold", slog.String("task", t.ID), slog.String("hold", h.Name), slog.Time("deadline", h.Until))
 		released[h.Name] = h.Releasing
 	}
+	if len(failed) > 0 {
+		if err := s.markReleaseFailed(ctx, saved, failed); err != nil {
+			return err
+		}
+	}
 	if len(released) == 0 {
 		return nil
+	}
+	if len(failed) > 0 { // the write above moved the task on
+		if saved, err = s.store.GetTask(ctx, t.ID); err != nil {
+			return err
+		}
 	}
 	return s.markReleased(ctx, saved, released)
 }
@@ -383,7 +393,7 @@ func holdKey(taskID, questionID, name string) string {
 func (s *Engine) callRelease(ctx context.Context, agent Agent, t *store.Task, key string, h HoldStatus) (err error) {
 	r, ok := agent.(Releaser)
 	if !ok {
-		return fmt.Errorf("agent %q cannot release holds", t.Agent)
+		return Permanent(fmt.Errorf("agent %q cannot release holds", t.Agent))
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -398,6 +408,20 @@ func (s *Engine) callRelease(ctx context.Context, agent Agent, t *store.Task, ke
 // compare-and-set while the task changes under it. A task that resumed in
 // the meantime took its holds back; there is nothing left to record.
 func (s *Engine) markReleased(ctx context.Context, t *store.Task, claims map[string]time.Time) error {
+	return s.updateHolds(ctx, t, func(h *heldThing) bool {
+		if at, ok := claims[h.Name]; ok && !h.Released && h.Releasing.Equal(at) {
+			h.Released, h.Releasing = true, time.Time{}
+			return true
+		}
+		return false
+	})
+}
+
+// updateHolds applies change to the holds of t's pause and writes the ones
+// it changed, retrying the compare-and-set while the task changes under it.
+// A task that resumed in the meantime took its holds back; there is
+// nothing left to record.
+func (s *Engine) updateHolds(ctx context.Context, t *store.Task, change func(h *heldThing) bool) error {
 	first := true
 	return retryCAS(func() error {
 		if !first {
@@ -413,10 +437,10 @@ func (s *Engine) markReleased(ctx context.Context, t *store.Task, claims map[str
 		}
 		changed := false
 		for i := range p.Holds {
-			// Only the holds this node claimed: the same name in a later
-			// pause is another hold.
-			if at, ok := claims[p.Holds[i].Name]; ok && !p.Holds[i].Released && p.Holds[i].Releasing.Equal(at) {
-				p.Holds[i].Released, p.Holds[i].Releasing, changed = true, time.Time{}, true
+			// Only the holds this node claimed (change compares the
+			// claim): the same name in a later pause is another hold.
+			if change(&p.Holds[i]) {
+				changed = true
 			}
 		}
 		if !changed || t.Runnable {

@@ -3,7 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -114,3 +119,96 @@ func (l *taskLocks) lock(id string) (unlock func()) {
 		l.mu.Unlock()
 	}
 }
+
+// Transient store failures (store.IsTransient: a restart, a dropped
+// connection, a deadlock, a busy file) are the other thing a request tries
+// again: the whole decision runs anew from a fresh load, a bounded number of
+// times with a short backoff, and then the caller is told to retry
+// (errUnavailable), with no internals. A write is one transaction, so a
+// failed one left nothing half-written; a write that committed but whose
+// reply was lost is found again by its messageId.
+
+// transientRetries bounds the tries of one request after a transient
+// failure; transientBackoff is the first wait, doubled each time (with
+// jitter), so a request rides through about a second of outage.
+const (
+	transientRetries = 5
+	transientBackoff = 40 * time.Millisecond
+)
+
+// RetryAfter is what an unavailable answer tells the caller to wait, in
+// seconds (HTTP+JSON: the Retry-After header).
+const RetryAfter = 1
+
+// UnavailableMessage is the message of errUnavailable.
+const UnavailableMessage = "the server's store is unavailable for a moment: send the request again in a second, with the same messageId (a message already taken is not taken twice)"
+
+// errUnavailable answers a request whose transient failures outlasted its
+// retries. It is the protocol's internal error (JSON-RPC -32603), marked
+// retryable in its ErrorInfo metadata so that the HTTP+JSON front answers
+// 503 with Retry-After (IsUnavailable).
+func errUnavailable() error {
+	return a2a.NewError(a2a.ErrInternalError, UnavailableMessage).
+		WithErrorInfoMeta(map[string]string{"retryable": "true", "retryAfterSeconds": strconv.Itoa(RetryAfter)})
+}
+
+// IsUnavailable reports whether err is errUnavailable's answer.
+func IsUnavailable(err error) bool {
+	var ae *a2a.Error
+	return errors.As(err, &ae) && ae.Message == UnavailableMessage
+}
+
+// isTransient reports whether err is a transient store failure, also when
+// an internal error carries it as its cause.
+func isTransient(err error) bool {
+	var ie *internalError
+	if errors.As(err, &ie) {
+		return store.IsTransient(ie.cause)
+	}
+	return store.IsTransient(err)
+}
+
+// backoff is the wait before try n (0-based) of a retry starting at min and
+// doubling up to max, with jitter: a random point in [d/2, d].
+func backoff(n int, min, max time.Duration) time.Duration {
+	d := min
+	for i := 0; i < n && d < max; i++ {
+		d *= 2
+	}
+	d = time.Duration(math.Min(float64(d), float64(max)))
+	if d <= 1 {
+		return d
+	}
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+// retryTransient runs op, and runs it again while it fails with a transient
+// store failure, at most transientRetries more times; when it still fails
+// so, the transient error is logged once and the caller gets
+// errUnavailable. op must decide anew from a fresh load each time.
+func (s *Engine) retryTransient(ctx context.Context, op string, attempt func() error) error {
+	var err error
+	for n := 0; ; n++ {
+		err = attempt()
+		if !isTransient(err) {
+			return err
+		}
+		s.transientRetries.Add(1)
+		if n >= transientRetries {
+			break
+		}
+		t := time.NewTimer(backoff(n, transientBackoff, time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	s.log.Warn("store unavailable; the request was answered with a retryable error", slog.String("op", op), slog.Any("err", err))
+	return errUnavailable()
+}
+
+// TransientRetries is how many times this node tried a request again after
+// a transient store failure (for tests and metrics).
+func (s *Engine) TransientRetries() int64 { return s.transientRetries.Load() }

@@ -524,7 +524,9 @@ var restPushConfigPath = regexp.MustCompile(`^(?:/([^/]+))?/tasks/([^/]+)/pushNo
 
 func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		w := &a2aJSONWriter{ResponseWriter: rw, a2a: wantsA2AJSON(r)}
+		uw := &unavailableWriter{ResponseWriter: rw}
+		defer uw.finish()
+		w := &a2aJSONWriter{ResponseWriter: uw, a2a: wantsA2AJSON(r)}
 		ar, err := f.authenticate(r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="askpoint"`)

@@ -14,7 +14,7 @@ const (
 	// it checks that its connection is still alive.
 	listenIdle = 30 * time.Second
 	// listenBackoffMax caps the wait between reconnects.
-	listenBackoffMax = 5 * time.Second
+	listenBackoffMax = time.Second
 )
 
 // Listen implements store.Notifier: it calls fn with the task ID of every
@@ -23,8 +23,8 @@ const (
 //
 // It holds one connection of its own, outside the pool. When the
 // connection fails it reconnects with a backoff of 100 ms doubling up to
-// 5 s; notifications sent meanwhile are lost, which only delays waiters
-// until their next poll. An idle connection is checked every 30 s, so a
+// 1 s; notifications sent meanwhile are lost, so once it listens again it
+// calls fn("") and every waiter reads the store again. An idle connection is checked every 30 s, so a
 // connection that died silently is replaced.
 func (s *Store) Listen(ctx context.Context, fn func(taskID string)) error {
 	backoff := 100 * time.Millisecond
@@ -63,6 +63,9 @@ func (s *Store) listenOnce(ctx context.Context, fn func(string)) (ok bool, err e
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ChannelFor(s.schema)}.Sanitize()); err != nil {
 		return false, err
 	}
+	// What changed while no connection listened was not heard: every
+	// waiter reads the store again (store.Notifier).
+	fn("")
 	for {
 		wctx, cancel := context.WithTimeout(ctx, listenIdle)
 		n, err := conn.WaitForNotification(wctx)

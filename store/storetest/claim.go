@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -21,6 +22,7 @@ var claimCases = []testCase{
 	{"ClaimRunnable/FencesThePreviousHolder", testClaimFences},
 	{"ClaimRunnable/ConcurrentClaimersNeverShareATask", testClaimConcurrent},
 	{"ClaimRunnable/NothingRunnable", testClaimNothing},
+	{"ClaimRunnable/OwnerlessDueTimeIsARetry", testClaimOwnerlessDue},
 	{"ExtendLease/HolderExtendsWithoutVersionChange", testExtendHolder},
 	{"ExtendLease/ExtendedLeaseIsNotClaimed", testExtendKeeps},
 	{"ExtendLease/WrongOwnerIsErrConflict", testExtendWrongOwner},
@@ -343,4 +345,26 @@ func testExtendTakeover(t *testing.T, s store.Store) {
 func testExtendUnknown(t *testing.T, s store.Store) {
 	err := s.ExtendLease(ctx(t), "nope", "node-a", 1, base.Add(time.Hour))
 	wantErr(t, `ExtendLease("nope")`, err, store.ErrNotFound)
+}
+
+// testClaimOwnerlessDue: a runnable task written with no owner and a lease
+// end in the future (how the engine schedules a step's retry) is claimed
+// by no one before that time, then by any node, with its input intact.
+func testClaimOwnerlessDue(t *testing.T, s store.Store) {
+	created := mustCreate(t, s, runnableTask("t1"), nil)
+	next := *created
+	next.LeaseOwner, next.LeaseUntil = "", base.Add(5*time.Second)
+	next.Input = []byte(`{"kind":"answer","key":"t1/q-1","attempt":2}`)
+	if _, err := s.UpdateTask(context.Background(), &next, nil); err != nil {
+		t.Fatalf("UpdateTask(no owner, due in 5s) = %v", err)
+	}
+	for _, owner := range []string{"node-a", "node-b"} {
+		if got := mustClaim(t, s, claim(owner, base.Add(5*time.Second-time.Millisecond), 10)); len(got) != 0 {
+			t.Fatalf("ClaimRunnable(%s) before the due time = %v, want none", owner, ids(got))
+		}
+	}
+	got := mustClaim(t, s, claim("node-b", base.Add(5*time.Second), 10))
+	if len(got) != 1 || got[0].LeaseOwner != "node-b" || string(got[0].Input) != string(next.Input) {
+		t.Fatalf("ClaimRunnable(node-b) at the due time = %v, want t1 leased to node-b with its input", ids(got))
+	}
 }
