@@ -36,6 +36,9 @@ type pauseState struct {
 	// Expires is then its deadline.
 	Await string      `json:"await,omitempty"`
 	Holds []heldThing `json:"holds,omitempty"`
+	// Trace is the W3C traceparent of the request that asked, kept only
+	// while tracing records: the step the answer resumes links to it.
+	Trace string `json:"trace,omitempty"`
 }
 
 type heldThing struct {

@@ -33,6 +33,9 @@ type runInput struct {
 	Expired bool `json:"expired,omitempty"`
 	// Event: what Server.Wake was given.
 	Event json.RawMessage `json:"event,omitempty"`
+	// Trace is the traceparent of the request that asked the question
+	// this input resumes from (pauseState.Trace), "" when none.
+	Trace string `json:"trace,omitempty"`
 }
 
 const (
@@ -54,6 +57,7 @@ func (s *Engine) resumeRow(t *store.Task, in *runInput, msg *a2a.Message, note s
 		return nil, nil, errInternal(err)
 	}
 	in.Holds = holdsOnResume(p, now)
+	in.Trace = p.Trace
 	next := *t
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
 	keepDigest(&next, p.WakeDigest)
@@ -104,6 +108,9 @@ type work struct {
 	// known is the end of the task's log as this node wrote it, so that a
 	// reply is built without reading back what was just written.
 	known *knownLog
+	// trace is the traceparent of the request that made the step owed,
+	// "" when none is recorded.
+	trace string
 }
 
 // knownLog is the newest entries of a task's log, as written by this node
@@ -188,6 +195,8 @@ func (k *knownLog) history(t *store.Task, last int) ([]store.LogEntry, bool) {
 type pendingWrite struct {
 	create  bool
 	entries []store.LogEntry
+	// from is the task as loaded before the message (nil for a new one).
+	from *store.Task
 }
 
 // job is a step queued for the worker pool.
@@ -369,6 +378,7 @@ func (s *Engine) claimLapsed(ctx context.Context) {
 	}
 	for _, t := range tasks {
 		s.log.Info("taking over a task whose run lapsed", slog.String("task", t.ID), slog.String("state", string(t.State)))
+		s.event(ctx, t.Agent, EventLeaseTakeover)
 		s.dispatch(&work{task: t})
 	}
 }
@@ -473,9 +483,14 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 		return r.latest()
 	}
 
+	stepCtx, endSpan := runCtx, func(error) {}
+	if s.obs != nil {
+		stepCtx, endSpan = s.obs.StartStep(runCtx, StepInfo{TaskID: t.ID, ContextID: t.ContextID, Agent: t.Agent, Parent: w.trace, Link: in.Trace})
+	}
 	stopBeat := r.heartbeat(runCtx)
-	outcome, stepErr := safeStep(runCtx, entry.agent, call, res)
+	outcome, stepErr := safeStep(stepCtx, entry.agent, call, res)
 	stopBeat()
+	endSpan(stepErr)
 
 	if ctx.Err() != nil && stepErr != nil {
 		// The server is stopping and cut the step short: leave the work
@@ -487,8 +502,9 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 	if ctx.Err() == nil && runCtx.Err() != nil && stepErr != nil {
 		return r.latest() // canceled by CancelTask; the cancel already wrote the outcome
 	}
-	// A step that finished is written even while the server stops.
-	r.finish(context.WithoutCancel(ctx), outcome, stepErr)
+	// A step that finished is written even while the server stops (with
+	// the step's span, so that a question it asks links back to it).
+	r.finish(context.WithoutCancel(stepCtx), outcome, stepErr)
 	return r.latest()
 }
 
@@ -631,9 +647,14 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 	now := r.s.now()
 	var entries []store.LogEntry
 	create := false
+	ch := commitNote{prev: r.task, cause: "step"}
 	if r.pending != nil {
 		entries = append(entries, r.pending.entries...)
 		create = r.pending.create
+		ch = commitNote{prev: r.pending.from, in: r.in, cause: "answer"}
+		if create {
+			ch.cause = "start"
+		}
 	}
 	if r.owesWorking {
 		st, e, err := statusEntry(&next, a2a.TaskStateWorking, nil, now)
@@ -653,7 +674,7 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 			return err
 		}
 	}
-	saved, err := r.s.commit(ctx, &next, entries, create)
+	saved, err := r.s.commit(ctx, ch, &next, entries, create)
 	if err != nil && r.pending != nil {
 		// The message of a quick step was not taken: nothing of the
 		// step stands, and the caller decides again (see send.go).

@@ -134,13 +134,13 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 			if err != nil {
 				return err
 			}
-			return s.write(ctx, next, []store.LogEntry{e})
+			return s.write(ctx, t, next, []store.LogEntry{e})
 		}
 	}
 	if t.State != a2a.TaskStateInputRequired || len(t.Question) == 0 {
 		next := *t
 		next.WakeAt = time.Time{}
-		return s.write(ctx, &next, nil)
+		return s.write(ctx, t, &next, nil)
 	}
 	var q question.Question
 	if err := json.Unmarshal(t.Question, &q); err != nil {
@@ -177,7 +177,7 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 	if err := s.setPause(&next, p); err != nil {
 		return err
 	}
-	return s.write(ctx, &next, entries)
+	return s.write(ctx, t, &next, entries)
 }
 
 // ReminderKey is the metadata key of a reminder notification: a status
@@ -242,7 +242,7 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 	if err != nil {
 		return nil, err
 	}
-	saved, err := s.commit(ctx, next, entries, false)
+	saved, err := s.commit(ctx, commitNote{prev: t, cause: "expire"}, next, entries, false)
 	if err != nil {
 		return nil, err
 	}
@@ -265,8 +265,8 @@ func expiryResult(t *store.Task) string {
 }
 
 // write commits a timer's change to a task (compare-and-set on its version).
-func (s *Engine) write(ctx context.Context, next *store.Task, entries []store.LogEntry) error {
-	_, err := s.commit(ctx, next, entries, false)
+func (s *Engine) write(ctx context.Context, prev, next *store.Task, entries []store.LogEntry) error {
+	_, err := s.commit(ctx, commitNote{prev: prev, cause: "timer"}, next, entries, false)
 	return err
 }
 
@@ -324,7 +324,7 @@ func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 	if err := s.setPauseKeepingTimers(&next, p); err != nil {
 		return err
 	}
-	saved, err := s.commit(ctx, &next, nil, false)
+	saved, err := s.commit(ctx, commitNote{prev: t, cause: "hold"}, &next, nil, false)
 	if err != nil {
 		return err
 	}
@@ -352,6 +352,10 @@ func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 			continue
 		}
 		s.log.Info("released a hold", slog.String("task", t.ID), slog.String("hold", h.Name), slog.Time("deadline", h.Until))
+		s.event(ctx, t.Agent, EventHoldReleased)
+		if h.Early.IsZero() {
+			s.event(ctx, t.Agent, EventHoldLapsed) // its deadline came while the task was still paused
+		}
 		released[h.Name] = h.Releasing
 	}
 	if len(released) == 0 {
@@ -420,7 +424,7 @@ func (s *Engine) markReleased(ctx context.Context, t *store.Task, claims map[str
 			next.Pause = nil // an ended task keeps only its wake digest
 			keepDigest(&next, p.WakeDigest)
 		}
-		_, err = s.commit(ctx, &next, nil, false)
+		_, err = s.commit(ctx, commitNote{prev: t, cause: "hold"}, &next, nil, false)
 		if err == nil {
 			return nil
 		}
