@@ -46,6 +46,8 @@ type Options struct {
 	// one to know the server's URL before its agents are built, as an
 	// orchestrator that gives its own URL to its sub-agents must.
 	Listener net.Listener
+	// Wrap, when set, wraps the server's handler (a tracing middleware).
+	Wrap func(http.Handler) http.Handler
 }
 
 // Listen opens a listener on 127.0.0.1 (addr "" for any free port) and
@@ -115,7 +117,11 @@ func Start(t testing.TB, opts Options) *Env {
 	if err := srv.Start(ctx); err != nil {
 		t.Fatalf("Start() = %v", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	h := srv.Handler()
+	if opts.Wrap != nil {
+		h = opts.Wrap(h)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	env := &Env{URL: "http://" + ln.Addr().String(), DBPath: path, Server: srv, Store: st, HTTP: hs}
 	t.Cleanup(func() { env.Close() })
