@@ -51,7 +51,10 @@ type Options struct {
 	// Compare, when set, is another askpoint binary (the commit before a
 	// change): its SQLite and PostgreSQL servers are measured too, right
 	// after this binary's, in the same run.
-	Compare     string
+	Compare string
+	// Telemetry: the askpoint servers are measured again with metrics and
+	// tracing on (--telemetry on the bench server), in the same run.
+	Telemetry   bool
 	CommandLine string
 	Progress    io.Writer // progress lines; nil: none
 }
@@ -87,6 +90,7 @@ Flags:
 	dir := fs.String("dir", "", "directory for the SQLite files (default: a temporary directory, removed after)")
 	sdkSeed := fs.String("sdk-seed", "copy", "how paused tasks are added to the SDK server: copy (one paused through the handler, copied into its store) or handler (every one through the handler; minutes per 100,000)")
 	profile := fs.String("profile", "", "write CPU and alloc profiles of each server (an extra, unmeasured run) to this `directory`")
+	telemetry := fs.Bool("telemetry", false, "also measure the askpoint servers with metrics and tracing on (every span sampled, exported to nowhere), in the same run")
 	compare := fs.String("compare", "", "also measure the askpoint servers of this other askpoint `binary` (the commit before a change), in the same run")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -120,7 +124,7 @@ Flags:
 		Callers: *callers, Duration: *duration, Warmup: *warmup, Probe: *probe,
 		Paused: levels, SDKMaxPaused: *sdkMax, PGMaxPaused: *pgMax,
 		Kinds: strings.Split(*kinds, ","), PG: *pg, Dir: *dir, ProfileDir: *profile, SDKSeed: *sdkSeed,
-		Exe: exe, ExeArgs: []string{"bench", "server"}, Compare: *compare,
+		Exe: exe, ExeArgs: []string{"bench", "server"}, Compare: *compare, Telemetry: *telemetry,
 		CommandLine: commandLine(args), Progress: stderr,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -197,6 +201,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if o.Compare != "" && kind != KindSDK {
 			runs = append(runs, &KindResult{Kind: kind, Label: kindLabel(kind) + ", " + filepath.Base(o.Compare), Before: true, exe: o.Compare})
 		}
+		if o.Telemetry && kind != KindSDK {
+			runs = append(runs, &KindResult{Kind: kind, Label: kindLabel(kind) + ", metrics and tracing on", Telemetry: true, exe: o.Exe})
+		}
 		for _, r := range runs {
 			rep.Results = append(rep.Results, r)
 			if kind == KindPostgres {
@@ -267,6 +274,15 @@ func (o Options) serverArgs(kind, where string) []string {
 	return args
 }
 
+// serverArgs are the arguments of r's bench server.
+func (r *KindResult) serverArgs(o Options, where string) []string {
+	args := o.serverArgs(r.Kind, where)
+	if r.Telemetry {
+		args = append(args, "--telemetry")
+	}
+	return args
+}
+
 // runKind measures one server: throughput in one process, then paused
 // tasks in a fresh one.
 func runKind(ctx context.Context, o Options, dir string, r *KindResult) error {
@@ -315,7 +331,7 @@ func runKind(ctx context.Context, o Options, dir string, r *KindResult) error {
 
 func runThroughput(ctx context.Context, o Options, db string, pg *pgScratch, r *KindResult) error {
 	o.progress("%s: starting the server", r.Kind)
-	p, err := startServer(ctx, r.binary(o), o.serverArgs(r.Kind, db), o.Progress)
+	p, err := startServer(ctx, r.binary(o), r.serverArgs(o, db), o.Progress)
 	if err != nil {
 		return err
 	}
@@ -418,7 +434,7 @@ func runThroughput(ctx context.Context, o Options, db string, pg *pgScratch, r *
 
 func runPaused(ctx context.Context, o Options, db string, r *KindResult) error {
 	o.progress("%s: starting a fresh server for paused tasks", r.Kind)
-	p, err := startServer(ctx, r.binary(o), o.serverArgs(r.Kind, db), o.Progress)
+	p, err := startServer(ctx, r.binary(o), r.serverArgs(o, db), o.Progress)
 	if err != nil {
 		return err
 	}
@@ -512,10 +528,12 @@ func extrapolate(base, last *PausedResult, level int) *PausedResult {
 type KindResult struct {
 	Kind, Label string
 	// Before: measured with Options.Compare, the binary compared against.
-	Before  bool
-	exe     string
-	Skipped string
-	Err     error
+	Before bool
+	// Telemetry: measured with metrics and tracing on.
+	Telemetry bool
+	exe       string
+	Skipped   string
+	Err       error
 
 	Load            loadResult
 	CPU             time.Duration
@@ -550,6 +568,9 @@ func (r *KindResult) fileName() string {
 	if r.Before {
 		return r.Kind + "-before"
 	}
+	if r.Telemetry {
+		return r.Kind + "-telemetry"
+	}
 	return r.Kind
 }
 
@@ -559,6 +580,9 @@ func (r *KindResult) Name() string {
 	n := rowNames[r.Kind]
 	if r.Before {
 		n = strings.TrimSuffix(n, ")") + "0)"
+	}
+	if r.Telemetry {
+		n = strings.TrimSuffix(n, ")") + "T)"
 	}
 	return n
 }

@@ -91,6 +91,7 @@ func (rep *Report) Markdown(w io.Writer) {
 			resume)
 	}
 	fmt.Fprintln(w)
+	telemetryCost(w, rep)
 
 	if len(o.Paused) > 0 {
 		fmt.Fprintf(w, "Paused tasks: a fresh server process per server; tasks paused in input-required are added in the server's own process "+
@@ -277,5 +278,23 @@ func bytesIEC(f float64) string {
 		return strconv.FormatFloat(f/(1<<20), 'f', 1, 64) + " MiB"
 	default:
 		return strconv.FormatFloat(f/(1<<30), 'f', 2, 64) + " GiB"
+	}
+}
+
+// telemetryCost says, for each server measured with metrics and tracing
+// on, how much more server CPU a round trip cost than with them off.
+func telemetryCost(w io.Writer, rep *Report) {
+	for _, on := range rep.Results {
+		if !on.Telemetry || !on.ok() {
+			continue
+		}
+		for _, off := range rep.Results {
+			if off.Kind != on.Kind || off.Telemetry || off.Before || !off.ok() {
+				continue
+			}
+			offCPU, onCPU := 1/off.rtPerCPU(), 1/on.rtPerCPU()
+			fmt.Fprintf(w, "Metrics and tracing on, %s: %.0f µs of server CPU per round trip against %.0f µs off (%+.1f%%).\n\n",
+				on.Name()+" vs "+off.Name(), onCPU*1e6, offCPU*1e6, (onCPU/offCPU-1)*100)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -130,7 +131,7 @@ func (s *Engine) observeBefore(ctx context.Context, ch commitNote, next *store.T
 	if s.obs == nil || len(next.Question) == 0 || len(next.Pause) == 0 {
 		return
 	}
-	if ch.prev != nil && openQuestionID(ch.prev) != "" {
+	if ch.prev != nil && len(ch.prev.Question) > 0 {
 		return // a re-ask keeps the pause, and its link, as it is
 	}
 	tp := s.obs.TraceParent(ctx)
@@ -154,15 +155,19 @@ func (s *Engine) observe(ctx context.Context, ch commitNote, saved *store.Task, 
 		return
 	}
 	t := &Transition{TaskID: saved.ID, ContextID: saved.ContextID, Agent: saved.Agent, To: saved.State, Cause: ch.cause}
-	var prevQ string
+	// Whether a question opened, was replaced or closed is told by the
+	// question column alone: no decoding on a change that asks nothing.
+	var prevQ json.RawMessage
 	if ch.prev != nil {
 		t.From = ch.prev.State
-		prevQ = openQuestionID(ch.prev)
+		prevQ = ch.prev.Question
 	}
-	nextQ := openQuestionID(saved)
+	nextQ := saved.Question
+	hadQ, hasQ := len(prevQ) > 0, len(nextQ) > 0
+	replaced := hadQ && hasQ && !bytes.Equal(prevQ, nextQ)
 	resumed := ch.in != nil && (ch.in.Expired || (ch.in.Kind == inputAnswer && ch.in.Answer != nil))
-	if prevQ != "" && (nextQ == "" || (resumed && nextQ != prevQ) || ch.cause == "expire") {
-		t.ClosedKind = QuestionKind(ch.prev.Question)
+	if hadQ && (!hasQ || (resumed && replaced) || ch.cause == "expire") {
+		t.ClosedKind = QuestionKind(prevQ)
 		p, _ := decodePause(ch.prev)
 		if p != nil && !p.Asked.IsZero() {
 			t.Waited = s.now().Sub(p.Asked)
@@ -188,10 +193,10 @@ func (s *Engine) observe(ctx context.Context, ch commitNote, saved *store.Task, 
 		}
 	}
 	switch {
-	case nextQ != "" && (prevQ == "" || t.Closed != ""):
-		t.Asked, t.Kind = true, QuestionKind(saved.Question)
-	case nextQ != "" && nextQ != prevQ:
-		t.Reasked, t.Kind = true, QuestionKind(saved.Question)
+	case hasQ && (!hadQ || t.Closed != ""):
+		t.Asked, t.Kind = true, QuestionKind(nextQ)
+	case replaced && questionChanged(ch.prev, saved):
+		t.Reasked, t.Kind = true, QuestionKind(nextQ)
 	}
 	for _, e := range entries {
 		if e.Kind == store.KindReminder {
@@ -281,3 +286,30 @@ const maxOpenCount = 1_000_000
 // module's own command and tests (internal/telemetry), not part of the
 // public agent API.
 var WithObserver func(cfg any, o Observer) any
+
+// questionChanged reports whether the open question of b is another
+// than a's.
+func questionChanged(a, b *store.Task) bool {
+	x, y := questionIDOf(a.Question), questionIDOf(b.Question)
+	if x == nil || y == nil {
+		return openQuestionID(a) != openQuestionID(b)
+	}
+	return !bytes.Equal(x, y)
+}
+
+// questionIDOf is the raw questionId of an encoded question, found
+// without decoding it (the engine writes questionId first); nil when it
+// cannot be found, which then compares as a change.
+func questionIDOf(raw json.RawMessage) []byte {
+	const key = `"questionId":"`
+	i := bytes.Index(raw, []byte(key))
+	if i < 0 {
+		return nil
+	}
+	rest := raw[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return nil
+	}
+	return rest[:j]
+}

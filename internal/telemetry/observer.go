@@ -47,12 +47,10 @@ func (o *Observer) Transition(ctx context.Context, t *engine.Transition) {
 		return
 	}
 	span.SetAttributes(attribute.String("askpoint.task_id", t.TaskID), attribute.String("askpoint.context_id", t.ContextID),
-		attribute.String("askpoint.agent", t.Agent))
-	attrs := []attribute.KeyValue{attribute.String("from", string(t.From)), attribute.String("to", string(t.To)), attribute.String("cause", t.Cause)}
+		attribute.String("askpoint.agent", t.Agent), attribute.String("askpoint.state", string(t.To)))
 	if t.Closed != "" {
-		attrs = append(attrs, attribute.String("question", string(t.Closed)))
+		span.SetAttributes(attribute.String("askpoint.question", string(t.Closed)))
 	}
-	span.AddEvent("askpoint.transition", trace.WithAttributes(attrs...))
 	o.mu.Lock()
 	if o.last == nil || len(o.last) >= maxRemembered {
 		o.last = map[string]trace.SpanContext{}
@@ -129,12 +127,14 @@ func endWith(span trace.Span) func(error) {
 // TraceParent is ctx's span context as a W3C traceparent, "" when tracing
 // is off or ctx has none.
 func (o *Observer) TraceParent(ctx context.Context) string {
-	if o.Tracer == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+	if o.Tracer == nil {
 		return ""
 	}
-	c := propagation.MapCarrier{}
-	o.prop.Inject(ctx, c)
-	return c["traceparent"]
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 }
 
 func (o *Observer) extract(ctx context.Context, traceparent string) context.Context {
