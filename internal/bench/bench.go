@@ -54,9 +54,12 @@ type Options struct {
 	Compare string
 	// Telemetry: the askpoint servers are measured again with metrics and
 	// tracing on (--telemetry on the bench server), in the same run.
-	Telemetry   bool
-	CommandLine string
-	Progress    io.Writer // progress lines; nil: none
+	Telemetry bool
+	// TelemetryRounds is how many off/on pairs of the SQLite server are
+	// measured in all with Telemetry (the first pair is in the table).
+	TelemetryRounds int
+	CommandLine     string
+	Progress        io.Writer // progress lines; nil: none
 }
 
 // Main runs `askpoint bench ARGS` and returns the exit code.
@@ -91,6 +94,7 @@ Flags:
 	sdkSeed := fs.String("sdk-seed", "copy", "how paused tasks are added to the SDK server: copy (one paused through the handler, copied into its store) or handler (every one through the handler; minutes per 100,000)")
 	profile := fs.String("profile", "", "write CPU and alloc profiles of each server (an extra, unmeasured run) to this `directory`")
 	telemetry := fs.Bool("telemetry", false, "also measure the askpoint servers with metrics and tracing on (every span sampled, exported to nowhere), in the same run")
+	telemetryRounds := fs.Int("telemetry-rounds", 3, "with --telemetry: off/on pairs of the SQLite server to measure, one after the other (the median is reported)")
 	compare := fs.String("compare", "", "also measure the askpoint servers of this other askpoint `binary` (the commit before a change), in the same run")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -124,7 +128,7 @@ Flags:
 		Callers: *callers, Duration: *duration, Warmup: *warmup, Probe: *probe,
 		Paused: levels, SDKMaxPaused: *sdkMax, PGMaxPaused: *pgMax,
 		Kinds: strings.Split(*kinds, ","), PG: *pg, Dir: *dir, ProfileDir: *profile, SDKSeed: *sdkSeed,
-		Exe: exe, ExeArgs: []string{"bench", "server"}, Compare: *compare, Telemetry: *telemetry,
+		Exe: exe, ExeArgs: []string{"bench", "server"}, Compare: *compare, Telemetry: *telemetry, TelemetryRounds: *telemetryRounds,
 		CommandLine: commandLine(args), Progress: stderr,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -223,6 +227,24 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				r.Err = err
 				o.progress("%s: %v", kind, err)
 			}
+		}
+	}
+	if o.Telemetry && contains(o.Kinds, KindSQLite) {
+		for i := 1; i < o.TelemetryRounds; i++ {
+			var pair [2]*KindResult
+			for j, on := range []bool{false, true} {
+				r := &KindResult{Kind: KindSQLite, Telemetry: on, exe: o.Exe}
+				pair[j] = r
+				db := filepath.Join(dir, fmt.Sprintf("%s-round%d-load.db", r.fileName(), i))
+				if err := runThroughput(ctx, o, db, nil, r); err != nil {
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
+					r.Err = err
+					o.progress("telemetry round %d: %v", i, err)
+				}
+			}
+			rep.TelemetryRounds = append(rep.TelemetryRounds, pair)
 		}
 	}
 	rep.End = time.Now().UTC()

@@ -167,8 +167,12 @@ func (s *Engine) observe(ctx context.Context, ch commitNote, saved *store.Task, 
 	replaced := hadQ && hasQ && !bytes.Equal(prevQ, nextQ)
 	resumed := ch.in != nil && (ch.in.Expired || (ch.in.Kind == inputAnswer && ch.in.Answer != nil))
 	if hadQ && (!hasQ || (resumed && replaced) || ch.cause == "expire") {
-		t.ClosedKind = QuestionKind(prevQ)
 		p, _ := decodePause(ch.prev)
+		if p != nil && p.Kind != "" {
+			t.ClosedKind = p.Kind
+		} else {
+			t.ClosedKind = QuestionKind(prevQ)
+		}
 		if p != nil && !p.Asked.IsZero() {
 			t.Waited = s.now().Sub(p.Asked)
 		}
@@ -194,9 +198,9 @@ func (s *Engine) observe(ctx context.Context, ch commitNote, saved *store.Task, 
 	}
 	switch {
 	case hasQ && (!hadQ || t.Closed != ""):
-		t.Asked, t.Kind = true, QuestionKind(nextQ)
+		t.Asked, t.Kind = true, pausedKind(saved)
 	case replaced && questionChanged(ch.prev, saved):
-		t.Reasked, t.Kind = true, QuestionKind(nextQ)
+		t.Reasked, t.Kind = true, pausedKind(saved)
 	}
 	for _, e := range entries {
 		if e.Kind == store.KindReminder {
@@ -241,14 +245,32 @@ func (s *Engine) traceParent(ctx context.Context) string {
 // few kinds of question, so the label stays bounded (decision 0066).
 func QuestionKind(raw json.RawMessage) string {
 	var q struct {
-		Schema struct {
-			Required []string `json:"required"`
-		} `json:"answerSchema"`
+		Schema json.RawMessage `json:"answerSchema"`
 	}
-	if json.Unmarshal(raw, &q) != nil || len(q.Schema.Required) == 0 {
+	if json.Unmarshal(raw, &q) != nil {
 		return "any"
 	}
-	names := append([]string(nil), q.Schema.Required...)
+	return schemaKind(q.Schema)
+}
+
+// pausedKind is the kind of t's open question, from its pause state when
+// it keeps it (a smaller read than the question).
+func pausedKind(t *store.Task) string {
+	if p, err := decodePause(t); err == nil && p.Kind != "" {
+		return p.Kind
+	}
+	return QuestionKind(t.Question)
+}
+
+// schemaKind is the question kind of an answer schema.
+func schemaKind(schema json.RawMessage) string {
+	var sc struct {
+		Required []string `json:"required"`
+	}
+	if json.Unmarshal(schema, &sc) != nil || len(sc.Required) == 0 {
+		return "any"
+	}
+	names := append([]string(nil), sc.Required...)
 	sort.Strings(names)
 	k := strings.Join(names, "+")
 	if len(k) > 80 {

@@ -39,6 +39,9 @@ type pauseState struct {
 	// Trace is the W3C traceparent of the request that asked, kept only
 	// while tracing records: the step the answer resumes links to it.
 	Trace string `json:"trace,omitempty"`
+	// Kind is the question kind (QuestionKind), kept only when an observer
+	// is set, so that counting the question's end decodes no question.
+	Kind string `json:"kind,omitempty"`
 }
 
 type heldThing struct {
@@ -79,6 +82,9 @@ func decodePause(t *store.Task) (*pauseState, error) {
 // question and builds the pause state.
 func (s *Engine) preparePause(o Outcome, q *question.Question, agent Agent, now time.Time) (*pauseState, error) {
 	p := &pauseState{Asked: now, Question: q.ID, Expires: q.Expires, OnExpiry: o.expiryAction()}
+	if s.obs != nil {
+		p.Kind = schemaKind(q.Schema)
+	}
 	switch p.OnExpiry {
 	case ExpireFail, ExpireCancel:
 	case ExpireDefault:
