@@ -124,6 +124,12 @@ type commitNote struct {
 	cause string
 }
 
+// resumes reports whether the write resumes the task from its open
+// question (an answer, or the default answer at expiry).
+func (ch commitNote) resumes() bool {
+	return ch.in != nil && (ch.in.Expired || (ch.in.Kind == inputAnswer && ch.in.Answer != nil))
+}
+
 // observeBefore, on a write that opens a question while tracing records,
 // keeps the asking span's traceparent in the pause state, so that the step
 // resumed by the answer, however much later, links to it.
@@ -131,8 +137,8 @@ func (s *Engine) observeBefore(ctx context.Context, ch commitNote, next *store.T
 	if s.obs == nil || len(next.Question) == 0 || len(next.Pause) == 0 {
 		return
 	}
-	if ch.prev != nil && len(ch.prev.Question) > 0 {
-		return // a re-ask keeps the pause, and its link, as it is
+	if ch.prev != nil && len(ch.prev.Question) > 0 && !ch.resumes() {
+		return // a re-ask or a reminder keeps the pause, and its link, as it is
 	}
 	tp := s.obs.TraceParent(ctx)
 	if tp == "" {
@@ -165,7 +171,7 @@ func (s *Engine) observe(ctx context.Context, ch commitNote, saved *store.Task, 
 	nextQ := saved.Question
 	hadQ, hasQ := len(prevQ) > 0, len(nextQ) > 0
 	replaced := hadQ && hasQ && !bytes.Equal(prevQ, nextQ)
-	resumed := ch.in != nil && (ch.in.Expired || (ch.in.Kind == inputAnswer && ch.in.Answer != nil))
+	resumed := ch.resumes()
 	if hadQ && (!hasQ || (resumed && replaced) || ch.cause == "expire") {
 		p, _ := decodePause(ch.prev)
 		if p != nil && p.Kind != "" {
@@ -256,8 +262,8 @@ func QuestionKind(raw json.RawMessage) string {
 // pausedKind is the kind of t's open question, from its pause state when
 // it keeps it (a smaller read than the question).
 func pausedKind(t *store.Task) string {
-	if p, err := decodePause(t); err == nil && p.Kind != "" {
-		return p.Kind
+	if k := rawString(t.Pause, "kind"); k != nil {
+		return string(k)
 	}
 	return QuestionKind(t.Question)
 }
@@ -322,15 +328,22 @@ func questionChanged(a, b *store.Task) bool {
 // questionIDOf is the raw questionId of an encoded question, found
 // without decoding it (the engine writes questionId first); nil when it
 // cannot be found, which then compares as a change.
-func questionIDOf(raw json.RawMessage) []byte {
-	const key = `"questionId":"`
-	i := bytes.Index(raw, []byte(key))
-	if i < 0 {
+func questionIDOf(raw json.RawMessage) []byte { return rawString(raw, "questionId") }
+
+// rawString is the string value of the first key of an object the engine
+// encoded, when that key is key and the value has no escapes (IDs,
+// kinds), found without decoding the object; nil otherwise.
+func rawString(raw json.RawMessage, key string) []byte {
+	if len(raw) < len(key)+6 || raw[0] != '{' || raw[1] != '"' || string(raw[2:2+len(key)]) != key {
 		return nil
 	}
-	rest := raw[i+len(key):]
+	rest := raw[2+len(key):]
+	if !bytes.HasPrefix(rest, []byte(`":"`)) {
+		return nil
+	}
+	rest = rest[3:]
 	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
+	if j < 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
 		return nil
 	}
 	return rest[:j]

@@ -21,6 +21,10 @@ func canRelease(a Agent) bool {
 // It outlives the question only to release holds of a task that ended
 // without resuming.
 type pauseState struct {
+	// Kind is the question kind (QuestionKind), kept only when an observer
+	// is set, so that counting the question's end decodes no question.
+	// First, so that it is found without decoding (rawString).
+	Kind string `json:"kind,omitempty"`
 	// Asked is when the first question of the pause was asked; reminder
 	// points are fractions of Asked..Expires.
 	Asked         time.Time       `json:"asked,omitzero"`
@@ -39,9 +43,6 @@ type pauseState struct {
 	// Trace is the W3C traceparent of the request that asked, kept only
 	// while tracing records: the step the answer resumes links to it.
 	Trace string `json:"trace,omitempty"`
-	// Kind is the question kind (QuestionKind), kept only when an observer
-	// is set, so that counting the question's end decodes no question.
-	Kind string `json:"kind,omitempty"`
 }
 
 type heldThing struct {
@@ -260,7 +261,7 @@ func (s *Engine) keepRefusedHolds(next *store.Task, hs []Hold, agent Agent, now 
 	}
 	if len(p.Holds) > 0 {
 		if err := s.setPause(next, p); err != nil {
-			s.log.Error("keep the holds of a refused step", slog.String("task", next.ID), slog.Any("err", err))
+			s.log.Error("keep the holds of a refused step", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
 		}
 	}
 }
@@ -273,7 +274,7 @@ func (s *Engine) keepHoldsOnEnd(t, next *store.Task, now time.Time) {
 	if err != nil {
 		// Nothing is known of what the task held: say so loudly, since
 		// its releases will not run.
-		s.log.Error("the pause state of an ending task cannot be read; what it held is not released", slog.String("task", t.ID), slog.Any("err", err))
+		s.log.Error("the pause state of an ending task cannot be read; what it held is not released", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 		return
 	}
 	defer keepDigest(next, p.WakeDigest)

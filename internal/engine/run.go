@@ -292,7 +292,7 @@ func (s *Engine) dispatch(w *work) {
 	default:
 		err := s.store.ExtendLease(context.Background(), w.task.ID, s.cfg.NodeID, w.task.Version, time.Time{})
 		if err != nil && !errors.Is(err, store.ErrConflict) {
-			s.log.Warn("release lease of a task the queue could not take", slog.String("task", w.task.ID), slog.Any("err", err))
+			s.log.Warn("release lease of a task the queue could not take", slog.String("task", w.task.ID), slog.String("agent", w.task.Agent), slog.Any("err", err))
 		}
 	}
 }
@@ -339,7 +339,7 @@ func (s *Engine) releaseJob(j job) {
 	t := j.w.task
 	err := s.store.ExtendLease(ctx, t.ID, s.cfg.NodeID, t.Version, time.Time{})
 	if err != nil && !errors.Is(err, store.ErrConflict) {
-		s.log.Warn("release lease of a queued task at stop", slog.String("task", t.ID), slog.Any("err", err))
+		s.log.Warn("release lease of a queued task at stop", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 	}
 }
 
@@ -599,7 +599,7 @@ func (r *run) heartbeat(ctx context.Context) (stop func()) {
 					return
 				}
 				if ctx.Err() == nil {
-					r.s.log.Warn("renew lease", slog.String("task", t.ID), slog.Any("err", err))
+					r.s.log.Warn("renew lease", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 				}
 			}
 		}
@@ -680,7 +680,7 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 		// step stands, and the caller decides again (see send.go).
 		r.lost, r.lostPending = true, true
 		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrNotFound) {
-			r.s.log.Error("write a quick step's message", slog.String("task", next.ID), slog.Any("err", err))
+			r.s.log.Error("write a quick step's message", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
 		}
 		return errLost
 	}
@@ -689,7 +689,7 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 		return errLost
 	}
 	if err != nil {
-		r.s.log.Error("write task", slog.String("task", next.ID), slog.Any("err", err))
+		r.s.log.Error("write task", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
 		return err
 	}
 	r.task = saved
@@ -732,7 +732,7 @@ func (r *run) finish(ctx context.Context, o Outcome, stepErr error) {
 		return s.applyOutcome(next, o, now)
 	})
 	if err != nil && !errors.Is(err, errLost) {
-		s.log.Error("write step outcome", slog.String("task", r.task.ID), slog.Any("err", err))
+		s.log.Error("write step outcome", slog.String("task", r.task.ID), slog.String("agent", r.task.Agent), slog.Any("err", err))
 	}
 }
 
@@ -747,7 +747,7 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 	if p, err := decodePause(next); err == nil {
 		digest = p.WakeDigest
 	} else {
-		s.log.Error("the pause state of a task cannot be read; a late wake will be told not found", slog.String("task", next.ID), slog.Any("err", err))
+		s.log.Error("the pause state of a task cannot be read; a late wake will be told not found", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
 	}
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
 	if o.Kind == OutcomeComplete || o.Kind == OutcomeFail || o.Kind == OutcomeReject {

@@ -108,7 +108,7 @@ func (s *Engine) sweep(ctx context.Context) (int, error) {
 			if ctx.Err() != nil {
 				return len(tasks), nil
 			}
-			s.log.Error("act on a due question", slog.String("task", t.ID), slog.Any("err", err))
+			s.log.Error("act on a due question", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 		}
 	}
 	return len(tasks), nil
@@ -283,7 +283,7 @@ func (s *Engine) releaseDue(ctx context.Context) (int, error) {
 			if ctx.Err() != nil {
 				return len(tasks), nil
 			}
-			s.log.Error("release what a task holds", slog.String("task", t.ID), slog.Any("err", err))
+			s.log.Error("release what a task holds", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 		}
 	}
 	return len(tasks), nil
@@ -347,11 +347,11 @@ func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 		err := s.callRelease(rctx, agent.agent, t, holdKey(t.ID, p.Question, h.Name), status)
 		cancel()
 		if err != nil {
-			s.log.Warn("release failed; it will be tried again", slog.String("task", t.ID), slog.String("hold", h.Name),
+			s.log.Warn("release failed; it will be tried again", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.String("hold", h.Name),
 				slog.Duration("after", s.cfg.LeaseDuration), slog.Any("err", err))
 			continue
 		}
-		s.log.Info("released a hold", slog.String("task", t.ID), slog.String("hold", h.Name), slog.Time("deadline", h.Until))
+		s.log.Info("released a hold", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.String("hold", h.Name), slog.Time("deadline", h.Until))
 		s.event(ctx, t.Agent, EventHoldReleased)
 		if h.Early.IsZero() {
 			s.event(ctx, t.Agent, EventHoldLapsed) // its deadline came while the task was still paused

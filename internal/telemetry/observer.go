@@ -47,7 +47,7 @@ func (o *Observer) Transition(ctx context.Context, t *engine.Transition) {
 		return
 	}
 	span.SetAttributes(attribute.String("askpoint.task_id", t.TaskID), attribute.String("askpoint.context_id", t.ContextID),
-		attribute.String("askpoint.agent", t.Agent), attribute.String("askpoint.state", string(t.To)))
+		attribute.String("askpoint.agent", t.Agent))
 	if t.Closed != "" {
 		span.SetAttributes(attribute.String("askpoint.question", string(t.Closed)))
 	}
@@ -137,8 +137,25 @@ func (o *Observer) TraceParent(ctx context.Context) string {
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
 }
 
+// extract is ctx with the remote span context of traceparent (one the
+// engine kept from TraceParent: version 00, no tracestate), parsed without
+// the propagator's carrier; ctx unchanged when it does not parse.
 func (o *Observer) extract(ctx context.Context, traceparent string) context.Context {
-	return o.prop.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+	// 00-<32 hex trace ID>-<16 hex span ID>-<2 hex flags>
+	if len(traceparent) != 55 || traceparent[:3] != "00-" || traceparent[35] != '-' || traceparent[52] != '-' {
+		return o.prop.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+	}
+	tid, err1 := trace.TraceIDFromHex(traceparent[3:35])
+	sid, err2 := trace.SpanIDFromHex(traceparent[36:52])
+	if err1 != nil || err2 != nil {
+		return ctx
+	}
+	var flags trace.TraceFlags
+	if traceparent[53:] == "01" {
+		flags = trace.FlagsSampled
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true})
+	return trace.ContextWithRemoteSpanContext(ctx, sc)
 }
 
 // Middleware gives every request a server span, a child of the caller's
