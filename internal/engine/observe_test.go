@@ -24,7 +24,7 @@ func TestRawStringReadsOnlyTheFirstKey(t *testing.T) {
 func TestQuestionKindIsTheSortedRequiredFields(t *testing.T) {
 	for raw, want := range map[string]string{
 		`{"questionId":"q","answerSchema":{"type":"object","required":["date","costCentre"]}}`: "costCentre+date",
-		`{"questionId":"q","answerSchema":{"type":"object"}}`:                                 "any",
+		`{"questionId":"q","answerSchema":{"type":"object"}}`:                                  "any",
 		`not json`: "any",
 	} {
 		if got := QuestionKind([]byte(raw)); got != want {
