@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -112,6 +113,17 @@ func TestMetricsFollowTheWorkedExample(t *testing.T) {
 	// written for the open question all the same.
 	if v := got[`askpoint_reminders_sent_total{agent="expense"}`]; v < 1 {
 		t.Errorf("askpoint_reminders_sent_total = %v, want at least 1", v)
+	}
+
+	// askpoint stats reads the same figures: 2 asked, 1 answered, one
+	// re-ask and one expiry of two questions, no decline.
+	out, err := exec.CommandContext(ctx, bin, "stats", metricsURL).CombinedOutput()
+	if err != nil {
+		t.Fatalf("askpoint stats: %v\n%s", err, out)
+	}
+	row := regexp.MustCompile(`(?m)^expense\s+costCentre\s+2\s+1\s+\S+\s+\S+\s+50%\s+50%\s+0%\s*$`)
+	if !row.Match(out) || !strings.Contains(string(out), "MEDIAN") {
+		t.Errorf("askpoint stats output has no row for expense/costCentre with 2 asked, 1 answered, 50%% re-asked, 50%% expired, 0%% declined:\n%s", out)
 	}
 }
 

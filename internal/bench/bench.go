@@ -94,7 +94,7 @@ Flags:
 	sdkSeed := fs.String("sdk-seed", "copy", "how paused tasks are added to the SDK server: copy (one paused through the handler, copied into its store) or handler (every one through the handler; minutes per 100,000)")
 	profile := fs.String("profile", "", "write CPU and alloc profiles of each server (an extra, unmeasured run) to this `directory`")
 	telemetry := fs.Bool("telemetry", false, "also measure the askpoint servers with metrics and tracing on (every span sampled, exported to nowhere), in the same run")
-	telemetryRounds := fs.Int("telemetry-rounds", 3, "with --telemetry: off/on pairs of the SQLite server to measure, one after the other (the median is reported)")
+	telemetryRounds := fs.Int("telemetry-rounds", 3, "with --telemetry: off/on pairs of the SQLite server to measure, one after the other, every other pair on first (the median is reported)")
 	compare := fs.String("compare", "", "also measure the askpoint servers of this other askpoint `binary` (the commit before a change), in the same run")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -231,10 +231,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if o.Telemetry && contains(o.Kinds, KindSQLite) {
 		for i := 1; i < o.TelemetryRounds; i++ {
+			// Every other pair runs on first, so that a load that rises or
+			// falls over the run (a shared machine) favours neither.
 			var pair [2]*KindResult
-			for j, on := range []bool{false, true} {
+			order := []bool{false, true}
+			if i%2 == 1 {
+				order = []bool{true, false}
+			}
+			for _, on := range order {
 				r := &KindResult{Kind: KindSQLite, Telemetry: on, exe: o.Exe}
-				pair[j] = r
+				if on {
+					pair[1] = r
+				} else {
+					pair[0] = r
+				}
 				db := filepath.Join(dir, fmt.Sprintf("%s-round%d-load.db", r.fileName(), i))
 				if err := runThroughput(ctx, o, db, nil, r); err != nil {
 					if ctx.Err() != nil {

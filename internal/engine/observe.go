@@ -141,17 +141,18 @@ func (s *Engine) observeBefore(ctx context.Context, ch commitNote, next *store.T
 		return // a re-ask or a reminder keeps the pause, and its link, as it is
 	}
 	tp := s.obs.TraceParent(ctx)
-	if tp == "" {
+	if tp == "" || next.Pause[len(next.Pause)-1] != '}' || bytes.Contains(next.Pause, []byte(`"trace":`)) {
 		return
 	}
-	p, err := decodePause(next)
-	if err != nil {
-		return
+	// Appended as the object's last key: the pause was just built, and
+	// traceparents need no escaping.
+	raw := make([]byte, 0, len(next.Pause)+len(tp)+12)
+	raw = append(raw, next.Pause[:len(next.Pause)-1]...)
+	if len(next.Pause) > 2 {
+		raw = append(raw, ',')
 	}
-	p.Trace = tp
-	if raw, err := json.Marshal(p); err == nil {
-		next.Pause = raw
-	}
+	raw = append(append(append(raw, `"trace":"`...), tp...), `"}`...)
+	next.Pause = raw
 }
 
 // observe tells the observer, and the debug log, of a committed change.

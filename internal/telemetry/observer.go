@@ -28,6 +28,9 @@ type Observer struct {
 	last map[string]trace.SpanContext
 }
 
+// stepSpan starts the name of an agent step's span.
+const stepSpan = "askpoint.step "
+
 // maxRemembered bounds Observer.last.
 const maxRemembered = 10000
 
@@ -46,8 +49,11 @@ func (o *Observer) Transition(ctx context.Context, t *engine.Transition) {
 	if !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(attribute.String("askpoint.task_id", t.TaskID), attribute.String("askpoint.context_id", t.ContextID),
-		attribute.String("askpoint.agent", t.Agent))
+	if ro, ok := span.(interface{ Name() string }); !ok || !strings.HasPrefix(ro.Name(), stepSpan) {
+		// A step's span has its task's IDs from its start.
+		span.SetAttributes(attribute.String("askpoint.task_id", t.TaskID), attribute.String("askpoint.context_id", t.ContextID),
+			attribute.String("askpoint.agent", t.Agent))
+	}
 	if t.Closed != "" {
 		span.SetAttributes(attribute.String("askpoint.question", string(t.Closed)))
 	}
@@ -93,7 +99,7 @@ func (o *Observer) StartStep(ctx context.Context, s engine.StepInfo) (context.Co
 			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("askpoint.link", "asked")}}))
 		}
 	}
-	ctx, span := o.Tracer.Start(ctx, "askpoint.step "+s.Agent, opts...)
+	ctx, span := o.Tracer.Start(ctx, stepSpan+s.Agent, opts...)
 	return ctx, endWith(span)
 }
 
