@@ -1,11 +1,15 @@
 package telemetry_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -146,4 +150,62 @@ func send(ctx context.Context, t *testing.T, c *a2aclient.Client, m *a2a.Message
 		t.Fatalf("SendMessage returned %T", res)
 	}
 	return task
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDebugLogHasOneJSONLinePerTransition: at debug level every committed
+// change is one structured line naming the task, its agent and the cause,
+// with no observer configured.
+func TestDebugLogHasOneJSONLinePerTransition(t *testing.T) {
+	var buf syncBuffer
+	env := apitest.Start(t, apitest.Options{Quiet: true, Config: func(c *askpoint.Config) {
+		c.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := dial(ctx, t, env.URL+"/expense")
+	task := send(ctx, t, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros")))
+	q, _, _ := question.FromMessage(task.Status.Message)
+	msg := a2a.NewMessage(a2a.MessageRoleUser, dataPart(map[string]any{"questionId": q.ID, "costCentre": "CC-4410"}))
+	msg.TaskID = task.ID
+	if done := send(ctx, t, c, msg); done.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("task is %s, want completed", done.Status.State)
+	}
+
+	var lines []map[string]any
+	for _, l := range strings.Split(buf.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "transition" && m["task"] == string(task.ID) {
+			lines = append(lines, m)
+		}
+	}
+	// Quick steps on SQLite: the ask is one write (message and question),
+	// the answer another (answer and outcome).
+	if len(lines) != 2 {
+		t.Fatalf("%d transition lines for the task, want 2:\n%s", len(lines), buf.String())
+	}
+	first, second := lines[0], lines[1]
+	if first["agent"] != "expense" || first["cause"] != "start" || first["to"] != string(a2a.TaskStateInputRequired) || first["asked"] != true || first["level"] != "DEBUG" {
+		t.Errorf("first transition line = %v, want the start asking, at debug", first)
+	}
+	if second["cause"] != "answer" || second["from"] != string(a2a.TaskStateInputRequired) || second["to"] != string(a2a.TaskStateCompleted) || second["question"] != "answered" {
+		t.Errorf("second transition line = %v, want the answer completing the task", second)
+	}
 }
