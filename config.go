@@ -167,12 +167,15 @@ type Config struct {
 
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+
+	// observer hears of transitions for metrics and traces (telemetry.go).
+	observer engine.Observer
 }
 
 // engine is the engine's part of c.
 func (c Config) engine() engine.Config {
 	return engine.Config{
-		Store: c.Store, Logger: c.Logger, NodeID: c.NodeID,
+		Store: c.Store, Logger: c.Logger, NodeID: c.NodeID, Observer: c.observer,
 		Workers: c.Workers, LeaseDuration: c.LeaseDuration, PollInterval: c.PollInterval,
 		RecheckInterval: c.RecheckInterval, SweepInterval: c.SweepInterval,
 		ReleaseInterval: c.ReleaseInterval, PushInterval: c.PushInterval,

@@ -51,6 +51,8 @@ type Options struct {
 	// one to know the server's URL before its agents are built, as an
 	// orchestrator that gives its own URL to its sub-agents must.
 	Listener net.Listener
+	// Wrap, when set, wraps the server's handler (a tracing middleware).
+	Wrap func(http.Handler) http.Handler
 }
 
 // Listen opens a listener on 127.0.0.1 (addr "" for any free port) and
@@ -125,7 +127,11 @@ func Start(t testing.TB, opts Options) *Env {
 		t.Fatalf("Start() = %v", err)
 	}
 	httpLn, grpcLn := grpcfront.Split(ln, 0)
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	h := srv.Handler()
+	if opts.Wrap != nil {
+		h = opts.Wrap(h)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(httpLn) }()
 	go func() { _ = front.Serve(grpcLn) }()
 	env := &Env{URL: "http://" + ln.Addr().String(), DBPath: path, Server: srv, Store: st, HTTP: hs, GRPC: front}

@@ -51,9 +51,15 @@ type Options struct {
 	// Compare, when set, is another askpoint binary (the commit before a
 	// change): its SQLite and PostgreSQL servers are measured too, right
 	// after this binary's, in the same run.
-	Compare     string
-	CommandLine string
-	Progress    io.Writer // progress lines; nil: none
+	Compare string
+	// Telemetry: the askpoint servers are measured again with metrics and
+	// tracing on (--telemetry on the bench server), in the same run.
+	Telemetry bool
+	// TelemetryRounds is how many off/on pairs of the SQLite server are
+	// measured in all with Telemetry (the first pair is in the table).
+	TelemetryRounds int
+	CommandLine     string
+	Progress        io.Writer // progress lines; nil: none
 }
 
 // Main runs `askpoint bench ARGS` and returns the exit code.
@@ -87,6 +93,8 @@ Flags:
 	dir := fs.String("dir", "", "directory for the SQLite files (default: a temporary directory, removed after)")
 	sdkSeed := fs.String("sdk-seed", "copy", "how paused tasks are added to the SDK server: copy (one paused through the handler, copied into its store) or handler (every one through the handler; minutes per 100,000)")
 	profile := fs.String("profile", "", "write CPU and alloc profiles of each server (an extra, unmeasured run) to this `directory`")
+	telemetry := fs.Bool("telemetry", false, "also measure the askpoint servers with metrics and tracing on (every span sampled, exported to nowhere), in the same run")
+	telemetryRounds := fs.Int("telemetry-rounds", 3, "with --telemetry: off/on pairs of the SQLite server to measure, one after the other, every other pair on first (the median is reported)")
 	compare := fs.String("compare", "", "also measure the askpoint servers of this other askpoint `binary` (the commit before a change), in the same run")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -120,7 +128,7 @@ Flags:
 		Callers: *callers, Duration: *duration, Warmup: *warmup, Probe: *probe,
 		Paused: levels, SDKMaxPaused: *sdkMax, PGMaxPaused: *pgMax,
 		Kinds: strings.Split(*kinds, ","), PG: *pg, Dir: *dir, ProfileDir: *profile, SDKSeed: *sdkSeed,
-		Exe: exe, ExeArgs: []string{"bench", "server"}, Compare: *compare,
+		Exe: exe, ExeArgs: []string{"bench", "server"}, Compare: *compare, Telemetry: *telemetry, TelemetryRounds: *telemetryRounds,
 		CommandLine: commandLine(args), Progress: stderr,
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -197,6 +205,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if o.Compare != "" && kind != KindSDK {
 			runs = append(runs, &KindResult{Kind: kind, Label: kindLabel(kind) + ", " + filepath.Base(o.Compare), Before: true, exe: o.Compare})
 		}
+		if o.Telemetry && kind != KindSDK {
+			runs = append(runs, &KindResult{Kind: kind, Label: kindLabel(kind) + ", metrics and tracing on", Telemetry: true, exe: o.Exe})
+		}
 		for _, r := range runs {
 			rep.Results = append(rep.Results, r)
 			if kind == KindPostgres {
@@ -216,6 +227,34 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				r.Err = err
 				o.progress("%s: %v", kind, err)
 			}
+		}
+	}
+	if o.Telemetry && contains(o.Kinds, KindSQLite) {
+		for i := 1; i < o.TelemetryRounds; i++ {
+			// Every other pair runs on first, so that a load that rises or
+			// falls over the run (a shared machine) favours neither.
+			var pair [2]*KindResult
+			order := []bool{false, true}
+			if i%2 == 1 {
+				order = []bool{true, false}
+			}
+			for _, on := range order {
+				r := &KindResult{Kind: KindSQLite, Telemetry: on, exe: o.Exe}
+				if on {
+					pair[1] = r
+				} else {
+					pair[0] = r
+				}
+				db := filepath.Join(dir, fmt.Sprintf("%s-round%d-load.db", r.fileName(), i))
+				if err := runThroughput(ctx, o, db, nil, r); err != nil {
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
+					r.Err = err
+					o.progress("telemetry round %d: %v", i, err)
+				}
+			}
+			rep.TelemetryRounds = append(rep.TelemetryRounds, pair)
 		}
 	}
 	rep.End = time.Now().UTC()
@@ -269,6 +308,15 @@ func (o Options) serverArgs(kind, where string) []string {
 	return args
 }
 
+// serverArgs are the arguments of r's bench server.
+func (r *KindResult) serverArgs(o Options, where string) []string {
+	args := o.serverArgs(r.Kind, where)
+	if r.Telemetry {
+		args = append(args, "--telemetry")
+	}
+	return args
+}
+
 // runKind measures one server: throughput in one process, then paused
 // tasks in a fresh one.
 func runKind(ctx context.Context, o Options, dir string, r *KindResult) error {
@@ -317,7 +365,7 @@ func runKind(ctx context.Context, o Options, dir string, r *KindResult) error {
 
 func runThroughput(ctx context.Context, o Options, db string, pg *pgScratch, r *KindResult) error {
 	o.progress("%s: starting the server", r.Kind)
-	p, err := startServer(ctx, r.binary(o), o.serverArgs(r.Kind, db), o.Progress)
+	p, err := startServer(ctx, r.binary(o), r.serverArgs(o, db), o.Progress)
 	if err != nil {
 		return err
 	}
@@ -423,7 +471,7 @@ func runThroughput(ctx context.Context, o Options, db string, pg *pgScratch, r *
 
 func runPaused(ctx context.Context, o Options, db string, r *KindResult) error {
 	o.progress("%s: starting a fresh server for paused tasks", r.Kind)
-	p, err := startServer(ctx, r.binary(o), o.serverArgs(r.Kind, db), o.Progress)
+	p, err := startServer(ctx, r.binary(o), r.serverArgs(o, db), o.Progress)
 	if err != nil {
 		return err
 	}
@@ -517,10 +565,12 @@ func extrapolate(base, last *PausedResult, level int) *PausedResult {
 type KindResult struct {
 	Kind, Label string
 	// Before: measured with Options.Compare, the binary compared against.
-	Before  bool
-	exe     string
-	Skipped string
-	Err     error
+	Before bool
+	// Telemetry: measured with metrics and tracing on.
+	Telemetry bool
+	exe       string
+	Skipped   string
+	Err       error
 
 	Load            loadResult
 	CPU             time.Duration
@@ -555,6 +605,9 @@ func (r *KindResult) fileName() string {
 	if r.Before {
 		return r.Kind + "-before"
 	}
+	if r.Telemetry {
+		return r.Kind + "-telemetry"
+	}
 	return r.Kind
 }
 
@@ -564,6 +617,9 @@ func (r *KindResult) Name() string {
 	n := rowNames[r.Kind]
 	if r.Before {
 		n = strings.TrimSuffix(n, ")") + "0)"
+	}
+	if r.Telemetry {
+		n = strings.TrimSuffix(n, ")") + "T)"
 	}
 	return n
 }

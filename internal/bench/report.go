@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -18,6 +19,10 @@ type Report struct {
 	LoadEnd   string
 	Machine   string
 	Results   []*KindResult
+	// TelemetryRounds are the extra off/on pairs of --telemetry-rounds:
+	// askpoint on SQLite without and with metrics and tracing, one after
+	// the other.
+	TelemetryRounds [][2]*KindResult
 }
 
 var rowNames = map[string]string{KindSDK: "(a)", KindSQLite: "(b)", KindSQLiteGRPC: "(b′)", KindPostgres: "(c)"}
@@ -92,6 +97,7 @@ func (rep *Report) Markdown(w io.Writer) {
 			resume)
 	}
 	fmt.Fprintln(w)
+	telemetryCost(w, rep)
 
 	if len(o.Paused) > 0 {
 		fmt.Fprintf(w, "Paused tasks: a fresh server process per server; tasks paused in input-required are added in the server's own process "+
@@ -278,5 +284,47 @@ func bytesIEC(f float64) string {
 		return strconv.FormatFloat(f/(1<<20), 'f', 1, 64) + " MiB"
 	default:
 		return strconv.FormatFloat(f/(1<<30), 'f', 2, 64) + " GiB"
+	}
+}
+
+// telemetryCost says, for each server measured with metrics and tracing
+// on, how much more server CPU a round trip cost than with them off; with
+// several rounds, each pair's figure and their median.
+func telemetryCost(w io.Writer, rep *Report) {
+	for _, on := range rep.Results {
+		if !on.Telemetry || !on.ok() {
+			continue
+		}
+		for _, off := range rep.Results {
+			if off.Kind != on.Kind || off.Telemetry || off.Before || !off.ok() {
+				continue
+			}
+			pairs := [][2]*KindResult{{off, on}}
+			if on.Kind == KindSQLite {
+				pairs = append(pairs, rep.TelemetryRounds...)
+			}
+			var costs []float64
+			var each []string
+			for _, p := range pairs {
+				if !p[0].ok() || !p[1].ok() {
+					continue
+				}
+				offCPU, onCPU := 1/p[0].rtPerCPU(), 1/p[1].rtPerCPU()
+				c := (onCPU/offCPU - 1) * 100
+				costs = append(costs, c)
+				each = append(each, fmt.Sprintf("%.0f against %.0f µs (%+.1f%%)", onCPU*1e6, offCPU*1e6, c))
+			}
+			if len(costs) == 0 {
+				continue
+			}
+			sorted := append([]float64(nil), costs...)
+			sort.Float64s(sorted)
+			med := sorted[len(sorted)/2]
+			if len(sorted)%2 == 0 {
+				med = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
+			}
+			fmt.Fprintf(w, "Metrics and tracing on, %s vs %s: server CPU per round trip with them on against off, %d pairs run one after the other: %s; median %+.1f%%.\n\n",
+				on.Name(), off.Name(), len(costs), strings.Join(each, "; "), med)
+		}
 	}
 }

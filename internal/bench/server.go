@@ -33,6 +33,8 @@ import (
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/internal/grpcfront"
+	"github.com/askpoint/askpoint/internal/engine"
+	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/sqlite"
 )
@@ -77,6 +79,7 @@ func serverMain(args []string, stdout, stderr io.Writer) int {
 	db := fs.String("db", "", "SQLite file (kind sqlite)")
 	pg := fs.String("pg", "", "PostgreSQL URL (kind postgres)")
 	sdkSeed := fs.String("sdk-seed", "copy", "how paused tasks are added to the SDK: copy or handler")
+	withTelemetry := fs.Bool("telemetry", false, "askpoint kinds: metrics and tracing on (every span sampled, exported to nowhere)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -84,7 +87,7 @@ func serverMain(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	bs := &benchServer{kind: *kind, tracker: newResumeTracker(), sdkSeed: *sdkSeed}
+	bs := &benchServer{kind: *kind, tracker: newResumeTracker(), sdkSeed: *sdkSeed, telemetry: *withTelemetry}
 	var closeFn func()
 	var err error
 	switch *kind {
@@ -189,9 +192,11 @@ func serverMain(args []string, stdout, stderr io.Writer) int {
 type benchServer struct {
 	kind    string
 	sdkSeed string
-	app     http.Handler
-	grpc    *grpcfront.Front // kind sqlite-grpc
-	tracker *resumeTracker
+	// telemetry: metrics and tracing on (--telemetry).
+	telemetry bool
+	app       http.Handler
+	grpc      *grpcfront.Front // kind sqlite-grpc
+	tracker   *resumeTracker
 
 	// seed adds n paused tasks in process.
 	seedFn func(ctx context.Context, n int) error
@@ -237,11 +242,22 @@ func jsonrpcOnly(h http.Handler) http.Handler {
 // the expense agent from st.
 func (bs *benchServer) setupAskpoint(ctx context.Context, st store.Store, logger *slog.Logger) (func(), error) {
 	bs.store = st
-	var tracked store.Store = trackedStore{Store: st, tr: bs.tracker, n: &bs.calls}
-	if n, ok := st.(store.Notifier); ok { // keep what the engine looks for
+	var obs *telemetry.Observer
+	var inner store.Store = st
+	var stopTraces func()
+	if bs.telemetry {
+		obs, stopTraces = benchObserver()
+		inner = obs.Metrics.TimedStore(st)
+	}
+	var tracked store.Store = trackedStore{Store: inner, tr: bs.tracker, n: &bs.calls}
+	if n, ok := inner.(store.Notifier); ok { // keep what the engine looks for
 		tracked = trackedNotifier{tracked.(trackedStore), n}
 	}
-	srv, err := askpoint.NewServer(askpoint.Config{Store: tracked, Logger: logger})
+	cfg := askpoint.Config{Store: tracked, Logger: logger}
+	if obs != nil {
+		cfg = engine.WithObserver(cfg, obs).(askpoint.Config)
+	}
+	srv, err := askpoint.NewServer(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -262,12 +278,15 @@ func (bs *benchServer) setupAskpoint(ctx context.Context, st store.Store, logger
 			return nil, err
 		}
 	}
-	bs.app = srv.Handler()
+	bs.app = obs.Middleware(srv.Handler())
 	bs.seedFn = func(ctx context.Context, n int) error { return seedAskpoint(ctx, srv, st, n) }
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Stop(sctx)
+		if stopTraces != nil {
+			stopTraces()
+		}
 	}, nil
 }
 

@@ -12,7 +12,8 @@ const usage = `askpoint: durable A2A agents that stop to ask a question and carr
 
 Usage:
   askpoint serve [--addr 127.0.0.1:8420] [--db askpoint.db]
-      Serve the worked example (the expense agent) on the embedded SQLite store.
+      Serve the worked example (the expense agent) on the embedded SQLite store;
+      --metrics-addr serves Prometheus metrics, OTEL_* variables turn tracing on.
   askpoint send [--task ID] [--data JSON] [--stream] URL [TEXT]
       Send a message to any A2A 1.0 agent and print the task: its state and,
       for a question, the text, options, expiry and question ID.
@@ -26,6 +27,9 @@ Usage:
   askpoint answer [--data JSON] [--inbox FILE] ID
       Answer inbox question ID: options as a numbered choice, fields one by one, checked
       before they are sent; the task then carries on.
+  askpoint stats METRICS_URL
+      How questions fare, per agent and question kind, from a server's --metrics-addr:
+      asked, answered, median and p90 time to answer, re-ask, expiry and decline rates.
 
 Run "askpoint COMMAND --help" for a command's flags.
 `
@@ -52,6 +56,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return inboxCmd(args[1:], stdout, stderr)
 	case "answer":
 		return answer(args[1:], stdout, stderr)
+	case "stats":
+		return stats(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -31,6 +31,7 @@ import (
 	"github.com/askpoint/askpoint/examples/planning"
 	"github.com/askpoint/askpoint/inbox/web"
 	"github.com/askpoint/askpoint/internal/grpcfront"
+	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/postgres"
@@ -45,7 +46,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	streams := fs.String("streams", "close", "what streams do at input-required: close or open")
 	lease := fs.Duration("lease", 30*time.Second, "how long a run's lease lasts before another node may take the task over")
 	poll := fs.Duration("poll", time.Second, "how often to look for runs whose lease lapsed")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logLevel := fs.String("log-level", "info", "debug (one line per task transition), info, warn or error")
+	logFormat := fs.String("log-format", "text", "log lines as text or json")
+	metricsAddr := fs.String("metrics-addr", "", "`host:port` to serve Prometheus /metrics on (off when empty; never the A2A address). Traces follow the OTEL_* environment variables")
 	expiry := fs.Duration("question-expiry", 24*time.Hour, "how long a question stays open when its agent sets no expiry")
 	reminders := fs.String("reminders", "0.5,0.9", "when to remind push receivers of an open question, as fractions of the way to its expiry (comma-separated; \"none\" for no reminders)")
 	noSweep := fs.Bool("no-sweeper", false, "do not act on question expiries and reminders on this node (another node does); hold releases and push deliveries still run")
@@ -118,7 +121,20 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "askpoint serve: --reminders %q: %v\n", *reminders, err)
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	var logger *slog.Logger
+	switch *logFormat {
+	case "text":
+		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	case "json":
+		logger = slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	default:
+		fmt.Fprintf(stderr, "askpoint serve: --log-format %q: use text or json\n", *logFormat)
+		return 2
+	}
+	if *metricsAddr != "" && *metricsAddr == *addr && !strings.HasSuffix(*addr, ":0") {
+		fmt.Fprintf(stderr, "askpoint serve: --metrics-addr %s is the A2A address; give metrics a port of their own\n", *metricsAddr)
+		return 2
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -164,6 +180,16 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	defer st.Close()
 
+	tel, closeTel, err := startTelemetry(ctx, *metricsAddr, stdout, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		return 1
+	}
+	defer closeTel()
+	if tel != nil && tel.Metrics != nil {
+		st = tel.Metrics.TimedStore(st)
+	}
+
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: listen on %s: %v\n", *addr, err)
@@ -181,7 +207,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		defaults[principal] = cc
 	}
 
-	srv, err := askpoint.NewServer(askpoint.Config{
+	cfg := askpoint.Config{
 		Store: st, Logger: logger, InputRequiredStreams: mode, LeaseDuration: *lease, PollInterval: *poll, Tokens: tokens,
 		// The finance assistant's sub-tasks run as the internal principal
 		// and name the caller they are for.
@@ -193,7 +219,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		// The finance assistant hears from the expense agent on this
 		// server's own address.
 		WebhookHosts: []string{ln.Addr().String()},
-	})
+	}
+	if tel != nil {
+		cfg = engine.WithObserver(cfg, tel).(askpoint.Config)
+	}
+	srv, err := askpoint.NewServer(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 1
@@ -248,6 +278,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
+	if tel != nil && tel.Metrics != nil {
+		tel.Metrics.InitAgents(srv.Agents())
+	}
 	if err := srv.Start(ctx); err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 		return 1
@@ -272,7 +305,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "askpoint: paused tasks, answered in the browser: %s/inbox/\n", base)
 	root := http.NewServeMux()
 	root.Handle("/inbox/", page)
-	root.Handle("/", srv.Handler())
+	root.Handle("/", tel.Middleware(srv.Handler()))
 
 	// gRPC shares the port: a connection that opens with the HTTP/2
 	// preface is gRPC, any other HTTP/1.1 (docs/decisions/0040).

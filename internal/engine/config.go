@@ -34,6 +34,9 @@ type Config struct {
 	Logger *slog.Logger
 	// NodeID names this process in leases. Defaults to a random ID.
 	NodeID string
+	// Observer hears of every transition and counted event, for metrics
+	// and traces (internal/telemetry). Nil: nothing is observed.
+	Observer Observer
 
 	// Workers bounds how many steps run at once on this node. Defaults to
 	// 32 × GOMAXPROCS (steps are cheap goroutines; more of them let

@@ -24,6 +24,7 @@ import (
 type Engine struct {
 	cfg    Config
 	log    *slog.Logger
+	obs    Observer // nil: nothing is observed
 	store  store.Store
 	agents map[string]*agentEntry
 	order  []string
@@ -78,6 +79,7 @@ func New(cfg Config) (*Engine, error) {
 	s := &Engine{
 		cfg:     cfg,
 		log:     cfg.Logger,
+		obs:     cfg.Observer,
 		store:   cfg.Store,
 		agents:  map[string]*agentEntry{},
 		running: map[string]context.CancelFunc{},
@@ -174,6 +176,7 @@ func (s *Engine) Start(ctx context.Context) error {
 		s.wg.Add(1)
 		go s.listen(ctx, n)
 	}
+	s.countOpenQuestions(ctx)
 	s.log.Info("askpoint started", slog.String("node", s.cfg.NodeID), slog.Int("workers", s.cfg.Workers))
 	return nil
 }
@@ -244,11 +247,11 @@ func (s *Engine) resumeFromOutside(ctx context.Context, taskID string, decide fu
 			if err := withInput(next, in); err != nil {
 				return err
 			}
-			saved, err := s.commit(ctx, next, entries, false)
+			saved, err := s.commit(ctx, commitNote{prev: t, in: in, cause: "resume"}, next, entries, false)
 			if err != nil {
 				return err
 			}
-			w := &work{task: saved, in: in}
+			w := &work{task: saved, in: in, trace: s.traceParent(ctx)}
 			if len(l.Request) > 0 {
 				var m a2a.Message
 				if json.Unmarshal(l.Request, &m) == nil {

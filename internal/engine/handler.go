@@ -199,7 +199,7 @@ func (h *Handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*
 			if err != nil {
 				return errInternal(err)
 			}
-			saved, err = h.s.commit(ctx, next, []store.LogEntry{e}, false)
+			saved, err = h.s.commit(ctx, commitNote{prev: t, cause: "cancel"}, next, []store.LogEntry{e}, false)
 			if err != nil && !errors.Is(err, store.ErrConflict) {
 				return errInternal(err)
 			}

@@ -21,6 +21,10 @@ func canRelease(a Agent) bool {
 // It outlives the question only to release holds of a task that ended
 // without resuming.
 type pauseState struct {
+	// Kind is the question kind (QuestionKind), kept only when an observer
+	// is set, so that counting the question's end decodes no question.
+	// First, so that it is found without decoding (rawString).
+	Kind string `json:"kind,omitempty"`
 	// Asked is when the first question of the pause was asked; reminder
 	// points are fractions of Asked..Expires.
 	Asked         time.Time       `json:"asked,omitzero"`
@@ -41,6 +45,9 @@ type pauseState struct {
 	// Expires is then its deadline.
 	Await string      `json:"await,omitempty"`
 	Holds []heldThing `json:"holds,omitempty"`
+	// Trace is the W3C traceparent of the request that asked, kept only
+	// while tracing records: the step the answer resumes links to it.
+	Trace string `json:"trace,omitempty"`
 }
 
 type heldThing struct {
@@ -83,6 +90,9 @@ func decodePause(t *store.Task) (*pauseState, error) {
 // question and builds the pause state.
 func (s *Engine) preparePause(o Outcome, q *question.Question, agent Agent, now time.Time) (*pauseState, error) {
 	p := &pauseState{Asked: now, Question: q.ID, Expires: q.Expires, OnExpiry: o.expiryAction()}
+	if s.obs != nil {
+		p.Kind = schemaKind(q.Schema)
+	}
 	switch p.OnExpiry {
 	case ExpireFail, ExpireCancel:
 	case ExpireDefault:
@@ -258,7 +268,7 @@ func (s *Engine) keepRefusedHolds(next *store.Task, hs []Hold, agent Agent, now 
 	}
 	if len(p.Holds) > 0 {
 		if err := s.setPause(next, p); err != nil {
-			s.log.Error("keep the holds of a refused step", slog.String("task", next.ID), slog.Any("err", err))
+			s.log.Error("keep the holds of a refused step", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
 		}
 	}
 }
@@ -271,7 +281,7 @@ func (s *Engine) keepHoldsOnEnd(t, next *store.Task, now time.Time) {
 	if err != nil {
 		// Nothing is known of what the task held: say so loudly, since
 		// its releases will not run.
-		s.log.Error("the pause state of an ending task cannot be read; what it held is not released", slog.String("task", t.ID), slog.Any("err", err))
+		s.log.Error("the pause state of an ending task cannot be read; what it held is not released", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 		return
 	}
 	defer keepDigest(next, p.WakeDigest)

@@ -131,11 +131,17 @@ func (s *Engine) deliverOne(ctx context.Context, c *store.PushConfig) {
 		// A delivery under way finishes even when the server stops (within
 		// PushTimeout): cut short, it would be sent again after the restart.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PushTimeout)
+		end := func(error) {}
+		if s.obs != nil {
+			sctx, end = s.obs.StartPush(sctx, c.TaskID)
+		}
 		err = s.push.send(sctx, &cfg, ev)
+		end(err)
 		cancel()
 	}
 	switch {
 	case err == nil:
+		s.event(ctx, "", EventPushDelivered)
 		settle.SentSeq, settle.Attempts, settle.DueAt = entry.Seq, 0, time.Time{}
 	case ctx.Err() != nil:
 		// Stopping: give the claim back, so that the next start (or
@@ -146,8 +152,10 @@ func (s *Engine) deliverOne(ctx context.Context, c *store.PushConfig) {
 		log.Warn("giving up on a push receiver: every notification it is owed so far is dropped",
 			slog.String("url", redactURL(cfg.URL)), slog.Int("attempts", c.Attempts+1),
 			slog.Int64("fromSeq", entry.Seq), slog.Int64("toSeq", c.TargetSeq), slog.Any("err", err))
+		s.event(ctx, "", EventPushGivenUp)
 		settle.SentSeq, settle.Attempts, settle.DueAt = max(c.TargetSeq, entry.Seq), 0, time.Time{}
 	default:
+		s.event(ctx, "", EventPushRetried)
 		wait := s.pushBackoff(c.Attempts + 1)
 		log.Info("push notification failed; will retry", slog.String("url", redactURL(cfg.URL)),
 			slog.Int("attempt", c.Attempts+1), slog.Duration("retryIn", wait), slog.Any("err", err))

@@ -34,6 +34,9 @@ type runInput struct {
 	Event json.RawMessage `json:"event,omitempty"`
 	// Attempt counts the step's failed tries so far (see faults.go).
 	Attempt int `json:"attempt,omitempty"`
+	// Trace is the traceparent of the request that asked the question
+	// this input resumes from (pauseState.Trace), "" when none.
+	Trace string `json:"trace,omitempty"`
 }
 
 const (
@@ -55,6 +58,7 @@ func (s *Engine) resumeRow(t *store.Task, in *runInput, msg *a2a.Message, note s
 		return nil, nil, errInternal(err)
 	}
 	in.Holds = holdsOnResume(p, now)
+	in.Trace = p.Trace
 	next := *t
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
 	keepDigest(&next, p.WakeDigest)
@@ -107,6 +111,9 @@ type work struct {
 	// known is the end of the task's log as this node wrote it, so that a
 	// reply is built without reading back what was just written.
 	known *knownLog
+	// trace is the traceparent of the request that made the step owed,
+	// "" when none is recorded.
+	trace string
 }
 
 // knownLog is the newest entries of a task's log, as written by this node
@@ -224,6 +231,8 @@ func (k *knownLog) history(t *store.Task, last int) ([]store.LogEntry, bool) {
 type pendingWrite struct {
 	create  bool
 	entries []store.LogEntry
+	// from is the task as loaded before the message (nil for a new one).
+	from *store.Task
 }
 
 // job is a step queued for the worker pool.
@@ -328,7 +337,7 @@ func (s *Engine) dispatch(w *work) {
 		s.act.add(-1)
 		err := s.store.ExtendLease(context.Background(), w.task.ID, s.cfg.NodeID, w.task.Version, time.Time{})
 		if err != nil && !errors.Is(err, store.ErrConflict) {
-			s.log.Warn("release lease of a task the queue could not take", slog.String("task", w.task.ID), slog.Any("err", err))
+			s.log.Warn("release lease of a task the queue could not take", slog.String("task", w.task.ID), slog.String("agent", w.task.Agent), slog.Any("err", err))
 		}
 	}
 }
@@ -378,7 +387,7 @@ func (s *Engine) releaseJob(j job) {
 	t := j.w.task
 	err := s.store.ExtendLease(ctx, t.ID, s.cfg.NodeID, t.Version, time.Time{})
 	if err != nil && !errors.Is(err, store.ErrConflict) {
-		s.log.Warn("release lease of a queued task at stop", slog.String("task", t.ID), slog.Any("err", err))
+		s.log.Warn("release lease of a queued task at stop", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 	}
 }
 
@@ -417,6 +426,7 @@ func (s *Engine) claimLapsed(ctx context.Context) {
 	}
 	for _, t := range tasks {
 		s.log.Info("taking over a task whose run lapsed", slog.String("task", t.ID), slog.String("state", string(t.State)))
+		s.event(ctx, t.Agent, EventLeaseTakeover)
 		s.dispatch(&work{task: t})
 	}
 }
@@ -550,9 +560,14 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 		return r.latest()
 	}
 
+	stepCtx, endSpan := runCtx, func(error) {}
+	if s.obs != nil {
+		stepCtx, endSpan = s.obs.StartStep(runCtx, StepInfo{TaskID: t.ID, ContextID: t.ContextID, Agent: t.Agent, Parent: w.trace, Link: in.Trace})
+	}
 	stopBeat := r.heartbeat(runCtx, cancel)
-	outcome, stepErr := safeStep(runCtx, entry.agent, call, res)
+	outcome, stepErr := safeStep(stepCtx, entry.agent, call, res)
 	stopBeat()
+	endSpan(stepErr)
 
 	if ctx.Err() != nil && stepErr != nil {
 		// The server is stopping and cut the step short: leave the work
@@ -564,8 +579,9 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 	if ctx.Err() == nil && runCtx.Err() != nil && stepErr != nil {
 		return r.latest() // canceled by CancelTask; the cancel already wrote the outcome
 	}
-	// A step that finished is written even while the server stops.
-	r.finish(context.WithoutCancel(ctx), outcome, stepErr)
+	// A step that finished is written even while the server stops (with
+	// the step's span, so that a question it asks links back to it).
+	r.finish(context.WithoutCancel(stepCtx), outcome, stepErr)
 	return r.latest()
 }
 
@@ -665,7 +681,7 @@ func (r *run) heartbeat(ctx context.Context, cancelStep context.CancelFunc) (sto
 					return
 				}
 				if ctx.Err() == nil {
-					r.s.log.Warn("renew lease", slog.String("task", t.ID), slog.Any("err", err))
+					r.s.log.Warn("renew lease", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 				}
 				if ctx.Err() == nil && !t.LeaseUntil.IsZero() && r.s.now().After(t.LeaseUntil) {
 					r.mu.Lock()
@@ -730,9 +746,14 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 	now := r.s.now()
 	var entries []store.LogEntry
 	create := false
+	ch := commitNote{prev: r.task, cause: "step"}
 	if r.pending != nil {
 		entries = append(entries, r.pending.entries...)
 		create = r.pending.create
+		ch = commitNote{prev: r.pending.from, in: r.in, cause: "answer"}
+		if create {
+			ch.cause = "start"
+		}
 	}
 	if r.owesWorking {
 		st, e, err := statusEntry(&next, a2a.TaskStateWorking, nil, now)
@@ -752,13 +773,13 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 			return err
 		}
 	}
-	saved, err := r.s.commit(ctx, &next, entries, create)
+	saved, err := r.s.commit(ctx, ch, &next, entries, create)
 	if err != nil && r.pending != nil {
 		// The message of a quick step was not taken: nothing of the
 		// step stands, and the caller decides again (see send.go).
 		r.lost, r.lostPending, r.pendingErr = true, true, err
 		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrNotFound) {
-			r.s.log.Error("write a quick step's message", slog.String("task", next.ID), slog.Any("err", err))
+			r.s.log.Error("write a quick step's message", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
 		}
 		return errLost
 	}
@@ -767,7 +788,7 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 		return errLost
 	}
 	if err != nil {
-		r.s.log.Error("write task", slog.String("task", next.ID), slog.Any("err", err))
+		r.s.log.Error("write task", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
 		return err
 	}
 	r.task = saved
@@ -813,7 +834,7 @@ func (r *run) finish(ctx context.Context, o Outcome, stepErr error) {
 		return s.applyOutcome(next, o, now)
 	})
 	if err != nil && !errors.Is(err, errLost) {
-		s.log.Error("write step outcome", slog.String("task", r.task.ID), slog.Any("err", err))
+		s.log.Error("write step outcome", slog.String("task", r.task.ID), slog.String("agent", r.task.Agent), slog.Any("err", err))
 	}
 }
 
@@ -828,7 +849,7 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 	if p, err := decodePause(next); err == nil {
 		digest = p.WakeDigest
 	} else {
-		s.log.Error("the pause state of a task cannot be read; a late wake will be told not found", slog.String("task", next.ID), slog.Any("err", err))
+		s.log.Error("the pause state of a task cannot be read; a late wake will be told not found", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
 	}
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
 	if o.Kind == OutcomeComplete || o.Kind == OutcomeFail || o.Kind == OutcomeReject {

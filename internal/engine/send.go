@@ -156,10 +156,10 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 		if err := withInput(row, in); err != nil {
 			return nil, err
 		}
-		saved, err := s.commit(ctx, row, entries, true)
+		saved, err := s.commit(ctx, commitNote{in: in, cause: "start"}, row, entries, true)
 		if err == nil {
 			known := (&knownLog{fromStart: true}).add(entries, saved.Version)
-			return &accepted{task: saved, known: known, work: &work{task: saved, in: in, request: in.Message}}, nil
+			return &accepted{task: saved, known: known, work: &work{task: saved, in: in, request: in.Message, trace: s.traceParent(ctx)}}, nil
 		}
 		if !errors.Is(err, store.ErrExists) {
 			return nil, errInternal(err)
@@ -169,6 +169,7 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 			return nil, errInternal(err)
 		}
 		if dup {
+			s.event(ctx, existing.Agent, EventRedelivery)
 			return &accepted{task: existing}, nil
 		}
 		if generation == 1 {
@@ -194,7 +195,7 @@ func (h *Handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, i
 	if err != nil {
 		return nil, false
 	}
-	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, unlock: unlock}
+	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, unlock: unlock, trace: s.traceParent(ctx)}
 	final, ok := s.runQuick(w)
 	if !ok {
 		return nil, false
@@ -268,6 +269,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		if dup, err := s.redelivered(t, l.Message, req.Message); err != nil {
 			return errInternal(err)
 		} else if dup {
+			s.event(ctx, t.Agent, EventRedelivery)
 			out = &accepted{task: t}
 			return nil
 		}
@@ -281,6 +283,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			// race to another answer (or came after one). The caller gets
 			// the task as it now stands; the message is not taken, and
 			// never bound to a later question.
+			s.event(ctx, t.Agent, EventAnswerConflict)
 			out = &accepted{task: t}
 			return nil
 		}
@@ -340,7 +343,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			prior = freshHistory(t, request)
 		}
 		if in != nil && quick && next.Runnable {
-			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries}, unlock: unlock, known: prior}
+			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, unlock: unlock, known: prior, trace: s.traceParent(ctx)}
 			if prior == nil {
 				w.known = &knownLog{noPriorArtifacts: len(t.Artifacts) == 0}
 			}
@@ -357,7 +360,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		if err := withInput(next, in); err != nil {
 			return err
 		}
-		saved, err := s.commit(ctx, next, entries, false)
+		saved, err := s.commit(ctx, commitNote{prev: t, in: in, cause: "answer"}, next, entries, false)
 		if errors.Is(err, store.ErrConflict) {
 			return err // someone else changed the task first: decide again
 		}
@@ -371,7 +374,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		known = known.add(entries, saved.Version)
 		out = &accepted{task: saved, known: known}
 		if saved.Runnable && in != nil {
-			out.work = &work{task: saved, in: in, request: request}
+			out.work = &work{task: saved, in: in, request: request, trace: s.traceParent(ctx)}
 		}
 		return nil
 	})

@@ -110,7 +110,7 @@ func (s *Engine) sweep(ctx context.Context) (int, error) {
 			if ctx.Err() != nil {
 				return len(tasks), nil
 			}
-			s.log.Error("act on a due question", slog.String("task", t.ID), slog.Any("err", err))
+			s.log.Error("act on a due question", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 		}
 	}
 	return len(tasks), nil
@@ -136,13 +136,13 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 			if err != nil {
 				return err
 			}
-			return s.write(ctx, next, []store.LogEntry{e})
+			return s.write(ctx, t, next, []store.LogEntry{e})
 		}
 	}
 	if t.State != a2a.TaskStateInputRequired || len(t.Question) == 0 {
 		next := *t
 		next.WakeAt = time.Time{}
-		return s.write(ctx, &next, nil)
+		return s.write(ctx, t, &next, nil)
 	}
 	var q question.Question
 	if err := json.Unmarshal(t.Question, &q); err != nil {
@@ -179,7 +179,7 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 	if err := s.setPause(&next, p); err != nil {
 		return err
 	}
-	return s.write(ctx, &next, entries)
+	return s.write(ctx, t, &next, entries)
 }
 
 // ReminderKey is the metadata key of a reminder notification: a status
@@ -244,7 +244,7 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 	if err != nil {
 		return nil, err
 	}
-	saved, err := s.commit(ctx, next, entries, false)
+	saved, err := s.commit(ctx, commitNote{prev: t, cause: "expire"}, next, entries, false)
 	if err != nil {
 		return nil, err
 	}
@@ -267,8 +267,8 @@ func expiryResult(t *store.Task) string {
 }
 
 // write commits a timer's change to a task (compare-and-set on its version).
-func (s *Engine) write(ctx context.Context, next *store.Task, entries []store.LogEntry) error {
-	_, err := s.commit(ctx, next, entries, false)
+func (s *Engine) write(ctx context.Context, prev, next *store.Task, entries []store.LogEntry) error {
+	_, err := s.commit(ctx, commitNote{prev: prev, cause: "timer"}, next, entries, false)
 	return err
 }
 
@@ -285,7 +285,7 @@ func (s *Engine) releaseDue(ctx context.Context) (int, error) {
 			if ctx.Err() != nil {
 				return len(tasks), nil
 			}
-			s.log.Error("release what a task holds", slog.String("task", t.ID), slog.Any("err", err))
+			s.log.Error("release what a task holds", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 		}
 	}
 	return len(tasks), nil
@@ -326,7 +326,7 @@ func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 	if err := s.setPauseKeepingTimers(&next, p); err != nil {
 		return err
 	}
-	saved, err := s.commit(ctx, &next, nil, false)
+	saved, err := s.commit(ctx, commitNote{prev: t, cause: "hold"}, &next, nil, false)
 	if err != nil {
 		return err
 	}
@@ -353,7 +353,11 @@ func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 			failed[h.Name] = releaseFailure{claim: h.Releasing, failures: h.Failures, err: err}
 			continue
 		}
-		s.log.Info("released a hold", slog.String("task", t.ID), slog.String("hold", h.Name), slog.Time("deadline", h.Until))
+		s.log.Info("released a hold", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.String("hold", h.Name), slog.Time("deadline", h.Until))
+		s.event(ctx, t.Agent, EventHoldReleased)
+		if h.Early.IsZero() {
+			s.event(ctx, t.Agent, EventHoldLapsed) // its deadline came while the task was still paused
+		}
 		released[h.Name] = h.Releasing
 	}
 	if len(failed) > 0 {
@@ -454,7 +458,7 @@ func (s *Engine) updateHolds(ctx context.Context, t *store.Task, change func(h *
 			next.Pause = nil // an ended task keeps only its wake digest
 			keepDigest(&next, p.WakeDigest)
 		}
-		_, err = s.commit(ctx, &next, nil, false)
+		_, err = s.commit(ctx, commitNote{prev: t, cause: "hold"}, &next, nil, false)
 		return err
 	})
 }

@@ -33,9 +33,13 @@ var errKeptChanging = a2a.NewError(a2a.ErrInternalError, "the task kept changing
 // on next.Version) with its log entries, and publishes the change: local
 // waiters, the timer loops, and the push deliverer for pauses and endings.
 // Cross-node waiters hear of it from the store (store.Notifier).
-func (s *Engine) commit(ctx context.Context, next *store.Task, entries []store.LogEntry, create bool) (*store.Task, error) {
+//
+// ch says what the caller knows of the change (the task as loaded, the
+// run's input, the cause), for the observer and the transition's log line.
+func (s *Engine) commit(ctx context.Context, ch commitNote, next *store.Task, entries []store.LogEntry, create bool) (*store.Task, error) {
 	var saved *store.Task
 	var err error
+	s.observeBefore(ctx, ch, next)
 	if create {
 		saved, err = s.store.CreateTask(ctx, next, entries)
 	} else {
@@ -45,6 +49,7 @@ func (s *Engine) commit(ctx context.Context, next *store.Task, entries []store.L
 		return nil, err
 	}
 	s.publish(saved, saved.PushDue)
+	s.observe(ctx, ch, saved, entries)
 	return saved, nil
 }
 

@@ -1,0 +1,170 @@
+// Package telemetry implements the engine's Observer with Prometheus
+// metrics and OpenTelemetry traces, and wraps a store with operation
+// timings. The engine and the root package import neither library: they
+// call engine.Observer, which is nil (and costs nothing) when no metrics
+// address and no OTEL_* exporter are configured.
+package telemetry
+
+import (
+	"context"
+	"net/http"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/askpoint/askpoint/internal/engine"
+)
+
+// Metrics are askpoint's Prometheus metrics (README, "Metrics"). Labels
+// carry agent names, question kinds, states and outcomes: bounded values,
+// never task IDs.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	questionsOpen   *prometheus.GaugeVec
+	asked           *prometheus.CounterVec
+	closed          *prometheus.CounterVec
+	answerSeconds   *prometheus.HistogramVec
+	reasks          *prometheus.CounterVec
+	expired         *prometheus.CounterVec
+	reminders       *prometheus.CounterVec
+	holdsReleased   *prometheus.CounterVec
+	holdsLapsed     *prometheus.CounterVec
+	tasks           *prometheus.CounterVec
+	transitions     *prometheus.CounterVec
+	push            *prometheus.CounterVec
+	conflicts       *prometheus.CounterVec
+	redeliveries    *prometheus.CounterVec
+	takeovers       *prometheus.CounterVec
+	storeSeconds    *prometheus.HistogramVec
+	openMu          sync.Mutex
+	openInitialised bool
+}
+
+// answerBuckets span a quick answer in seconds to a slow one in days.
+var answerBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400, 172800, 604800}
+
+// NewMetrics registers askpoint's metrics and the Go runtime's and the
+// process's collectors on a registry of their own.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+		m.reg.MustRegister(c)
+		return c
+	}
+	m.questionsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "askpoint_questions_open",
+		Help: "Questions open (tasks in input-required), from the store at start and this node's transitions since."}, []string{"agent"})
+	m.reg.MustRegister(m.questionsOpen)
+	m.asked = counter("askpoint_questions_asked_total", "Questions asked: the first question of each pause (re-asks are askpoint_reasks_total).", "agent", "kind")
+	m.closed = counter("askpoint_questions_closed_total", "Open questions closed, by how: answered, declined, expired, canceled, ended.", "agent", "kind", "outcome")
+	m.answerSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "askpoint_question_answer_seconds",
+		Help: "Seconds from asking (the pause's first question) to a valid answer.", Buckets: answerBuckets}, []string{"agent", "kind"})
+	m.reg.MustRegister(m.answerSeconds)
+	m.reasks = counter("askpoint_reasks_total", "Invalid answers re-asked with a new question.", "agent", "kind")
+	m.expired = counter("askpoint_questions_expired_total", "Questions that expired unanswered, by the expiry action taken (fail, cancel, default).", "agent", "action")
+	m.reminders = counter("askpoint_reminders_sent_total", "Reminders of open questions written for push receivers.", "agent")
+	m.holdsReleased = counter("askpoint_holds_released_total", "Holds whose release ran.", "agent")
+	m.holdsLapsed = counter("askpoint_holds_lapsed_total", "Holds released because their deadline passed while the task was still paused.", "agent")
+	m.tasks = counter("askpoint_tasks_total", "Tasks that reached a final state, by state.", "agent", "state")
+	m.transitions = counter("askpoint_transitions_total", "Committed task changes, by cause.", "agent", "cause")
+	m.push = counter("askpoint_push_deliveries_total", "Push delivery attempts by outcome: delivered, retried, given_up.", "outcome")
+	m.conflicts = counter("askpoint_answer_conflicts_total", "Answers to a question no longer open: losers of a compare-and-set race, or late.", "agent")
+	m.redeliveries = counter("askpoint_redeliveries_total", "Messages delivered again and answered by deduplication.", "agent")
+	m.takeovers = counter("askpoint_lease_takeovers_total", "Runs this node took over after their lease lapsed.", "agent")
+	m.storeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "askpoint_store_operation_seconds",
+		Help: "Latency of store operations, by operation.", Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12)}, []string{"op"})
+	m.reg.MustRegister(m.storeSeconds)
+	for _, o := range []string{"delivered", "retried", "given_up"} {
+		m.push.WithLabelValues(o)
+	}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the registry in the Prometheus exposition format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Registry is the registry the metrics are on.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+func (m *Metrics) transition(t *engine.Transition) {
+	m.transitions.WithLabelValues(t.Agent, t.Cause).Inc()
+	if t.Closed != "" {
+		m.closed.WithLabelValues(t.Agent, t.ClosedKind, string(t.Closed)).Inc()
+		m.questionsOpen.WithLabelValues(t.Agent).Dec()
+		switch t.Closed {
+		case engine.QuestionAnswered:
+			m.answerSeconds.WithLabelValues(t.Agent, t.ClosedKind).Observe(t.Waited.Seconds())
+		case engine.QuestionExpired:
+			m.expired.WithLabelValues(t.Agent, t.Expiry).Inc()
+		}
+	}
+	if t.Asked {
+		m.asked.WithLabelValues(t.Agent, t.Kind).Inc()
+		m.questionsOpen.WithLabelValues(t.Agent).Inc()
+	}
+	if t.Reasked {
+		m.reasks.WithLabelValues(t.Agent, t.Kind).Inc()
+	}
+	if t.Reminder {
+		m.reminders.WithLabelValues(t.Agent).Inc()
+	}
+	if t.Ended {
+		m.tasks.WithLabelValues(t.Agent, string(t.To)).Inc()
+	}
+}
+
+func (m *Metrics) event(agent string, e engine.Event) {
+	switch e {
+	case engine.EventRedelivery:
+		m.redeliveries.WithLabelValues(agent).Inc()
+	case engine.EventAnswerConflict:
+		m.conflicts.WithLabelValues(agent).Inc()
+	case engine.EventLeaseTakeover:
+		m.takeovers.WithLabelValues(agent).Inc()
+	case engine.EventPushDelivered:
+		m.push.WithLabelValues("delivered").Inc()
+	case engine.EventPushRetried:
+		m.push.WithLabelValues("retried").Inc()
+	case engine.EventPushGivenUp:
+		m.push.WithLabelValues("given_up").Inc()
+	case engine.EventHoldReleased:
+		m.holdsReleased.WithLabelValues(agent).Inc()
+	case engine.EventHoldLapsed:
+		m.holdsLapsed.WithLabelValues(agent).Inc()
+	}
+}
+
+// openQuestions adds the store's count at start to the gauge.
+func (m *Metrics) openQuestions(by map[string]int) {
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
+	if m.openInitialised {
+		return
+	}
+	m.openInitialised = true
+	for agent, n := range by {
+		m.questionsOpen.WithLabelValues(agent).Add(float64(n))
+	}
+}
+
+// InitAgents creates every per-agent series at zero, so that a scrape
+// shows them before anything happens.
+func (m *Metrics) InitAgents(agents []string) {
+	for _, a := range agents {
+		m.questionsOpen.WithLabelValues(a)
+		m.reminders.WithLabelValues(a)
+		m.conflicts.WithLabelValues(a)
+		m.redeliveries.WithLabelValues(a)
+		m.takeovers.WithLabelValues(a)
+		m.holdsReleased.WithLabelValues(a)
+		m.holdsLapsed.WithLabelValues(a)
+	}
+}
+
+var _ = context.Background

@@ -1,0 +1,183 @@
+package telemetry_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/examples/expense"
+	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/internal/engine"
+	"github.com/askpoint/askpoint/internal/telemetry"
+	"github.com/askpoint/askpoint/question"
+)
+
+// ended tells a test when spans end, so that it waits on a signal.
+type ended struct {
+	sdktrace.SpanProcessor
+	ch chan struct{}
+}
+
+func (e ended) OnEnd(s sdktrace.ReadOnlySpan) {
+	e.SpanProcessor.OnEnd(s)
+	select {
+	case e.ch <- struct{}{}:
+	default:
+	}
+}
+
+// TestOneRequestIsOneTrace follows one request to the finance assistant
+// through its call to the expense agent and the expense agent's push
+// notification back to the assistant: every span is in the caller's trace.
+// The answer, sent later in a trace of its own, resumes the assistant's
+// step with a link to the trace that asked.
+func TestOneRequestIsOneTrace(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	done := ended{SpanProcessor: sdktrace.NewSimpleSpanProcessor(exp), ch: make(chan struct{}, 1)}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(done))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	obs := &telemetry.Observer{Tracer: tp.Tracer(telemetry.TracerName), Metrics: telemetry.NewMetrics()}
+	prev := http.DefaultTransport
+	http.DefaultTransport = obs.Transport(prev)
+	t.Cleanup(func() { http.DefaultTransport = prev })
+
+	ln, base := apitest.Listen(t, "")
+	u, _ := url.Parse(base)
+	assistant, err := expense.Assistant(expense.AssistantConfig{ExpenseURL: base + "/expense", SelfURL: base + "/assistant"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	apitest.Start(t, apitest.Options{
+		Quiet: true, Listener: ln, Wrap: obs.Middleware,
+		Agents: []askpoint.AgentSpec{{Name: "assistant", Agent: assistant, Card: expense.AssistantCard()}},
+		Config: func(c *askpoint.Config) {
+			c.WebhookHosts = []string{u.Host}
+			c.PushInterval = 50 * time.Millisecond
+			*c = engine.WithObserver(*c, obs).(askpoint.Config)
+		},
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, base+"/assistant")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(&http.Client{Transport: obs.Transport(prev)}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+	caller := tp.Tracer("caller")
+
+	askCtx, root := caller.Start(ctx, "caller asks")
+	res, err := c.SendMessage(askCtx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros"))})
+	root.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, ok := res.(*a2a.Task)
+	if !ok || task.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("SendMessage = %T %+v, want the assistant's task in input-required", res, res)
+	}
+	first := root.SpanContext().TraceID()
+
+	// Wait for the expense agent's push of its question to the assistant.
+	in := func(id trace.TraceID) map[string]int {
+		n := map[string]int{}
+		for _, s := range exp.GetSpans() {
+			if s.SpanContext.TraceID() == id {
+				n[s.Name]++
+			}
+		}
+		return n
+	}
+	for in(first)["askpoint.push"] == 0 {
+		select {
+		case <-done.ch:
+		case <-ctx.Done():
+			t.Fatalf("no push delivery span in the caller's trace; spans there: %v; all: %v", in(first), names(exp.GetSpans()))
+		}
+	}
+	got := in(first)
+	for _, want := range []string{"a2a POST /assistant", "askpoint.step assistant", "a2a POST /expense", "askpoint.step expense", "askpoint.push"} {
+		if got[want] == 0 {
+			t.Errorf("the caller's trace has no %q span; it has %v (all spans: %v)", want, got, names(exp.GetSpans()))
+		}
+	}
+	for _, s := range exp.GetSpans() {
+		if s.Name == "askpoint.step assistant" && s.SpanContext.TraceID() == first {
+			if !hasAttr(s, "askpoint.task_id", string(task.ID)) || !hasAttr(s, "askpoint.context_id", task.ContextID) {
+				t.Errorf("the assistant's step span lacks the task's IDs: %v", s.Attributes)
+			}
+		}
+	}
+
+	// The answer comes in a trace of its own; the step it resumes links
+	// back to the trace that asked.
+	q, ok, err := question.FromMessage(task.Status.Message)
+	if err != nil || !ok {
+		t.Fatalf("the assistant's task carries no question: %v", err)
+	}
+	ans := a2a.NewMessage(a2a.MessageRoleUser, dataPart(map[string]any{"questionId": q.ID, "costCentre": "CC-4410"}))
+	ans.TaskID = task.ID
+	ansCtx, second := caller.Start(ctx, "caller answers")
+	_, err = c.SendMessage(ansCtx, &a2a.SendMessageRequest{Message: ans})
+	second.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := func() bool {
+		for _, s := range exp.GetSpans() {
+			if s.Name != "askpoint.step assistant" || s.SpanContext.TraceID() != second.SpanContext().TraceID() {
+				continue
+			}
+			for _, l := range s.Links {
+				if l.SpanContext.TraceID() == first {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for !linked() {
+		select {
+		case <-done.ch:
+		case <-ctx.Done():
+			t.Fatalf("no assistant step in the answer's trace links to the asking trace; spans: %v", names(exp.GetSpans()))
+		}
+	}
+}
+
+func dataPart(v map[string]any) *a2a.Part {
+	p := a2a.NewDataPart(v)
+	p.MediaType = question.MediaTypeJSON
+	return p
+}
+
+func hasAttr(s tracetest.SpanStub, key, want string) bool {
+	for _, a := range s.Attributes {
+		if string(a.Key) == key && a.Value.AsString() == want {
+			return true
+		}
+	}
+	return false
+}
+
+func names(spans tracetest.SpanStubs) []string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name+"@"+s.SpanContext.TraceID().String()[:8])
+	}
+	return out
+}
