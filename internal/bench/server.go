@@ -32,8 +32,8 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/examples/expense"
-	"github.com/askpoint/askpoint/internal/grpcfront"
 	"github.com/askpoint/askpoint/internal/engine"
+	"github.com/askpoint/askpoint/internal/grpcfront"
 	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/sqlite"
