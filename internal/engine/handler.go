@@ -145,11 +145,32 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		return nil, errInternal(err)
 	}
 	out := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, len(res.Tasks)), TotalSize: res.TotalSize, PageSize: size}
-	for _, t := range res.Tasks {
-		v, err := h.s.toA2A(ctx, t, taskView{historyLength: req.HistoryLength, artifacts: req.IncludeArtifacts})
+	history := req.HistoryLength
+	if history == nil {
+		// A list is for finding tasks: a bounded history unless the caller
+		// asks for more.
+		n := h.s.cfg.ListHistoryLength
+		history = &n
+	}
+	used := 0
+	for i, t := range res.Tasks {
+		v, err := h.s.toA2A(ctx, t, taskView{historyLength: history, artifacts: req.IncludeArtifacts})
 		if err != nil {
 			return nil, errInternal(err)
 		}
+		// The reply's budget: a page stops early once its tasks' JSON adds
+		// up to more than MaxReplyBytes; the next page starts after the
+		// last task it holds. A single task over the budget is sent alone.
+		n, err := jsonSize(v)
+		if err != nil {
+			return nil, errInternal(err)
+		}
+		if used+n > h.s.cfg.MaxReplyBytes && len(out.Tasks) > 0 {
+			prev := res.Tasks[i-1]
+			res.Next = &store.Cursor{UpdatedAt: prev.UpdatedAt, ID: prev.ID}
+			break
+		}
+		used += n
 		out.Tasks = append(out.Tasks, v)
 	}
 	if res.Next != nil {
@@ -656,3 +677,14 @@ func (h *Handler) CheckSubscribe(ctx context.Context, req *a2a.SubscribeToTaskRe
 	_, err := h.subscribable(ctx, req)
 	return err
 }
+
+// jsonSize is the length of v's JSON, counted without keeping it.
+func jsonSize(v any) (int, error) {
+	var c countWriter
+	err := json.NewEncoder(&c).Encode(v)
+	return int(c), err
+}
+
+type countWriter int
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }

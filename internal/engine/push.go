@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 
 	"github.com/askpoint/askpoint/store"
 )
@@ -32,24 +32,20 @@ import (
 // real time. Config.Now governs the task's own timeline (expiry,
 // reminders, holds).
 
-// pushSender posts notifications with the SDK's HTTP sender, which checks
-// every resolved address at dial time (SSRF guard) unless private networks
-// are allowed.
+// pushSender posts notifications with askpoint's own HTTP clients: the
+// guarded one checks every address it dials (pushguard.go) unless private
+// networks are allowed.
 type pushSender struct {
-	guarded *push.HTTPPushSender
-	open    *push.HTTPPushSender // for the hosts in Config.WebhookHosts
+	guarded *http.Client
+	open    *http.Client // for the hosts in Config.WebhookHosts
 	hosts   map[string]bool
 }
 
 func newPushSender(cfg Config) *pushSender {
 	ps := &pushSender{
-		guarded: push.NewHTTPPushSender(&push.HTTPSenderConfig{
-			Timeout: cfg.PushTimeout, FailOnError: true, AllowPrivateNetworks: cfg.AllowPrivateWebhooks,
-		}),
-		open: push.NewHTTPPushSender(&push.HTTPSenderConfig{
-			Timeout: cfg.PushTimeout, FailOnError: true, AllowPrivateNetworks: true,
-		}),
-		hosts: map[string]bool{},
+		guarded: newPushClient(cfg.PushTimeout, cfg.AllowPrivateWebhooks),
+		open:    newPushClient(cfg.PushTimeout, true),
+		hosts:   map[string]bool{},
 	}
 	for _, h := range cfg.WebhookHosts {
 		ps.hosts[strings.ToLower(h)] = true
@@ -66,9 +62,9 @@ func (ps *pushSender) allowed(rawURL string) bool {
 // send posts ev to the configuration's URL.
 func (ps *pushSender) send(ctx context.Context, cfg *a2a.PushConfig, ev a2a.Event) error {
 	if ps.allowed(cfg.URL) {
-		return ps.open.SendPush(ctx, cfg, ev)
+		return postPush(ctx, ps.open, cfg, ev)
 	}
-	return ps.guarded.SendPush(ctx, cfg, ev)
+	return postPush(ctx, ps.guarded, cfg, ev)
 }
 
 // deliverDue claims the push configurations with a delivery due and
@@ -289,33 +285,6 @@ func (s *Engine) checkPushConfig(ctx context.Context, c *a2a.PushConfig) error {
 	}
 	return nil
 }
-
-func blockedIP(ip net.IP) bool {
-	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() {
-		return true
-	}
-	for _, n := range extraBlocked {
-		if n.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
-
-// extraBlocked are ranges the standard checks miss: carrier-grade NAT
-// (where some clouds keep metadata services), benchmarking, and IPv6
-// prefixes that embed IPv4 addresses (NAT64, 6to4).
-var extraBlocked = func() []*net.IPNet {
-	var out []*net.IPNet
-	for _, c := range []string{"100.64.0.0/10", "198.18.0.0/15", "64:ff9b::/96", "2002::/16"} {
-		_, n, err := net.ParseCIDR(c)
-		if err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}()
 
 // putPushConfig stores c for t, delivering what is notified after
 // fromSeq. An empty ID gets one derived from the configuration, so a
