@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -28,7 +31,7 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("inbox", "", "the inbox `file` (default $"+inbox.EnvPath+", else askpoint/inbox.db in your config directory)")
 	all := fs.Bool("all", false, "also list answered and closed items")
 	listen := fs.String("listen", "", "receive A2A push notifications on `host:port` (POST a StreamResponse to http://host:port/?agent=AGENT_URL) until interrupted")
-	token := fs.String("token", "", "with --listen or --web: refuse push notifications without this A2A-Notification-Token header")
+	token := fs.String("token", "", "with --listen or --web: refuse push notifications without this A2A-Notification-Token header (with --listen, one is generated and printed when none is given)")
 	wf := addWebFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: askpoint inbox [--inbox FILE] [--all] [--listen ADDR [--token T]]")
@@ -39,7 +42,7 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
-		return exitUsage
+		return parseExit(err, exitUsage)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "askpoint inbox: unexpected argument %q\n", fs.Arg(0))
@@ -209,8 +212,18 @@ func listenPush(ctx context.Context, ib *inbox.Inbox, addr, token string, stdout
 			}
 		},
 	})
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	generated := token == ""
+	if generated {
+		// Anyone who can reach the listener could otherwise file a
+		// question whose answer goes to an agent URL of their choosing.
+		token = text.RandomHex(16)
+	}
+	srv := &http.Server{Handler: listenerGuard(h, token), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	say("listening for push notifications on http://%s/ (inbox %s)\n", ln.Addr(), ib.Path())
+	if generated {
+		say("push token (agents must send it as %s): %s\n", inbox.TokenHeader, token)
+	}
+	say("register with: askpoint send --push-url 'http://%s/?agent=AGENT_URL' --push-token %s AGENT_URL TEXT\n", ln.Addr(), token)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -235,4 +248,27 @@ func orUnknown(s string) string {
 		return "(unknown agent)"
 	}
 	return s
+}
+
+// listenerGuard is what the push listener takes: a POST with the listener's
+// token and a JSON body. A web page cannot send either (a custom header and
+// application/json both need a CORS preflight, which it does not answer).
+func listenerGuard(h http.Handler, token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "push notifications are POSTed", http.StatusMethodNotAllowed)
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get(inbox.TokenHeader)), []byte(token)) != 1 {
+			http.Error(w, "missing or wrong "+inbox.TokenHeader+" header: send the token askpoint inbox --listen printed", http.StatusUnauthorized)
+			return
+		}
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || (mt != "application/json" && mt != "application/a2a+json") {
+			http.Error(w, fmt.Sprintf("Content-Type %q is not JSON: send the notification as Content-Type: application/json", r.Header.Get("Content-Type")), http.StatusUnsupportedMediaType)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
