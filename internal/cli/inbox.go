@@ -221,9 +221,9 @@ func listenPush(ctx context.Context, ib *inbox.Inbox, addr, token string, stdout
 	srv := &http.Server{Handler: listenerGuard(h, token), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	say("listening for push notifications on http://%s/ (inbox %s)\n", ln.Addr(), ib.Path())
 	if generated {
-		say("push token (agents must send it as %s): %s\n", inbox.TokenHeader, token)
+		fmt.Fprintf(stderr, "askpoint inbox: push token (agents send it as %s): %s\n", inbox.TokenHeader, token)
 	}
-	say("register with: askpoint send --push-url 'http://%s/?agent=AGENT_URL' --push-token %s AGENT_URL TEXT\n", ln.Addr(), token)
+	fmt.Fprintf(stderr, "askpoint inbox: register it with: askpoint send --push-url 'http://%s/?agent=AGENT_URL' --push-token %s AGENT_URL TEXT\n", ln.Addr(), token)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {

@@ -267,7 +267,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "askpoint: data in %s\n", where)
 	fmt.Fprintf(stdout, "askpoint: listening on %s\n", base)
 	if anyAddr {
-		fmt.Fprintf(stdout, "askpoint: listening on every interface (%s); callers on other machines use this machine's address, and agent cards name %s (set --public-url to name another)\n", ln.Addr(), cardURL)
+		fmt.Fprintf(stdout, "askpoint: listening on every interface (--addr %s); callers on other machines use this machine's address, and agent cards name %s (set --public-url to name another)\n", *addr, cardURL)
 	}
 	if callers == 0 {
 		fmt.Fprintln(stdout, "askpoint: no tokens configured: callers are anonymous, so askpoint listens on loopback only")

@@ -132,7 +132,7 @@ func (f *Front) cardHandler(e *Agent, modified time.Time) http.Handler {
 			if r.TLS != nil {
 				scheme = "https"
 			}
-			base, cache = scheme+"://"+r.Host, "private, no-cache"
+			base, cache = scheme+"://"+r.Host, "private, max-age=300"
 			w.Header().Add("Vary", "Host")
 		}
 		body, err := json.Marshal(f.card(e, base))
