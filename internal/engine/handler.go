@@ -140,11 +140,16 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		}
 		p.After = &store.Cursor{UpdatedAt: time.UnixMilli(tok.U).UTC(), ID: tok.I}
 	}
+	// The page is read from the store a few rows at a time, so that a
+	// page of large tasks stops at the reply's budget without having
+	// loaded the rest of its rows.
+	const chunk = 8
+	p.PageSize = min(size, chunk)
 	res, err := h.s.store.ListTasks(ctx, p)
 	if err != nil {
 		return nil, errInternal(err)
 	}
-	out := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, len(res.Tasks)), TotalSize: res.TotalSize, PageSize: size}
+	out := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, min(size, len(res.Tasks))), TotalSize: res.TotalSize, PageSize: size}
 	history := req.HistoryLength
 	if history == nil {
 		// A list is for finding tasks: a bounded history unless the caller
@@ -153,25 +158,46 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		history = &n
 	}
 	used := 0
-	for i, t := range res.Tasks {
-		v, err := h.s.toA2A(ctx, t, taskView{historyLength: history, artifacts: req.IncludeArtifacts})
-		if err != nil {
-			return nil, errInternal(err)
+	var last *store.Cursor // the last task the page holds
+	more := false          // tasks after it
+chunks:
+	for {
+		for i, t := range res.Tasks {
+			v, err := h.s.toA2A(ctx, t, taskView{historyLength: history, artifacts: req.IncludeArtifacts})
+			if err != nil {
+				return nil, errInternal(err)
+			}
+			// The reply's budget: a page stops early once its tasks' JSON
+			// adds up to more than MaxReplyBytes; the next page starts after
+			// the last task it holds. A single task over the budget is sent
+			// alone.
+			n, err := jsonSize(v)
+			if err != nil {
+				return nil, errInternal(err)
+			}
+			if used+n > h.s.cfg.MaxReplyBytes && len(out.Tasks) > 0 {
+				more = true
+				break chunks
+			}
+			used += n
+			out.Tasks = append(out.Tasks, v)
+			last = &store.Cursor{UpdatedAt: t.UpdatedAt, ID: t.ID}
+			if len(out.Tasks) == size {
+				more = i < len(res.Tasks)-1 || res.Next != nil
+				break chunks
+			}
 		}
-		// The reply's budget: a page stops early once its tasks' JSON adds
-		// up to more than MaxReplyBytes; the next page starts after the
-		// last task it holds. A single task over the budget is sent alone.
-		n, err := jsonSize(v)
-		if err != nil {
-			return nil, errInternal(err)
-		}
-		if used+n > h.s.cfg.MaxReplyBytes && len(out.Tasks) > 0 {
-			prev := res.Tasks[i-1]
-			res.Next = &store.Cursor{UpdatedAt: prev.UpdatedAt, ID: prev.ID}
+		if res.Next == nil || len(res.Tasks) == 0 {
 			break
 		}
-		used += n
-		out.Tasks = append(out.Tasks, v)
+		p.After, p.PageSize = res.Next, min(size-len(out.Tasks), chunk)
+		if res, err = h.s.store.ListTasks(ctx, p); err != nil {
+			return nil, errInternal(err)
+		}
+	}
+	res.Next = nil
+	if more {
+		res.Next = last
 	}
 	if res.Next != nil {
 		raw, _ := json.Marshal(pageToken{U: res.Next.UpdatedAt.UnixMilli(), I: res.Next.ID})
