@@ -310,7 +310,14 @@ func TestEdgeWebhookGuardRefusesEmbeddedAndReservedAddresses(t *testing.T) {
 
 func TestEdgePushDeliveriesDoNotFollowRedirects(t *testing.T) {
 	var reached atomic.Int64
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	hit := make(chan struct{}, 1)
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		select {
+		case hit <- struct{}{}:
+		default:
+		}
+	}))
 	t.Cleanup(target.Close)
 	attempts := make(chan struct{}, 16)
 	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -334,9 +341,12 @@ func TestEdgePushDeliveriesDoNotFollowRedirects(t *testing.T) {
 	sendTask(t, ctx, c, req)
 	// Two attempts: the first delivery (and any redirect it followed) is
 	// over when the retry arrives.
+wait:
 	for i := 0; i < 2; i++ {
 		select {
 		case <-attempts:
+		case <-hit:
+			break wait
 		case <-ctx.Done():
 			t.Fatal("no delivery attempt reached the receiver")
 		}

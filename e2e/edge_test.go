@@ -193,7 +193,7 @@ func TestEdgeSIGTERMWithOpenStreamsExitsAtOnceAndLosesNothing(t *testing.T) {
 			t.Fatal("a subscription was still open after the server exited")
 		}
 	}
-	t.Logf("SIGTERM with 3 open streams: exited 0 in %s", took.Round(time.Millisecond))
+	t.Logf("SIGTERM with 3 open streams: exit status %d in %s", s.cmd.ProcessState.ExitCode(), took.Round(time.Millisecond))
 
 	// Nothing acknowledged was lost.
 	s2, err := startServer(t, bin, "askpoint", db, "--streams", "open")
