@@ -218,7 +218,8 @@ func (p *printer) status(s a2a.TaskStatus) {
 	if s.Message == nil {
 		return
 	}
-	if txt := partsText(s.Message.Parts); txt != "" {
+	txt := partsText(s.Message.Parts)
+	if txt != "" {
 		fmt.Fprintf(p.w, "says:    %s\n", indent(txt))
 	}
 	q, ok, err := question.FromMessage(s.Message)
@@ -249,6 +250,9 @@ func (p *printer) status(s a2a.TaskStatus) {
 	if q.Attempt > 1 {
 		fmt.Fprintf(p.w, "attempt: %d of %d\n", q.Attempt, q.MaxAttempts)
 		for _, e := range q.Errors {
+			if strings.Contains(txt, e.Message) {
+				continue // the agent's own words said it already
+			}
 			fmt.Fprintf(p.w, "error:   %s %s\n", e.Pointer, e.Message)
 		}
 	}
