@@ -202,9 +202,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		// server's own address.
 		WebhookHosts: selfHosts(ln.Addr()),
 		PublicURL:    cardURL, AllowedHosts: allowHosts, AllowedOrigins: allowOrigins,
-		// The a2a-tck sends some requests without a Content-Type.
-		AllowMissingContentType: *conformanceMode,
-		BodyTimeout:             *bodyTimeout,
+		// No AllowMissingContentType, not even under --conformance:
+		// neither suite sends a POST without one (docs/CONFORMANCE.md).
+		BodyTimeout: *bodyTimeout,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
