@@ -165,6 +165,37 @@ type Config struct {
 	// Call.OnBehalfOf; anyone else's is ignored. Empty: nobody's.
 	OnBehalfOfPrincipals []string
 
+	// PublicURL (scheme://host[:port]) is where callers reach the server:
+	// agent card URLs are built from it and its host is answered. Empty:
+	// a card names the host its request was sent to (after the host
+	// check), and is not cached by shared caches.
+	PublicURL string
+	// AllowedHosts are more host names the server answers for. IP
+	// addresses and localhost are always answered; any other Host is
+	// refused (it may be a DNS rebinding of a web page's name).
+	AllowedHosts []string
+	// AllowedOrigins are the browser origins (scheme://host[:port], or
+	// "*") whose pages may call the server. Other cross-origin browser
+	// requests are refused.
+	AllowedOrigins []string
+	// AllowMissingContentType reads a POST body that declares no
+	// Content-Type as JSON. Off by default: a browser's no-cors fetch
+	// sends no type, so every POST must say application/json.
+	AllowMissingContentType bool
+	// BodyTimeout bounds how long a client takes to send a request body.
+	// Defaults to 30s.
+	BodyTimeout time.Duration
+	// MaxIDBytes caps messageId, contextId, task IDs and push
+	// configuration IDs. Defaults to 256.
+	MaxIDBytes int
+	// MaxReplyBytes bounds what one ListTasks reply holds: a page stops
+	// early (with a nextPageToken) once its tasks add up to more. Defaults
+	// to 4 MiB.
+	MaxReplyBytes int
+	// ListHistoryLength is how many messages of each task's history
+	// ListTasks returns when the caller does not say. Defaults to 10.
+	ListHistoryLength int
+
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
 
@@ -190,6 +221,7 @@ func (c Config) engine() engine.Config {
 		RetainFinished:       c.RetainFinished,
 		InputRequiredStreams: engine.InputRequiredStreams(c.InputRequiredStreams),
 		MaxPageSize:          c.MaxPageSize, MaxParts: c.MaxParts,
+		MaxReplyBytes: c.MaxReplyBytes, ListHistoryLength: c.ListHistoryLength,
 		Now: c.Now,
 	}
 }
@@ -201,5 +233,7 @@ func (c Config) front(e engine.Config) front.Options {
 		MaxStreamsPerPrincipal: c.MaxStreamsPerPrincipal,
 		MaxAttempts:            e.MaxAttempts, QuestionExpiry: e.QuestionExpiry,
 		Logger: e.Logger, Now: e.Now,
+		PublicURL: c.PublicURL, AllowedHosts: c.AllowedHosts, AllowedOrigins: c.AllowedOrigins,
+		AllowMissingContentType: c.AllowMissingContentType, BodyTimeout: c.BodyTimeout, MaxIDBytes: c.MaxIDBytes,
 	}
 }

@@ -82,6 +82,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := front.CheckTokens(cfg.Tokens); err != nil {
 		return nil, err
 	}
+	if _, err := front.New(front.Options{PublicURL: cfg.PublicURL}, nil); err != nil {
+		return nil, err
+	}
 	eng, err := engine.New(cfg.engine())
 	if err != nil {
 		return nil, err
@@ -181,7 +184,17 @@ func (s *Server) Start(ctx context.Context) error { return s.eng.Start(ctx) }
 // Stop stops the workers and the poller and waits for them, or for ctx.
 // A step still running is abandoned: its lease is released so the task is
 // taken over on the next start. Stop is idempotent.
-func (s *Server) Stop(ctx context.Context) error { return s.eng.Stop(ctx) }
+func (s *Server) Stop(ctx context.Context) error {
+	s.EndStreams()
+	return s.eng.Stop(ctx)
+}
+
+// EndStreams ends the open streams and subscriptions of [Server.Handler]
+// and refuses new ones, so that an http.Server's Shutdown, which waits for
+// its handlers, does not wait for streams that would stay open: register
+// it with http.Server.RegisterOnShutdown. What the streams' callers sent
+// is stored; they read their tasks again after the restart.
+func (s *Server) EndStreams() { s.frontEnd().EndStreams() }
 
 // Wake resumes a waiting task with event: one that returned [Await], or
 // one paused with a question asked [Outcome.WakeOn]. token must be the one

@@ -154,3 +154,10 @@ func hostPort(raw string) string {
 }
 
 func (bearerToken) After(context.Context, *a2aclient.Response) error { return nil }
+
+// BearerToken is a call interceptor that sends token as the caller's bearer
+// token (a header on the HTTP bindings, metadata on gRPC), only to
+// interfaces on the host of agentURL.
+func BearerToken(token, agentURL string) a2aclient.CallInterceptor {
+	return bearerToken{token: token, host: hostPort(agentURL)}
+}

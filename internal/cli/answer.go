@@ -203,7 +203,7 @@ func ask(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
-		return exitUsage
+		return parseExit(err, exitUsage)
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		fs.Usage()
@@ -282,7 +282,7 @@ func answer(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
-		return exitUsage
+		return parseExit(err, exitUsage)
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

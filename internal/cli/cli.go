@@ -2,8 +2,11 @@
 package cli
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/askpoint/askpoint/internal/text"
 )
@@ -65,4 +68,19 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "askpoint: unknown command %q\n\n%s", args[0], usage)
 		return 2
 	}
+}
+
+// parseExit is the exit code of a command whose flags did not parse: 0
+// for --help (the usage was asked for and printed), else code.
+func parseExit(err error, code int) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return code
+}
+
+// errText is an error's text without the library's "askpoint: " prefix,
+// for lines that start with the command's name already.
+func errText(err error) string {
+	return strings.TrimPrefix(err.Error(), "askpoint: ")
 }

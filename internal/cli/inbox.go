@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -31,7 +34,7 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("inbox", "", "the inbox `file` (default $"+inbox.EnvPath+", else askpoint/inbox.db in your config directory)")
 	all := fs.Bool("all", false, "also list answered and closed items")
 	listen := fs.String("listen", "", "receive A2A push notifications on `host:port` (POST a StreamResponse to http://host:port/?agent=AGENT_URL) until interrupted")
-	token := fs.String("token", "", "with --listen or --web: refuse push notifications without this A2A-Notification-Token header (default $"+envPushToken+"; visible in the process list: prefer --token-file or the variable)")
+	token := fs.String("token", "", "with --listen or --web: refuse push notifications without this A2A-Notification-Token header (default $"+envPushToken+"; with --listen, one is generated and printed when none is given; visible in the process list: prefer --token-file or the variable)")
 	tokenFile := fs.String("token-file", "", "read --token from the first line of this `file` (mode 0600)")
 	var agentFlags tokenFlags
 	fs.Var(&agentFlags, "agent", "with --listen (required) or --web: take push notifications from the agent at this `URL` (repeat for each); no other agent's are taken")
@@ -46,7 +49,7 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
-		return exitUsage
+		return parseExit(err, exitUsage)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "askpoint inbox: unexpected argument %q\n", fs.Arg(0))
@@ -250,8 +253,18 @@ func listenPush(ctx context.Context, ib *inbox.Inbox, addr, token string, agents
 			}
 		},
 	})
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	generated := token == ""
+	if generated {
+		// Anyone who can reach the listener could otherwise file a
+		// question whose answer goes to an agent URL of their choosing.
+		token = text.RandomHex(16)
+	}
+	srv := &http.Server{Handler: listenerGuard(h, token), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	say("listening for push notifications on http://%s/ (inbox %s)\n", ln.Addr(), ib.Path())
+	if generated {
+		fmt.Fprintf(stderr, "askpoint inbox: push token (agents send it as %s): %s\n", inbox.TokenHeader, token)
+	}
+	fmt.Fprintf(stderr, "askpoint inbox: register it with: askpoint send --push-url 'http://%s/?agent=AGENT_URL' --push-token %s AGENT_URL TEXT\n", ln.Addr(), token)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -308,4 +321,27 @@ func orUnknown(s string) string {
 		return "(unknown agent)"
 	}
 	return s
+}
+
+// listenerGuard is what the push listener takes: a POST with the listener's
+// token and a JSON body. A web page cannot send either (a custom header and
+// application/json both need a CORS preflight, which it does not answer).
+func listenerGuard(h http.Handler, token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "push notifications are POSTed", http.StatusMethodNotAllowed)
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get(inbox.TokenHeader)), []byte(token)) != 1 {
+			http.Error(w, "missing or wrong "+inbox.TokenHeader+" header: send the token askpoint inbox --listen printed", http.StatusUnauthorized)
+			return
+		}
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || (mt != "application/json" && mt != "application/a2a+json") {
+			http.Error(w, fmt.Sprintf("Content-Type %q is not JSON: send the notification as Content-Type: application/json", r.Header.Get("Content-Type")), http.StatusUnsupportedMediaType)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

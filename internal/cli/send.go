@@ -31,13 +31,16 @@ func send(args []string, stdout, stderr io.Writer) int {
 	transport := fs.String("transport", "", "JSONRPC, HTTP+JSON or GRPC (default: the card's first)")
 	noWait := fs.Bool("no-wait", false, "return at once (configuration.returnImmediately)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
+	token := fs.String("token", "", "bearer `token` for agents that require one (default $ASKPOINT_TOKEN)")
+	pushURL := fs.String("push-url", "", "push notification `URL`: the agent posts the task's updates there (e.g. askpoint inbox --listen)")
+	pushToken := fs.String("push-token", "", "the `token` the agent sends with each notification (A2A-Notification-Token), e.g. the one askpoint inbox --listen printed")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: askpoint send [flags] URL [TEXT]")
 		fmt.Fprintln(stderr, "URL is the agent's base URL (its card is at URL/.well-known/agent-card.json) or the card's own URL.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(reorder(args)); err != nil {
-		return 2
+		return parseExit(err, 2)
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		fs.Usage()
@@ -68,7 +71,10 @@ func send(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	client, err := dial(ctx, url, *transport)
+	if *token == "" {
+		*token = os.Getenv("ASKPOINT_TOKEN")
+	}
+	client, err := dial(ctx, url, *transport, *token)
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint send: %v\n", err)
 		return 1
@@ -78,8 +84,11 @@ func send(args []string, stdout, stderr io.Writer) int {
 	msg := a2a.NewMessage(a2a.MessageRoleUser, parts...)
 	msg.TaskID, msg.ContextID = a2a.TaskID(*taskID), *contextID
 	req := &a2a.SendMessageRequest{Message: msg}
-	if *noWait {
-		req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
+	if *noWait || *pushURL != "" {
+		req.Config = &a2a.SendMessageConfig{ReturnImmediately: *noWait}
+	}
+	if *pushURL != "" {
+		req.Config.PushConfig = &a2a.PushConfig{URL: *pushURL, Token: *pushToken}
 	}
 	p := &printer{w: stdout, url: url, transport: *transport}
 	if *stream {
@@ -134,7 +143,7 @@ func isBoolFlag(a string) bool {
 	return false
 }
 
-func dial(ctx context.Context, url, transport string) (*a2aclient.Client, error) {
+func dial(ctx context.Context, url, transport, token string) (*a2aclient.Client, error) {
 	base, path := url, ""
 	if strings.HasSuffix(url, ".json") {
 		i := strings.Index(url[len("http://"):], "/")
@@ -166,9 +175,14 @@ func dial(ctx context.Context, url, transport string) (*a2aclient.Client, error)
 		}
 		card.SupportedInterfaces = keep
 	}
-	hc := &http.Client{Transport: apclient.StreamErrors(nil)}
-	client, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc),
-		apclient.GRPCTransport(strings.HasPrefix(url, "https://")))
+	hc := bearerClient(url, token) // the token goes to the agent's own origin only
+	hc.Transport = apclient.StreamErrors(hc.Transport)
+	fopts := []a2aclient.FactoryOption{a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc),
+		apclient.GRPCTransport(strings.HasPrefix(url, "https://"))}
+	if token != "" {
+		fopts = append(fopts, a2aclient.WithCallInterceptors(apclient.BearerToken(token, url)))
+	}
+	client, err := a2aclient.NewFromCard(ctx, card, fopts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", card.Name, err)
 	}
@@ -210,7 +224,8 @@ func (p *printer) status(s a2a.TaskStatus) {
 	if s.Message == nil {
 		return
 	}
-	if txt := partsText(s.Message.Parts); txt != "" {
+	txt := partsText(s.Message.Parts)
+	if txt != "" {
 		fmt.Fprintf(p.w, "says:    %s\n", indent(txt))
 	}
 	q, ok, err := question.FromMessage(s.Message)
@@ -241,6 +256,9 @@ func (p *printer) status(s a2a.TaskStatus) {
 	if q.Attempt > 1 {
 		fmt.Fprintf(p.w, "attempt: %d of %d\n", q.Attempt, q.MaxAttempts)
 		for _, e := range q.Errors {
+			if strings.Contains(txt, e.Message) {
+				continue // the agent's own words said it already
+			}
 			fmt.Fprintf(p.w, "error:   %s %s\n", e.Pointer, e.Message)
 		}
 	}
@@ -356,7 +374,19 @@ func partsText(parts a2a.ContentParts) string {
 	return strings.Join(out, "\n")
 }
 
-func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n         ") }
+// indent lines up the lines after the first under the first; an empty
+// line stays empty (no trailing blanks).
+func indent(s string) string {
+	lines := strings.Split(s, "\n")
+	for i := 1; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) == "" {
+			lines[i] = ""
+		} else {
+			lines[i] = "         " + lines[i]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
 
 // jsonValue is v as JSON, for an example answer.
 func jsonValue(v any) string {

@@ -31,6 +31,7 @@ import (
 	"github.com/askpoint/askpoint/examples/planning"
 	"github.com/askpoint/askpoint/inbox/web"
 	"github.com/askpoint/askpoint/internal/engine"
+	"github.com/askpoint/askpoint/internal/front"
 	"github.com/askpoint/askpoint/internal/grpcfront"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/store"
@@ -64,14 +65,22 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	var defaultsFlag tokenFlags
 	fs.Var(&defaultsFlag, "cost-centre", "`PRINCIPAL=CC-NNNN`: the finance assistant charges this caller's expenses to this cost centre without asking; repeat per caller")
 	var tokenFlag tokenFlags
-	fs.Var(&tokenFlag, "token", "`PRINCIPAL=TOKEN`: require bearer tokens; repeat for each caller (visible in the process list: prefer --tokens or $"+EnvTokens+")")
+	fs.Var(&tokenFlag, "token", "`PRINCIPAL=TOKEN`: require bearer tokens (each at least 16 characters; principal names starting with askpoint- are reserved); repeat for each caller (visible in the process list: prefer --tokens or $"+EnvTokens+")")
+	publicURL := fs.String("public-url", "", "`URL` (http://HOST:PORT) where callers reach this server: agent cards name it and its host is answered (default: the listen address)")
+	var allowHosts, allowOrigins tokenFlags
+	fs.Var(&allowHosts, "allow-host", "`NAME`: a host name, besides IP addresses, localhost and the public URL's, that requests may name in Host; repeat for more")
+	fs.Var(&allowOrigins, "allow-origin", "`ORIGIN` (https://app.example): a browser origin whose pages may call the agents; repeat for more (default none: cross-origin browser requests are refused)")
+	headerTimeout := fs.Duration("header-timeout", 10*time.Second, "how long a client has to send a request's headers")
+	bodyTimeout := fs.Duration("body-timeout", 30*time.Second, "how long a client has to send a request's body once its headers are in (streams are not bounded by it)")
+	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection is kept open")
+	maxConns := fs.Int("max-connections", 0, "most connections served at once; more wait to be accepted (default 1024, or fewer when the open-file limit is lower)")
 	tokensFile := fs.String("tokens", "", "JSON `file` mapping principals to bearer tokens (mode 0600; also $"+EnvTokens+", the same JSON)")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return parseExit(err, 2)
 	}
 	tokens, err := loadTokens(tokenFlag, *tokensFile, func(w string) { fmt.Fprintf(stderr, "askpoint serve: warning: %s\n", w) })
 	if err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 2
 	}
 	callers := len(tokens)
@@ -88,7 +97,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	if callers == 0 {
 		if err := loopbackOnly(*addr); err != nil {
-			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 			return 2
 		}
 	}
@@ -145,7 +154,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if postgres.IsURL(*db) {
 		pg, err := postgres.OpenWith(ctx, *db, postgres.Options{Logger: logger})
 		if err != nil {
-			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 			return 1
 		}
 		st, where = pg, "PostgreSQL "+postgres.Redact(*db)
@@ -153,7 +162,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		// that every node files into one ledger, each step's key once.
 		l, closeLedger, err := openPostgresLedger(ctx, *db)
 		if err != nil {
-			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 			return 1
 		}
 		defer closeLedger()
@@ -166,13 +175,13 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 		lite, err := sqlite.Open(ctx, path)
 		if err != nil {
-			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 			return 1
 		}
 		st, where = lite, path
 		l, closeLedger, err := openLedger(ctx, path)
 		if err != nil {
-			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 			return 1
 		}
 		defer closeLedger()
@@ -196,7 +205,16 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer ln.Close()
-	base := "http://" + ln.Addr().String()
+	base, anyAddr := listenURL(ln.Addr())
+	limit := *maxConns
+	if limit <= 0 {
+		limit = defaultMaxConnections()
+	}
+	ln = newLimitListener(ln, limit)
+	cardURL := base
+	if *publicURL != "" {
+		cardURL = strings.TrimSuffix(*publicURL, "/")
+	}
 	defaults := map[string]string{}
 	for _, d := range defaultsFlag {
 		principal, cc, ok := strings.Cut(d, "=")
@@ -218,34 +236,38 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		PushRetryMin:         *pushRetryMin, PushRetryMax: *pushRetryMax, PushMaxAttempts: *pushAttempts,
 		// The finance assistant hears from the expense agent on this
 		// server's own address.
-		WebhookHosts: []string{ln.Addr().String()},
+		WebhookHosts: selfHosts(ln.Addr()),
+		PublicURL:    cardURL, AllowedHosts: allowHosts, AllowedOrigins: allowOrigins,
+		// No AllowMissingContentType, not even under --conformance:
+		// neither suite sends a POST without one (docs/CONFORMANCE.md).
+		BodyTimeout: *bodyTimeout,
 	}
 	if tel != nil {
 		cfg = engine.WithObserver(cfg, tel).(askpoint.Config)
 	}
 	srv, err := askpoint.NewServer(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
 	}
 	if *conformanceMode {
 		// Registered first: the first agent's card is the host root's,
 		// where the suite looks for it.
 		if err := srv.Register(askpoint.AgentSpec{Name: conformance.Name, Agent: conformance.Agent(), Card: conformance.Card()}); err != nil {
-			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 			return 1
 		}
 	}
 	if err := srv.Register(askpoint.AgentSpec{
 		Name: "expense", Agent: expense.Agent(expense.DefaultDirectory, ledger, nil), Card: expense.Card(),
 	}); err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
 	}
 	// The approval example: a yes/no question with labelled options and
 	// a schema derived from its answer type.
 	if err := srv.Register(askpoint.AgentSpec{Name: "approval", Agent: approval.Agent(), Card: approval.Card()}); err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
 	}
 	// The booking example's seats live in memory, one inventory for every
@@ -253,7 +275,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if err := srv.Register(askpoint.AgentSpec{
 		Name: "booking", Agent: booking.Agent(booking.NewInventory(), nil), Card: booking.Card(),
 	}); err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
 	}
 	// The finance assistant: an orchestrator in front of the expense
@@ -274,7 +296,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
 	}
 
@@ -282,24 +304,27 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		tel.Metrics.InitAgents(srv.Agents())
 	}
 	if err := srv.Start(ctx); err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
 	}
 	fmt.Fprintf(stdout, "askpoint: data in %s\n", where)
 	fmt.Fprintf(stdout, "askpoint: listening on %s\n", base)
+	if anyAddr {
+		fmt.Fprintf(stdout, "askpoint: listening on every interface (--addr %s); callers on other machines use this machine's address, and agent cards name %s (set --public-url to name another)\n", *addr, cardURL)
+	}
 	if callers == 0 {
 		fmt.Fprintln(stdout, "askpoint: no tokens configured: callers are anonymous, so askpoint listens on loopback only")
 	} else {
 		fmt.Fprintf(stdout, "askpoint: %d bearer tokens configured: every request must carry one\n", callers)
 	}
 	for _, name := range srv.Agents() {
-		fmt.Fprintf(stdout, "askpoint: agent %q card: %s/%s/.well-known/agent-card.json\n", name, base, name)
+		fmt.Fprintf(stdout, "askpoint: agent %q card: %s/%s/.well-known/agent-card.json\n", name, cardURL, name)
 	}
 	fmt.Fprintf(stdout, "askpoint: try: askpoint send %s/expense \"File my taxi receipt from Tuesday, 42 euros\"\n", base)
 
-	page, closePage, err := serverPage(srv, base, tokens, logger)
+	page, closePage, err := serverPage(srv, base, cardURL, tokens, logger)
 	if err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
 	}
 	fmt.Fprintf(stdout, "askpoint: paused tasks, answered in the browser: %s/inbox/\n", base)
@@ -310,43 +335,52 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	// gRPC shares the port: a connection that opens with the HTTP/2
 	// preface is gRPC, any other HTTP/1.1 (docs/decisions/0040).
 	httpLn := ln
-	var front *grpcfront.Front
+	var gfront *grpcfront.Front
 	errc := make(chan error, 2)
 	if *grpcOn {
-		if front, err = grpcfront.ForServer(srv, logger); err != nil {
+		if gfront, err = grpcfront.ForServer(srv, logger); err != nil {
 			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
 			_ = srv.Stop(context.Background())
 			return 1
 		}
 		var grpcLn net.Listener
-		httpLn, grpcLn = grpcfront.Split(ln, 10*time.Second)
+		httpLn, grpcLn = grpcfront.Split(ln, *headerTimeout)
 		go func() {
-			if err := front.Serve(grpcLn); err != nil {
+			if err := gfront.Serve(grpcLn); err != nil {
 				errc <- err
 			}
 		}()
 		fmt.Fprintf(stdout, "askpoint: gRPC on %s too: tenant = the agent's name\n", ln.Addr())
 	}
-	hs := &http.Server{Handler: root, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{
+		Handler:           front.BodyDeadline(root, *bodyTimeout),
+		ReadHeaderTimeout: *headerTimeout,
+		IdleTimeout:       *idleTimeout,
+		// No ReadTimeout or WriteTimeout: either would cut streams, which
+		// stay open for as long as their tasks run.
+	}
+	// Shutdown waits for handlers; a stream's handler returns when its
+	// context ends, so the streams are ended first.
+	hs.RegisterOnShutdown(srv.EndStreams)
 	go func() { errc <- hs.Serve(httpLn) }()
 
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
+			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 			_ = srv.Stop(context.Background())
 			return 1
 		}
 	}
 	fmt.Fprintln(stdout, "askpoint: shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	closePage() // its live pages' streams would hold the shutdown up
-	if front != nil {
+	if gfront != nil {
 		// Open gRPC streams end with UNAVAILABLE and a message to
 		// subscribe again; calls under way finish.
-		_ = front.Stop(shutdownCtx)
+		_ = gfront.Stop(shutdownCtx)
 	}
 	_ = hs.Shutdown(shutdownCtx)
 	if err := srv.Stop(shutdownCtx); err != nil {
@@ -362,7 +396,7 @@ const internalPrincipal = "askpoint-internal"
 
 // serverPage is the server's own page at /inbox/: the paused tasks of the
 // logged-in principal (their bearer token is the login), answered in place.
-func serverPage(srv *askpoint.Server, base string, tokens map[string]string, logger *slog.Logger) (http.Handler, func(), error) {
+func serverPage(srv *askpoint.Server, base, public string, tokens map[string]string, logger *slog.Logger) (http.Handler, func(), error) {
 	byPrincipal := map[string]string{}
 	for tok, p := range tokens {
 		if p != internalPrincipal {
@@ -372,11 +406,11 @@ func serverPage(srv *askpoint.Server, base string, tokens map[string]string, log
 	extra := []string{}
 	if u, err := url.Parse(base); err == nil {
 		if _, port, err := net.SplitHostPort(u.Host); err == nil {
-			extra = append(extra, "localhost:"+port, "127.0.0.1:"+port, "[::1]:"+port)
+			extra = append(extra, u.Host, "localhost:"+port, "127.0.0.1:"+port, "[::1]:"+port)
 		}
 	}
 	sp, err := web.NewServerPage(web.ServerPageConfig{
-		Base: "/inbox", PublicURL: base, ExtraHosts: extra, Tokens: byPrincipal,
+		Base: "/inbox", PublicURL: public, ExtraHosts: extra, Tokens: byPrincipal,
 		Agents: srv.Agents, Handler: srv.RequestHandler, WithPrincipal: askpoint.WithPrincipal,
 		Logger: logger,
 	})

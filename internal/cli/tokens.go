@@ -30,6 +30,9 @@ func loadTokens(flags tokenFlags, file string, warn func(string)) (map[string]st
 		if principal == "" || token == "" {
 			return fmt.Errorf("%s: want PRINCIPAL=TOKEN with both set", from)
 		}
+		if reservedPrincipal(principal) {
+			return fmt.Errorf("%s: principal names starting with %q are reserved for the server's own calls (%s); choose another name", from, reservedPrefix, internalPrincipal)
+		}
 		if prev, dup := tokens[token]; dup {
 			return fmt.Errorf("%s: principals %q and %q share a token", from, prev, principal)
 		}
@@ -113,4 +116,12 @@ func loopbackOnly(addr string) error {
 		return nil
 	}
 	return fmt.Errorf("--addr %s is not a loopback address, and no tokens are configured: anonymous callers are served on loopback only; add --token PRINCIPAL=TOKEN (or --tokens FILE), or listen on 127.0.0.1", addr)
+}
+
+// reservedPrefix starts the principal names no token may stand for: the
+// server's own calls to its agents run as internalPrincipal.
+const reservedPrefix = "askpoint-"
+
+func reservedPrincipal(p string) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(p)), reservedPrefix)
 }

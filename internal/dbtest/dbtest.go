@@ -51,6 +51,7 @@ func PostgresURL(tb testing.TB) string {
 	if os.Getenv("CI") != "" {
 		tb.Fatalf("%s must be set in CI: the Postgres suite never skips in CI (.ci/run sets it after starting PostgreSQL, e.g. %s)", EnvVar, ExampleURL)
 	}
+	sayOnce()
 	tb.Skipf("needs PostgreSQL: %s is not set; run with %s='%s' go test ./... (PostgreSQL 15 on 127.0.0.1:5432 with trust auth; start it with: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start)", EnvVar, EnvVar, ExampleURL)
 	return ""
 }
@@ -158,3 +159,28 @@ func sweep(ctx context.Context, tb testing.TB, conn *pgx.Conn) {
 		}
 	}
 }
+
+// sayOnce prints one line where a person running go test ./... sees it:
+// go test shows a passing package's output only with -v, so the skips
+// would go unnoticed. The line goes to the terminal, once per go test
+// run (the go command is the test binaries' parent), not to the test's
+// output; without a terminal (CI fails instead of skipping) nothing is
+// printed.
+func sayOnce() {
+	skipOnce.Do(func() {
+		marker := fmt.Sprintf("%s/askpoint-pgskip-%d", os.TempDir(), os.Getppid())
+		f, err := os.OpenFile(marker, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return // another package of this run said it
+		}
+		f.Close()
+		tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer tty.Close()
+		fmt.Fprintf(tty, "askpoint: the PostgreSQL tests skip: %s is not set (e.g. %s='%s' go test ./...)\n", EnvVar, EnvVar, ExampleURL)
+	})
+}
+
+var skipOnce sync.Once

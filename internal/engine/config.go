@@ -144,6 +144,12 @@ type Config struct {
 
 	// MaxPageSize caps ListTasks pages. Defaults to 100.
 	MaxPageSize int
+	// MaxReplyBytes bounds the tasks of one ListTasks reply (their JSON);
+	// the page ends early, with a next page token. Defaults to 4 MiB.
+	MaxReplyBytes int
+	// ListHistoryLength is the history ListTasks returns per task when the
+	// caller does not say. Defaults to 10.
+	ListHistoryLength int
 	// MaxParts caps the parts of one message. Defaults to 64.
 	MaxParts int
 
@@ -192,6 +198,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxAnswerBytes <= 0 {
 		c.MaxAnswerBytes = question.DefaultMaxAnswerBytes
+	}
+	if c.MaxReplyBytes <= 0 {
+		c.MaxReplyBytes = 4 << 20
+	}
+	if c.ListHistoryLength <= 0 {
+		c.ListHistoryLength = 10
 	}
 	if c.MaxPageSize <= 0 {
 		c.MaxPageSize = 100

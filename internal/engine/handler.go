@@ -154,22 +154,12 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 		}
 		p.After = &store.Cursor{UpdatedAt: time.UnixMilli(tok.U).UTC(), ID: tok.I}
 	}
-	var res *store.ListResult
 	var out *a2a.ListTasksResponse
+	var res *store.ListResult
 	err = h.s.retryTransient(ctx, "ListTasks", func() error {
 		var err error
-		if res, err = h.s.store.ListTasks(ctx, p); err != nil {
-			return errInternal(err)
-		}
-		out = &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, len(res.Tasks)), TotalSize: res.TotalSize, PageSize: size}
-		for _, t := range res.Tasks {
-			v, err := h.s.toA2A(ctx, t, taskView{historyLength: req.HistoryLength, artifacts: req.IncludeArtifacts})
-			if err != nil {
-				return errInternal(err)
-			}
-			out.Tasks = append(out.Tasks, v)
-		}
-		return nil
+		out, res, err = h.listPage(ctx, req, p, size)
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -657,4 +647,81 @@ func (s *Engine) endRow(t *store.Task, state a2a.TaskState, text string, now tim
 func (h *Handler) CheckSubscribe(ctx context.Context, req *a2a.SubscribeToTaskRequest) error {
 	_, err := h.subscribable(ctx, req)
 	return err
+}
+
+// jsonSize is the length of v's JSON, counted without keeping it.
+func jsonSize(v any) (int, error) {
+	var c countWriter
+	err := json.NewEncoder(&c).Encode(v)
+	return int(c), err
+}
+
+type countWriter int
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
+
+// listPage reads one ListTasks page: a few rows at a time, so that a page of
+// large tasks stops at the reply's budget (MaxReplyBytes) without having
+// loaded the rest of its rows; res.Next is where the next page starts.
+func (h *Handler) listPage(ctx context.Context, req *a2a.ListTasksRequest, p store.ListParams, size int) (*a2a.ListTasksResponse, *store.ListResult, error) {
+	// The page is read from the store a few rows at a time, so that a
+	// page of large tasks stops at the reply's budget without having
+	// loaded the rest of its rows.
+	const chunk = 8
+	p.PageSize = min(size, chunk)
+	res, err := h.s.store.ListTasks(ctx, p)
+	if err != nil {
+		return nil, nil, errInternal(err)
+	}
+	out := &a2a.ListTasksResponse{Tasks: make([]*a2a.Task, 0, min(size, len(res.Tasks))), TotalSize: res.TotalSize, PageSize: size}
+	history := req.HistoryLength
+	if history == nil {
+		// A list is for finding tasks: a bounded history unless the caller
+		// asks for more.
+		n := h.s.cfg.ListHistoryLength
+		history = &n
+	}
+	used := 0
+	var last *store.Cursor // the last task the page holds
+	more := false          // tasks after it
+chunks:
+	for {
+		for i, t := range res.Tasks {
+			v, err := h.s.toA2A(ctx, t, taskView{historyLength: history, artifacts: req.IncludeArtifacts})
+			if err != nil {
+				return nil, nil, errInternal(err)
+			}
+			// The reply's budget: a page stops early once its tasks' JSON
+			// adds up to more than MaxReplyBytes; the next page starts after
+			// the last task it holds. A single task over the budget is sent
+			// alone.
+			n, err := jsonSize(v)
+			if err != nil {
+				return nil, nil, errInternal(err)
+			}
+			if used+n > h.s.cfg.MaxReplyBytes && len(out.Tasks) > 0 {
+				more = true
+				break chunks
+			}
+			used += n
+			out.Tasks = append(out.Tasks, v)
+			last = &store.Cursor{UpdatedAt: t.UpdatedAt, ID: t.ID}
+			if len(out.Tasks) == size {
+				more = i < len(res.Tasks)-1 || res.Next != nil
+				break chunks
+			}
+		}
+		if res.Next == nil || len(res.Tasks) == 0 {
+			break
+		}
+		p.After, p.PageSize = res.Next, min(size-len(out.Tasks), chunk)
+		if res, err = h.s.store.ListTasks(ctx, p); err != nil {
+			return nil, nil, errInternal(err)
+		}
+	}
+	res.Next = nil
+	if more {
+		res.Next = last
+	}
+	return out, res, nil
 }

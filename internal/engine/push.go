@@ -32,8 +32,9 @@ import (
 // real time. Config.Now governs the task's own timeline (expiry,
 // reminders, holds).
 
-// pushSender posts notifications (pushclient.go): its dial guard refuses
-// private addresses unless they are allowed, and it follows no redirect.
+// pushSender posts notifications with askpoint's own HTTP clients: the
+// guarded one checks every address it dials (pushguard.go) unless private
+// networks are allowed.
 type pushSender struct {
 	guarded *http.Client
 	open    *http.Client // for the hosts in Config.WebhookHosts
@@ -42,8 +43,8 @@ type pushSender struct {
 
 func newPushSender(cfg Config) *pushSender {
 	ps := &pushSender{
-		guarded: pushClient(cfg.PushTimeout, cfg.AllowPrivateWebhooks),
-		open:    pushClient(cfg.PushTimeout, true),
+		guarded: newPushClient(cfg.PushTimeout, cfg.AllowPrivateWebhooks),
+		open:    newPushClient(cfg.PushTimeout, true),
 		hosts:   map[string]bool{},
 	}
 	for _, h := range cfg.WebhookHosts {
@@ -298,33 +299,6 @@ func (s *Engine) checkPushConfig(ctx context.Context, c *a2a.PushConfig) error {
 	}
 	return nil
 }
-
-func blockedIP(ip net.IP) bool {
-	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() {
-		return true
-	}
-	for _, n := range extraBlocked {
-		if n.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
-
-// extraBlocked are ranges the standard checks miss: carrier-grade NAT
-// (where some clouds keep metadata services), benchmarking, and IPv6
-// prefixes that embed IPv4 addresses (NAT64, 6to4).
-var extraBlocked = func() []*net.IPNet {
-	var out []*net.IPNet
-	for _, c := range []string{"100.64.0.0/10", "198.18.0.0/15", "64:ff9b::/96", "2002::/16"} {
-		_, n, err := net.ParseCIDR(c)
-		if err == nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}()
 
 // putPushConfig stores c for t, delivering what is notified after
 // fromSeq. An empty ID gets one derived from the configuration, so a

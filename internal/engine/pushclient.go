@@ -7,12 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 )
@@ -25,34 +22,6 @@ import (
 // back as the answer, which is not a success, and the delivery is retried
 // and given up on like any other failure.
 func refuseRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-
-// pushClient posts notifications. The dial guard refuses addresses a
-// webhook must not reach unless allowPrivate.
-func pushClient(timeout time.Duration, allowPrivate bool) *http.Client {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	if !allowPrivate {
-		dialer.Control = func(_, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return err
-			}
-			ip := net.ParseIP(host)
-			if ip == nil || blockedIP(ip) {
-				return fmt.Errorf("push notifications may not reach %s", host)
-			}
-			return nil
-		}
-	}
-	return &http.Client{
-		Timeout:       timeout,
-		CheckRedirect: refuseRedirects,
-		Transport: &http.Transport{
-			Proxy: http.ProxyFromEnvironment, DialContext: dialer.DialContext, ForceAttemptHTTP2: true,
-			MaxIdleConns: 100, IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second,
-			ExpectContinueTimeout: time.Second,
-		},
-	}
-}
 
 // postPush sends ev to cfg's URL as the A2A push binding says: a
 // StreamResponse body, the token in A2A-Notification-Token, the

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,9 +56,29 @@ type Options struct {
 	MaxAttempts    int
 	QuestionExpiry time.Duration
 	// Wake resumes a waiting task with an event (engine.Engine.Wake).
-	Wake   func(ctx context.Context, agent, taskID, token string, event json.RawMessage) error
-	Logger *slog.Logger
-	Now    func() time.Time
+	Wake func(ctx context.Context, agent, taskID, token string, event json.RawMessage) error
+	// PublicURL (scheme://host[:port]) is where callers reach the server:
+	// the agent cards' URLs are built from it, and its host is answered.
+	// Empty: cards name the host a request was sent to, once it passed the
+	// host check, and are not cached by shared caches.
+	PublicURL string
+	// AllowedHosts are more host names (or host:port) the server answers
+	// for; IP addresses and localhost are always answered.
+	AllowedHosts []string
+	// AllowedOrigins are browser origins (scheme://host[:port], or "*")
+	// whose pages may call the server; other cross-origin requests are
+	// refused.
+	AllowedOrigins []string
+	// AllowMissingContentType reads a POST body that declares no type as
+	// JSON (for conformance suites that send none); otherwise refused.
+	AllowMissingContentType bool
+	// BodyTimeout bounds the time a client takes to send a request body
+	// (default DefaultBodyTimeout).
+	BodyTimeout time.Duration
+	// MaxIDBytes caps identifiers (default DefaultMaxIDBytes).
+	MaxIDBytes int
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // Front is the HTTP front of a set of agents.
@@ -64,10 +86,15 @@ type Front struct {
 	mu         sync.Mutex
 	interfaces []func(baseURL, agent string) *a2a.AgentInterface // AddInterface
 	opts       Options
-	tokens     tokenTable
-	streams    streamSlots
-	agents     []Agent
-	byName     map[string]*Agent
+	// allowedHosts and allowedOrigins are the edge's configuration,
+	// lower-cased.
+	allowedHosts   []string
+	allowedOrigins []string
+	streamCtx      streamContexts
+	tokens         tokenTable
+	streams        streamSlots
+	agents         []Agent
+	byName         map[string]*Agent
 }
 
 // New returns the front for agents.
@@ -97,6 +124,23 @@ func New(opts Options, agents []Agent) (*Front, error) {
 	}
 	for i := range f.agents {
 		f.byName[f.agents[i].Name] = &f.agents[i]
+	}
+	if opts.PublicURL != "" {
+		u, err := url.Parse(opts.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("askpoint: public URL %q: want http://HOST[:PORT] or https://HOST[:PORT]", opts.PublicURL)
+		}
+		f.opts.PublicURL = u.Scheme + "://" + u.Host
+		f.allowedHosts = append(f.allowedHosts, strings.ToLower(u.Hostname()))
+	}
+	for _, h := range opts.AllowedHosts {
+		f.allowedHosts = append(f.allowedHosts, strings.ToLower(strings.Trim(h, "[]")))
+	}
+	for _, o := range opts.AllowedOrigins {
+		f.allowedOrigins = append(f.allowedOrigins, strings.TrimSuffix(o, "/"))
+	}
+	if f.opts.MaxIDBytes <= 0 {
+		f.opts.MaxIDBytes = DefaultMaxIDBytes
 	}
 	return f, nil
 }

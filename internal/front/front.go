@@ -70,7 +70,7 @@ func (f *Front) Handler() http.Handler {
 		mux.Handle(prefix+PathJSONRPC+"/{$}", jsonrpc)
 		mux.Handle(prefix+PathREST+"/", http.StripPrefix(prefix+PathREST, f.restFront(e.Handler, a2asrv.NewRESTHandler(e.Handler))))
 	}
-	return mux
+	return f.guard(mux)
 }
 
 // Card returns the agent card of the named agent as served from baseURL
@@ -125,11 +125,18 @@ func (f *Front) card(e *Agent, baseURL string) *a2a.AgentCard {
 
 func (f *Front) cardHandler(e *Agent, modified time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
+		base, cache := f.opts.PublicURL, "public, max-age=300"
+		if base == "" {
+			// No configured URL: the host the request named, which the
+			// guard checked; a shared cache must not keep it for others.
+			scheme := "http"
+			if r.TLS != nil {
+				scheme = "https"
+			}
+			base, cache = scheme+"://"+r.Host, "private, max-age=300"
+			w.Header().Add("Vary", "Host")
 		}
-		body, err := json.Marshal(f.card(e, scheme+"://"+r.Host))
+		body, err := json.Marshal(f.card(e, base))
 		if err != nil {
 			http.Error(w, "agent card cannot be encoded", http.StatusInternalServerError)
 			return
@@ -137,7 +144,7 @@ func (f *Front) cardHandler(e *Agent, modified time.Time) http.Handler {
 		sum := sha256.Sum256(body)
 		etag := `"` + hex.EncodeToString(sum[:8]) + `"`
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "public, max-age=300")
+		w.Header().Set("Cache-Control", cache)
 		w.Header().Set("ETag", etag)
 		w.Header().Set("Last-Modified", modified.UTC().Format(http.TimeFormat))
 		w.Header().Set("Access-Control-Allow-Origin", "*")
@@ -196,12 +203,16 @@ func checkVersion(r *http.Request) error {
 }
 
 // checkContentType refuses a request body that is declared as something
-// other than JSON, before it is read. A request that declares no type is
-// read as JSON.
-func checkContentType(r *http.Request) error {
+// other than JSON, before it is read, and one that declares no type
+// (what a browser's no-cors fetch sends) unless allowMissing.
+func checkContentType(r *http.Request, allowMissing bool) error {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
-		return nil
+		if allowMissing {
+			return nil
+		}
+		return a2a.NewError(a2a.ErrUnsupportedContentType,
+			"the request declares no Content-Type: send it as Content-Type: application/json")
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err == nil && (mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))) {
@@ -426,7 +437,7 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			return
 		}
 		r = ar
-		if err := checkContentType(r); err != nil {
+		if err := checkContentType(r, f.opts.AllowMissingContentType); err != nil {
 			writeJSONRPCError(w, nil, err)
 			return
 		}
@@ -435,9 +446,20 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			writeJSONRPCError(w, nil, err)
 			return
 		}
+		id, notification, err := checkEnvelope(body)
+		if notification {
+			// JSON-RPC 2.0: a notification gets no reply. Every A2A method
+			// answers something, so none is run either.
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if err != nil {
+			writeJSONRPCError(w, id, err)
+			return
+		}
 		var env jsonrpcEnvelope
 		if err := json.Unmarshal(body, &env); err != nil {
-			writeJSONRPCError(w, nil, a2a.NewError(a2a.ErrParseError, "request body is not valid JSON: "+err.Error()))
+			writeJSONRPCError(w, id, a2a.NewError(a2a.ErrInvalidRequest, "the request object does not have the members of a JSON-RPC request: "+err.Error()))
 			return
 		}
 		// A client that asked a streaming method for an SSE stream reads
@@ -463,6 +485,10 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 				return
 			}
 			env.Params = params
+		}
+		if err := checkFields(env.Params, "params", f.opts.MaxIDBytes); err != nil {
+			fail(w, env.ID, err)
+			return
 		}
 		switch env.Method {
 		case "SendMessage", "SendStreamingMessage":
@@ -511,6 +537,13 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 				return
 			}
 			defer release()
+			ctx, done, err := f.streamCtx.open(r.Context())
+			if err != nil {
+				fail(w, env.ID, err)
+				return
+			}
+			defer done()
+			r = r.WithContext(ctx)
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -535,7 +568,7 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 		}
 		r = ar
 		if r.ContentLength != 0 && r.Method != http.MethodGet && r.Method != http.MethodDelete {
-			if err := checkContentType(r); err != nil {
+			if err := checkContentType(r, f.opts.AllowMissingContentType); err != nil {
 				writeRESTError(w, err)
 				return
 			}
@@ -560,6 +593,14 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 			}
 		}
 		camelQuery(r)
+		if err := checkRESTPath(r, f.opts.MaxIDBytes); err != nil {
+			writeRESTError(w, err)
+			return
+		}
+		if err := checkFields(body, "body", f.opts.MaxIDBytes); err != nil {
+			writeRESTError(w, err)
+			return
+		}
 		switch {
 		case r.Method == http.MethodPost && (r.URL.Path == "/message:send" || r.URL.Path == "/message:stream"):
 			var p struct {
@@ -599,6 +640,13 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 				return
 			}
 			defer release()
+			ctx, done, err := f.streamCtx.open(r.Context())
+			if err != nil {
+				writeRESTError(w, err)
+				return
+			}
+			defer done()
+			r = r.WithContext(ctx)
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

@@ -200,6 +200,7 @@ func TestStreamsPerPrincipalAreCapped(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":1,"method":"SubscribeToTask","params":{"id":"` + string(task.ID) + `"}}`
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, env.AgentURL("script")+"/jsonrpc", strings.NewReader(body))
 	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+aliceToken)
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
