@@ -106,7 +106,7 @@ func TestInboxListenRequiresATokenAndJSON(t *testing.T) {
 	bin := buildAskpoint(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "inbox", "--listen", "127.0.0.1:0", "--inbox", filepath.Join(t.TempDir(), "inbox.db"))
+	cmd := exec.CommandContext(ctx, bin, "inbox", "--listen", "127.0.0.1:0", "--agent", "http://127.0.0.1:9/agent", "--inbox", filepath.Join(t.TempDir(), "inbox.db"))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
