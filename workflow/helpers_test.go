@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -148,8 +149,9 @@ type rig struct {
 	chatter *calls
 	silent  *calls
 	hook    *hookReceiver
-	flows   map[string]workflow.Config // by agent name
-	handoff string                     // the asker's handoff target
+	flows   map[string]workflow.Config      // by agent name
+	handoff string                          // the asker's handoff target
+	wrap    func(http.Handler) http.Handler // around the server's handler, when set
 }
 
 // newRig starts a server with the participants "asker", "chatter",
@@ -191,6 +193,7 @@ func (r *rig) start(ln net.Listener, db string) {
 	}
 	r.env = apitest.Start(t, apitest.Options{
 		Quiet:    true,
+		Wrap:     r.wrap,
 		Listener: ln,
 		DBPath:   db,
 		Agents:   specs,

@@ -137,6 +137,9 @@ type State struct {
 	Hop     *subagent.Checkpoint `json:"hop,omitempty"`
 	// Request is the open request to the caller while suspended.
 	Request *Request `json:"request,omitempty"`
+	// WakeToken is the run's wake token, the same for every turn's
+	// sub-task (see advance).
+	WakeToken string `json:"wakeToken,omitempty"`
 }
 
 // Request is what a suspended workflow asks its caller.
@@ -301,7 +304,17 @@ func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) 
 			return askpoint.Fail(fmt.Sprintf("%v: %s would get nothing to answer.", ErrNoMessage, next)), nil
 		}
 		hop := w.hops[next]
-		st.Speaker, st.Hop, st.Request = next, subagent.NewCheckpoint(), nil
+		// One wake token for the whole run: a participant's late
+		// notifications (after its turn, or after the run ended) then reach
+		// a task that knows the token and are dropped as stale (Wakes
+		// checks the sub-task) or answered late, instead of being refused
+		// as unknown and retried by the participant's server.
+		hopCP := subagent.NewCheckpoint()
+		if st.WakeToken == "" {
+			st.WakeToken = hopCP.Token
+		}
+		hopCP.Token = st.WakeToken
+		st.Speaker, st.Hop, st.Request = next, hopCP, nil
 		key := fmt.Sprintf("%s/turn-%d", call.Key, len(st.Transcript))
 		sub, err := hop.Send(ctx, call, st.Hop, &a2a.Message{Parts: parts}, key)
 		if err != nil {

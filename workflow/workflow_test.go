@@ -15,12 +15,14 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/workflow"
 )
 
@@ -528,5 +530,56 @@ func TestCancelingASuspendedRunCancelsTheWaitingParticipantsTask(t *testing.T) {
 	time.Sleep(quiet)
 	if n := r.chatter.count(); n != 0 {
 		t.Fatalf("the chatter was invoked %d times after the cancel, want never", n)
+	}
+}
+
+// A participant's notifications that come after its turn (and after the run
+// ended) reach the workflow's wake endpoint with a token it still knows:
+// they are dropped or answered late, never refused as unknown (which the
+// participant's server would retry as a failed delivery, again and again).
+func TestLateParticipantNotificationsAreNeverUnknown(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var unknown []string
+	r := &rig{t: t, asker: &calls{}, chatter: &calls{}, silent: &calls{}, hook: newHookReceiver(t),
+		flows: map[string]workflow.Config{"flow": {Mode: workflow.Sequential, Participants: participants("asker", "chatter")}}}
+	r.wrap = func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+			h.ServeHTTP(rec, req)
+			if strings.Contains(req.URL.Path, "/wake/") && rec.code == http.StatusNotFound {
+				mu.Lock()
+				unknown = append(unknown, req.URL.Path)
+				mu.Unlock()
+			}
+		})
+	}
+	ln, base := apitest.Listen(t, "")
+	r.base = base
+	r.start(ln, "")
+	ctx := testCtx(t)
+	flow := r.client("flow")
+	task, first, _ := suspendedRun(t, r, "flow", "Plan the offsite")
+	send(t, ctx, flow, answer(task.ID, map[string]any{"questionId": first, "confirm": "yes"}))
+	waitState(t, ctx, flow, task.ID, a2a.TaskStateCompleted)
+	if err := r.env.Server.Idle(ctx); err != nil { // every notification owed has been sent
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(unknown) > 0 {
+		t.Fatalf("%d participant notifications were refused as for an unknown task: %v", len(unknown), unknown)
+	}
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) { s.code = code; s.ResponseWriter.WriteHeader(code) }
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
 	}
 }
