@@ -25,12 +25,13 @@ func FuzzJSONRPCRequest(f *testing.F) {
 		`{"jsonrpc":"1.0","id":{},"method":7}`,
 		`{"jsonrpc":"2.0","id":6,"method":"SendMessage","params":{"message":{"messageId":"m4","parts":[{"raw":"!!"}]}}}`,
 		`{`, `[]`, `null`, ``,
+		`{"jsonrpc":"2.0","method":"0"}`, // a notification: no reply
 	} {
 		f.Add([]byte(seed))
 	}
 	env := apitest.Start(f, apitest.Options{Quiet: true})
 	url := env.AgentURL("script") + "/jsonrpc"
-	post := func(t *testing.T, body []byte) []byte {
+	post := func(t *testing.T, body []byte) (int, []byte) {
 		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 		req.Header.Set("A2A-Version", "1.0")
 		req.Header.Set("Content-Type", "application/json")
@@ -43,10 +44,22 @@ func FuzzJSONRPCRequest(f *testing.F) {
 		if resp.StatusCode >= 500 {
 			t.Fatalf("POST %q: status %d: %s", body, resp.StatusCode, raw)
 		}
-		return raw
+		return resp.StatusCode, raw
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		raw := post(t, body)
+		code, raw := post(t, body)
+		if code == http.StatusNoContent {
+			// A notification (a request object without an id): JSON-RPC 2.0
+			// sends no reply at all.
+			var env map[string]json.RawMessage
+			if json.Unmarshal(body, &env) != nil || len(raw) != 0 {
+				t.Fatalf("POST %q: 204 with body %q, or for a body that is not a request object", body, raw)
+			}
+			if _, hasID := env["id"]; hasID {
+				t.Fatalf("POST %q: 204 (no reply) for a request that has an id", body)
+			}
+			return
+		}
 		var reply struct {
 			JSONRPC string          `json:"jsonrpc"`
 			Result  json.RawMessage `json:"result"`
