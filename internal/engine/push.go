@@ -60,11 +60,11 @@ func (ps *pushSender) allowed(rawURL string) bool {
 }
 
 // send posts ev to the configuration's URL.
-func (ps *pushSender) send(ctx context.Context, cfg *a2a.PushConfig, ev a2a.Event) error {
+func (ps *pushSender) send(ctx context.Context, cfg *a2a.PushConfig, ev a2a.Event, traceparent string) error {
 	if ps.allowed(cfg.URL) {
-		return postPush(ctx, ps.open, cfg, ev)
+		return postPush(ctx, ps.open, cfg, ev, traceparent)
 	}
-	return postPush(ctx, ps.guarded, cfg, ev)
+	return postPush(ctx, ps.guarded, cfg, ev, traceparent)
 }
 
 // deliverDue claims the push configurations with a delivery due and
@@ -133,10 +133,12 @@ func (s *Engine) deliverOne(ctx context.Context, c *store.PushConfig) {
 		// PushTimeout): cut short, it would be sent again after the restart.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PushTimeout)
 		end := func(error) {}
+		tp := ""
 		if s.obs != nil {
 			sctx, end = s.obs.StartPush(sctx, c.TaskID)
+			tp = s.obs.TraceParent(sctx) // the receiver joins the delivery's trace
 		}
-		err = s.push.send(sctx, &cfg, ev)
+		err = s.push.send(sctx, &cfg, ev, tp)
 		end(err)
 		cancel()
 	}

@@ -28,7 +28,7 @@ func refuseRedirects(*http.Request, []*http.Request) error { return http.ErrUseL
 // credentials in Authorization. Its errors never hold the URL's query
 // string or fragment (issue 23, finding 9): the log's url field is
 // redacted, and so must be the error text beside it.
-func postPush(ctx context.Context, hc *http.Client, cfg *a2a.PushConfig, ev a2a.Event) error {
+func postPush(ctx context.Context, hc *http.Client, cfg *a2a.PushConfig, ev a2a.Event, traceparent string) error {
 	body, err := json.Marshal(a2a.StreamResponse{Event: ev})
 	if err != nil {
 		return fmt.Errorf("encode the notification: %w", err)
@@ -38,6 +38,9 @@ func postPush(ctx context.Context, hc *http.Client, cfg *a2a.PushConfig, ev a2a.
 		return fmt.Errorf("build the request to %s: %w", redactURL(cfg.URL), redactErr(err))
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if traceparent != "" {
+		req.Header.Set("traceparent", traceparent)
+	}
 	if cfg.Token != "" {
 		req.Header.Set("A2A-Notification-Token", cfg.Token)
 	}

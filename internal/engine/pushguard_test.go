@@ -22,11 +22,11 @@ func TestPushClientRefusesABlockedAddressAtDialTime(t *testing.T) {
 	defer cancel()
 	cfg := &a2a.PushConfig{URL: srv.URL + "/hook"}
 	ev := &a2a.TaskStatusUpdateEvent{TaskID: "t1", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
-	err := postPush(ctx, newPushClient(5*time.Second, false), cfg, ev)
+	err := postPush(ctx, newPushClient(5*time.Second, false), cfg, ev, "")
 	if !errors.Is(err, errBlockedDial) || hits != 0 {
 		t.Fatalf("guarded delivery to %s: %v (receiver hit %d times); want refused at dial time", srv.URL, err, hits)
 	}
-	if err := postPush(ctx, newPushClient(5*time.Second, true), cfg, ev); err != nil || hits != 1 {
+	if err := postPush(ctx, newPushClient(5*time.Second, true), cfg, ev, ""); err != nil || hits != 1 {
 		t.Fatalf("open delivery (the server's own address): %v, hits %d; want delivered", err, hits)
 	}
 }
@@ -47,5 +47,30 @@ func TestBlockedAddressesAreOneList(t *testing.T) {
 		if blockedIP(net.ParseIP(s)) || guardControl("tcp", net.JoinHostPort(s, "443"), nil) != nil {
 			t.Errorf("%s is blocked; it is a public address", s)
 		}
+	}
+}
+
+// A delivery made while tracing carries its span's traceparent, so the
+// receiver joins the trace; without tracing it carries none.
+func TestPushDeliveryCarriesTheTraceparent(t *testing.T) {
+	got := make(chan string, 2)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Get("traceparent") }))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfg := &a2a.PushConfig{URL: srv.URL + "/hook"}
+	ev := &a2a.TaskStatusUpdateEvent{TaskID: "t1", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	if err := postPush(ctx, newPushClient(5*time.Second, true), cfg, ev, tp); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h != tp {
+		t.Errorf("traceparent at the receiver = %q, want %q", h, tp)
+	}
+	if err := postPush(ctx, newPushClient(5*time.Second, true), cfg, ev, ""); err != nil {
+		t.Fatal(err)
+	}
+	if h := <-got; h != "" {
+		t.Errorf("traceparent without tracing = %q, want none", h)
 	}
 }
