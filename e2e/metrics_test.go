@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -124,6 +125,26 @@ func TestMetricsFollowTheWorkedExample(t *testing.T) {
 	row := regexp.MustCompile(`(?m)^expense\s+costCentre\s+2\s+1\s+\S+\s+\S+\s+50%\s+50%\s+0%\s*$`)
 	if !row.Match(out) || !strings.Contains(string(out), "MEDIAN") {
 		t.Errorf("askpoint stats output has no row for expense/costCentre with 2 asked, 1 answered, 50%% re-asked, 50%% expired, 0%% declined:\n%s", out)
+	}
+
+	// The server's own page shows the same figures (no tokens: everyone
+	// is the anonymous principal, logged in by visiting the login page).
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	if resp, err := hc.Get(srv.url + "/inbox/login"); err != nil {
+		t.Fatalf("log in to the server page: %v", err)
+	} else {
+		resp.Body.Close()
+	}
+	resp, err := hc.Get(srv.url + "/inbox/stats")
+	if err != nil {
+		t.Fatalf("GET /inbox/stats: %v", err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	cells := regexp.MustCompile(`<td>expense</td><td>costCentre</td><td>2</td><td>1</td><td>[^<]+</td><td>[^<]+</td><td>50%</td><td>50%</td><td>0%</td>`)
+	if resp.StatusCode != http.StatusOK || !cells.Match(page) {
+		t.Errorf("the server page's stats (status %d) have no row for expense/costCentre with 2 asked, 1 answered, 50%% re-asked, 50%% expired, 0%% declined:\n%s", resp.StatusCode, page)
 	}
 }
 

@@ -43,8 +43,12 @@ type ServerPageConfig struct {
 	WithPrincipal func(ctx context.Context, principal string) context.Context
 	// MaxAttempts is the server's cap on answers per question.
 	MaxAttempts int
-	Logger      *slog.Logger
-	Now         func() time.Time
+	// Stats, when set, gives how questions fare (a header row, then one
+	// row per agent and question kind: askpoint stats' table), shown at
+	// BASE/stats; nil when the server runs without metrics.
+	Stats  func() (header []string, rows [][]string)
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // anonymous is the principal of a server without tokens.
@@ -124,6 +128,7 @@ func (sp *ServerPage) Handler() http.Handler {
 	mux.HandleFunc("POST "+b+"/login", s.loginPost)
 	mux.HandleFunc("POST "+b+"/logout", s.authed(s.logout))
 	mux.HandleFunc("GET "+b+"/{$}", s.authed(sp.list))
+	mux.HandleFunc("GET "+b+"/stats", s.authed(sp.stats))
 	mux.HandleFunc("GET "+b+"/items", s.authed(sp.rowsFragment))
 	mux.HandleFunc("GET "+b+"/events", s.authed(sp.events))
 	mux.HandleFunc("GET "+b+"/t/{agent}/{task}", s.authed(sp.form))
@@ -498,4 +503,33 @@ func (sp *ServerPage) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 		state = "now " + stateName(done.Status.State)
 	}
 	http.Redirect(w, r, sp.cfg.Base+"/?notice="+url.QueryEscape("Task "+string(t.ID)+" is "+state+"."), http.StatusSeeOther)
+}
+
+// statsPage shows how questions fare: the same table as askpoint stats.
+var statsPage = template.Must(template.New("stats").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>How questions fare</title>
+<link rel="stylesheet" href="{{.Base}}/static/app.css"></head>
+<body><main><h1>How questions fare</h1>
+{{if .Off}}<p>The server runs without metrics: start it with <code>--metrics-addr</code> to see how questions fare.</p>
+{{else if not .Rows}}<p>No questions asked since the server started.</p>
+{{else}}<table><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</tbody></table>{{end}}
+<p>Figures since the server started, per agent and question kind (the fields an answer schema requires).
+<a href="{{.Base}}/">Back to the paused tasks</a></p></main></body></html>`))
+
+// stats is BASE/stats: how questions fare on this server.
+func (sp *ServerPage) stats(w http.ResponseWriter, r *http.Request, sess *session) {
+	data := struct {
+		Base   string
+		Off    bool
+		Header []string
+		Rows   [][]string
+	}{Base: sp.cfg.Base, Off: sp.cfg.Stats == nil}
+	if sp.cfg.Stats != nil {
+		data.Header, data.Rows = sp.cfg.Stats()
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := statsPage.Execute(w, data); err != nil {
+		sp.log.Warn("render the stats page", slog.Any("err", err))
+	}
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/front"
 	"github.com/askpoint/askpoint/internal/grpcfront"
+	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/postgres"
@@ -322,7 +323,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "askpoint: try: askpoint send %s/expense \"File my taxi receipt from Tuesday, 42 euros\"\n", base)
 
-	page, closePage, err := serverPage(srv, base, cardURL, tokens, logger)
+	var stats func() ([]string, [][]string)
+	if tel != nil && tel.Metrics != nil {
+		m := tel.Metrics
+		stats = func() ([]string, [][]string) { return telemetry.StatsHeader, m.Stats() }
+	}
+	page, closePage, err := serverPage(srv, base, cardURL, tokens, logger, stats)
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
@@ -396,7 +402,7 @@ const internalPrincipal = "askpoint-internal"
 
 // serverPage is the server's own page at /inbox/: the paused tasks of the
 // logged-in principal (their bearer token is the login), answered in place.
-func serverPage(srv *askpoint.Server, base, public string, tokens map[string]string, logger *slog.Logger) (http.Handler, func(), error) {
+func serverPage(srv *askpoint.Server, base, public string, tokens map[string]string, logger *slog.Logger, stats func() ([]string, [][]string)) (http.Handler, func(), error) {
 	byPrincipal := map[string]string{}
 	for tok, p := range tokens {
 		if p != internalPrincipal {
@@ -412,7 +418,7 @@ func serverPage(srv *askpoint.Server, base, public string, tokens map[string]str
 	sp, err := web.NewServerPage(web.ServerPageConfig{
 		Base: "/inbox", PublicURL: public, ExtraHosts: extra, Tokens: byPrincipal,
 		Agents: srv.Agents, Handler: srv.RequestHandler, WithPrincipal: askpoint.WithPrincipal,
-		Logger: logger,
+		Stats: stats, Logger: logger,
 	})
 	if err != nil {
 		return nil, nil, err

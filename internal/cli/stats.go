@@ -5,13 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/telemetry"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -61,20 +60,19 @@ Flags:
 		fmt.Fprintf(stderr, "askpoint stats: %v\n", err)
 		return 1
 	}
-	rows := questionStats(fams)
+	rows, ok := telemetry.StatsTable(fams)
+	if !ok {
+		fmt.Fprintf(stderr, "askpoint stats: %s has no askpoint metrics; is it an askpoint server's --metrics-addr?\n", u)
+		return 1
+	}
 	if len(rows) == 0 {
-		if _, ok := fams["askpoint_questions_asked_total"]; !ok {
-			fmt.Fprintf(stderr, "askpoint stats: %s has no askpoint metrics; is it an askpoint server's --metrics-addr?\n", u)
-			return 1
-		}
 		fmt.Fprintln(stdout, "No questions asked since the server started.")
 		return 0
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tKIND\tASKED\tANSWERED\tMEDIAN\tP90\tRE-ASK RATE\tEXPIRY RATE\tDECLINE RATE")
+	fmt.Fprintln(tw, strings.Join(telemetry.StatsHeader, "\t"))
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", r.agent, r.kind, int(r.asked), int(r.answered),
-			seconds(r.p50), seconds(r.p90), rate(r.reasks, r.asked), rate(r.expired, r.asked), rate(r.declined, r.asked))
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	_ = tw.Flush()
 	return 0
@@ -99,112 +97,4 @@ func scrapeMetrics(ctx context.Context, u string) (map[string]*dto.MetricFamily,
 		return nil, fmt.Errorf("%s is not in the Prometheus text format: %w", u, err)
 	}
 	return fams, nil
-}
-
-type statRow struct {
-	agent, kind                                string
-	asked, answered, reasks, expired, declined float64
-	p50, p90                                   float64 // seconds; NaN when unknown
-}
-
-// questionStats reads the askpoint question metrics into rows sorted by
-// agent and kind.
-func questionStats(fams map[string]*dto.MetricFamily) []*statRow {
-	rows := map[[2]string]*statRow{}
-	row := func(m *dto.Metric) *statRow {
-		var agent, kind string
-		for _, l := range m.GetLabel() {
-			switch l.GetName() {
-			case "agent":
-				agent = l.GetValue()
-			case "kind":
-				kind = l.GetValue()
-			}
-		}
-		k := [2]string{agent, kind}
-		if rows[k] == nil {
-			rows[k] = &statRow{agent: agent, kind: kind, p50: math.NaN(), p90: math.NaN()}
-		}
-		return rows[k]
-	}
-	label := func(m *dto.Metric, name string) string {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == name {
-				return l.GetValue()
-			}
-		}
-		return ""
-	}
-	for _, m := range fams["askpoint_questions_asked_total"].GetMetric() {
-		row(m).asked += m.GetCounter().GetValue()
-	}
-	for _, m := range fams["askpoint_reasks_total"].GetMetric() {
-		row(m).reasks += m.GetCounter().GetValue()
-	}
-	for _, m := range fams["askpoint_questions_closed_total"].GetMetric() {
-		r, v := row(m), m.GetCounter().GetValue()
-		switch label(m, "outcome") {
-		case "answered":
-			r.answered += v
-		case "expired":
-			r.expired += v
-		case "declined":
-			r.declined += v
-		}
-	}
-	for _, m := range fams["askpoint_question_answer_seconds"].GetMetric() {
-		r := row(m)
-		r.p50, r.p90 = bucketQuantile(0.5, m.GetHistogram()), bucketQuantile(0.9, m.GetHistogram())
-	}
-	var out []*statRow
-	for _, r := range rows {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].agent != out[j].agent {
-			return out[i].agent < out[j].agent
-		}
-		return out[i].kind < out[j].kind
-	})
-	return out
-}
-
-// bucketQuantile estimates quantile q of a histogram as Prometheus's
-// histogram_quantile does: linear within the bucket it falls in. NaN when
-// the histogram is empty.
-func bucketQuantile(q float64, h *dto.Histogram) float64 {
-	total := float64(h.GetSampleCount())
-	if total == 0 {
-		return math.NaN()
-	}
-	rank := q * total
-	lower, below := 0.0, 0.0
-	for _, b := range h.GetBucket() {
-		upper, n := b.GetUpperBound(), float64(b.GetCumulativeCount())
-		if n >= rank {
-			if math.IsInf(upper, 1) {
-				return lower // beyond the last bound: its bound is the best known
-			}
-			if n == below {
-				return upper
-			}
-			return lower + (upper-lower)*(rank-below)/(n-below)
-		}
-		lower, below = upper, n
-	}
-	return lower
-}
-
-func seconds(s float64) string {
-	if math.IsNaN(s) {
-		return "-"
-	}
-	return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
-}
-
-func rate(n, of float64) string {
-	if of == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f%%", 100*n/of)
 }
