@@ -87,8 +87,8 @@ func TestSendCarriesABearerTokenAndAPushURL(t *testing.T) {
 		c.WebhookHosts = []string{hook.Host()}
 	}})
 	url := env.AgentURL("expense")
-	if _, stderr, code := run(t, "send", url, taxiReceipt); code == 0 || !strings.Contains(stderr, "bearer token") {
-		t.Fatalf("send without a token: exit %d, stderr %q; want refused", code, stderr)
+	if _, stderr, code := run(t, "send", url, taxiReceipt); code == 0 || !strings.Contains(stderr, "bearer token") || !strings.Contains(stderr, "--token") {
+		t.Fatalf("send without a token: exit %d, stderr %q; want refused, saying how to give send a token", code, stderr)
 	}
 	out, stderr, code := run(t, "send", "--token", token, "--push-url", hook.URL(), url, taxiReceipt)
 	if code != 0 || !strings.Contains(out, "TASK_STATE_INPUT_REQUIRED") {

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -94,7 +95,7 @@ func send(args []string, stdout, stderr io.Writer) int {
 	if *stream {
 		for ev, err := range client.SendStreamingMessage(ctx, req) {
 			if err != nil {
-				fmt.Fprintf(stderr, "askpoint send: %v\n", err)
+				fmt.Fprintf(stderr, "askpoint send: %v%s\n", err, tokenHint(err, *token))
 				return 1
 			}
 			p.event(ev)
@@ -104,7 +105,7 @@ func send(args []string, stdout, stderr io.Writer) int {
 	}
 	res, err := client.SendMessage(ctx, req)
 	if err != nil {
-		fmt.Fprintf(stderr, "askpoint send: %v\n", err)
+		fmt.Fprintf(stderr, "askpoint send: %v%s\n", err, tokenHint(err, *token))
 		return 1
 	}
 	p.event(res)
@@ -395,4 +396,13 @@ func jsonValue(v any) string {
 		return "null"
 	}
 	return string(raw)
+}
+
+// tokenHint says how to give askpoint send a token when the agent wants one
+// and none was given.
+func tokenHint(err error, token string) string {
+	if token == "" && errors.Is(err, a2a.ErrUnauthenticated) {
+		return " (askpoint send takes it with --token, or from $ASKPOINT_TOKEN)"
+	}
+	return ""
 }

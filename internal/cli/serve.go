@@ -316,7 +316,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if callers == 0 {
 		fmt.Fprintln(stdout, "askpoint: no tokens configured: callers are anonymous, so askpoint listens on loopback only")
 	} else {
-		fmt.Fprintf(stdout, "askpoint: %d bearer tokens configured: every request must carry one\n", callers)
+		noun := "tokens"
+		if callers == 1 {
+			noun = "token"
+		}
+		fmt.Fprintf(stdout, "askpoint: %d bearer %s configured: every request must carry one\n", callers, noun)
 	}
 	for _, name := range srv.Agents() {
 		fmt.Fprintf(stdout, "askpoint: agent %q card: %s/%s/.well-known/agent-card.json\n", name, cardURL, name)
