@@ -20,17 +20,11 @@ import (
 
 // clerk reads a payment from the request's text and replies with data
 // only: an artifact holding the payment, no text, no status message.
-type clerk struct {
-	mu  sync.Mutex
-	got []a2a.ContentParts
-}
+type clerk struct{}
 
 func (c *clerk) agent() askpoint.Agent {
 	return askpoint.Steps[struct{}, map[string]any]{
 		OnStart: func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
-			c.mu.Lock()
-			c.got = append(c.got, call.Request.Parts)
-			c.mu.Unlock()
 			p, ok := approval.ParsePayment(textOf(call.Request))
 			if !ok {
 				return askpoint.Reject("no payment in: " + textOf(call.Request)), nil
@@ -40,13 +34,6 @@ func (c *clerk) agent() askpoint.Agent {
 			})}}), nil
 		},
 	}
-}
-
-// received lists what each start of the clerk was given.
-func (c *clerk) received() []a2a.ContentParts {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]a2a.ContentParts(nil), c.got...)
 }
 
 type payFlow struct {

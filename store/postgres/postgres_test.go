@@ -298,35 +298,6 @@ func TestLoadTaskCanUseMessageIndex(t *testing.T) {
 	}
 }
 
-// listener runs Listen on s until the test ends and returns the IDs it
-// reports.
-func listener(t *testing.T, s *Store) <-chan string {
-	t.Helper()
-	ch := make(chan string, 1024)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- s.Listen(ctx, func(id string) {
-			select {
-			case ch <- id:
-			case <-ctx.Done():
-			}
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Listen() after its context ended = %v, want nil", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Errorf("Listen() did not return within 5s of its context ending")
-		}
-	})
-	return ch
-}
-
 // waitListening waits until a notification from w reaches ch: the
 // listener is connected. It writes a probe every 100ms, since a
 // notification sent before the listener was connected is lost.
@@ -414,7 +385,7 @@ func TestListenIgnoresWritesThatChangeNothing(t *testing.T) {
 	t.Parallel()
 	url := dbtest.Schema(t)
 	nodeA, nodeB := open(t, url), open(t, url)
-	ch := listener(t, nodeA)
+	ch := storetest.Listen(t, nodeA)
 	waitListening(t, nodeB, ch)
 	ctx := t.Context()
 
@@ -467,7 +438,7 @@ func TestListenReconnects(t *testing.T) {
 	app := fmt.Sprintf("askpoint-listen-%d", time.Now().UnixNano())
 	nodeA := open(t, url+"&application_name="+app)
 	nodeB := open(t, url)
-	ch := listener(t, nodeA)
+	ch := storetest.Listen(t, nodeA)
 	waitListening(t, nodeB, ch)
 
 	tag, err := nodeB.pool.Exec(t.Context(), `
@@ -487,7 +458,7 @@ func TestListenReconnects(t *testing.T) {
 func TestNotifyWakeLatency(t *testing.T) {
 	url := dbtest.Schema(t)
 	nodeA, nodeB := open(t, url), open(t, url)
-	ch := listener(t, nodeA)
+	ch := storetest.Listen(t, nodeA)
 	waitListening(t, nodeB, ch)
 	ctx := t.Context()
 	cur, err := nodeB.CreateTask(ctx, sampleTask("t1"), nil)
@@ -527,7 +498,7 @@ func TestSchemasDoNotWakeEachOther(t *testing.T) {
 	if ChannelFor(a.schema) == ChannelFor(b.schema) {
 		t.Fatalf("schemas %q and %q share channel %q", a.schema, b.schema, ChannelFor(a.schema))
 	}
-	chA, chB := listener(t, a), listener(t, b)
+	chA, chB := storetest.Listen(t, a), storetest.Listen(t, b)
 	waitListening(t, a, chA)
 	waitListening(t, b, chB)
 	if _, err := b.CreateTask(t.Context(), sampleTask("only-in-b"), nil); err != nil {

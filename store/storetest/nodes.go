@@ -417,7 +417,7 @@ func testNodesNotify(t *testing.T, open Open) {
 	if !ok {
 		t.Skipf("%T does not implement store.Notifier", a)
 	}
-	heard := listen(t, n)
+	heard := Listen(t, n)
 	waitListening(t, b, heard)
 
 	mustCreate(t, b, runnableTask("t1"), nil)
@@ -433,10 +433,10 @@ func testNodesNotify(t *testing.T, open Open) {
 	expectHeard(t, heard, "t2", "CreateTask on the listening handle itself")
 }
 
-// listen runs n.Listen until the test ends and returns the task IDs it
+// Listen runs n.Listen until the test ends and returns the task IDs it
 // reports. The test fails if Listen does not return nil soon after its
-// context ends.
-func listen(t *testing.T, n store.Notifier) <-chan string {
+// context ends. Drivers' own notification tests use it too.
+func Listen(t *testing.T, n store.Notifier) <-chan string {
 	t.Helper()
 	heard := make(chan string, 1024)
 	lctx, cancel := context.WithCancel(context.Background())
