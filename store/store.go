@@ -27,7 +27,8 @@ var TerminalStates = []string{"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK
 var (
 	// ErrNotFound: no task has the ID.
 	ErrNotFound = errors.New("store: task not found")
-	// ErrExists: CreateTask was given an ID that is already taken.
+	// ErrExists: CreateTask was given an ID, or a RequestKey, that is
+	// already taken.
 	ErrExists = errors.New("store: task already exists")
 	// ErrConflict: the compare-and-set lost. The task's version is no longer
 	// the one the caller expected (someone else changed it first, or the
@@ -73,6 +74,17 @@ type Task struct {
 	Tenant    string
 	Owner     string // the principal that created the task
 	Agent     string // the name of the agent that serves the task
+
+	// RequestKey identifies the request that created the task (the engine
+	// derives it from the caller, the agent and the first message), so
+	// that a redelivered first message finds its task again: CreateTask
+	// refuses a second task with the same key, and TaskByRequestKey looks
+	// it up. Written once by CreateTask and never changed; neither
+	// CreateTask's result nor any read carries it. Empty: none (no
+	// uniqueness). Kept apart from ID so that IDs can be time-ordered,
+	// which keeps every index keyed by task ID appending instead of
+	// writing at random places (decision 0017).
+	RequestKey string
 
 	State   a2a.TaskState
 	Version int64 // starts at 1, +1 on every UpdateTask and claim
@@ -239,8 +251,13 @@ type Store interface {
 	// CreateTask inserts t with Version 1 and appends entries to its log,
 	// in one transaction. It returns the stored task (Version, LastSeq and
 	// timestamps set by the store; an entry's zero At becomes now). An empty
-	// JSON column is stored as nil. ErrExists when the ID is taken.
+	// JSON column is stored as nil. ErrExists when the ID is taken, or
+	// t.RequestKey is set and another task has it.
 	CreateTask(ctx context.Context, t *Task, entries []LogEntry) (*Task, error)
+
+	// TaskByRequestKey returns the task created with this RequestKey.
+	// ErrNotFound when there is none (or key is empty).
+	TaskByRequestKey(ctx context.Context, key string) (*Task, error)
 
 	// GetTask returns the task. ErrNotFound when there is none.
 	GetTask(ctx context.Context, id string) (*Task, error)

@@ -177,7 +177,7 @@ func (rep *Report) Markdown(w io.Writer) {
 		var parts []string
 		var reads, writes float64
 		for _, k := range []string{"CreateTask", "UpdateTask", "ExtendLease", "ClaimRunnable", "PutPushConfig", "DeletePushConfig", "ClaimPushDeliveries", "SettlePush",
-			"GetTask", "LoadTask", "History", "ReadLog", "ListTasks", "DueTasks", "NextDue", "GetPushConfig", "ListPushConfigs"} {
+			"GetTask", "TaskByRequestKey", "LoadTask", "History", "ReadLog", "ListTasks", "DueTasks", "NextDue", "GetPushConfig", "ListPushConfigs"} {
 			v := r.StoreCalls[k]
 			if v == 0 {
 				continue

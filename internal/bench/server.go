@@ -463,13 +463,13 @@ type trackedStore struct {
 
 // storeCalls counts calls per store method.
 type storeCalls struct {
-	create, get, load, update, readLog, history, list, claim, extend            atomic.Int64
+	create, get, byKey, load, update, readLog, history, list, claim, extend     atomic.Int64
 	due, nextDue, putPush, getPush, listPush, deletePush, claimPush, settlePush atomic.Int64
 }
 
 func (c *storeCalls) snapshot() map[string]int64 {
 	return map[string]int64{
-		"CreateTask": c.create.Load(), "GetTask": c.get.Load(), "LoadTask": c.load.Load(), "UpdateTask": c.update.Load(),
+		"CreateTask": c.create.Load(), "GetTask": c.get.Load(), "TaskByRequestKey": c.byKey.Load(), "LoadTask": c.load.Load(), "UpdateTask": c.update.Load(),
 		"ReadLog": c.readLog.Load(), "History": c.history.Load(), "ListTasks": c.list.Load(),
 		"ClaimRunnable": c.claim.Load(), "ExtendLease": c.extend.Load(),
 		"DueTasks": c.due.Load(), "NextDue": c.nextDue.Load(),
@@ -483,6 +483,11 @@ func (c *storeCalls) snapshot() map[string]int64 {
 func (s trackedStore) SingleNode() bool {
 	sn, ok := s.Store.(interface{ SingleNode() bool })
 	return ok && sn.SingleNode()
+}
+
+func (s trackedStore) TaskByRequestKey(ctx context.Context, key string) (*store.Task, error) {
+	s.n.byKey.Add(1)
+	return s.Store.TaskByRequestKey(ctx, key)
 }
 
 func (s trackedStore) LoadTask(ctx context.Context, id string, p store.LoadParams) (*store.Loaded, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -17,17 +18,18 @@ import (
 // Deduplication. A redelivered message (same caller, same messageId, same
 // content) must land where the first delivery landed and change nothing.
 //
-// A first message creates a task whose ID is derived from the caller, the
-// agent and the messageId, so two deliveries racing each other collide on
-// the task's primary key and exactly one creates it. A follow-up is looked
-// up in its task's history, where every message the task took is kept for
-// as long as the task.
+// A first message creates a task with a request key derived from the
+// caller, the agent and the messageId, so two deliveries racing each other
+// collide on the key's unique index and exactly one creates the task. A
+// follow-up is looked up in its task's log by messageId (store.LoadTask).
 
 var taskIDSpace = uuid.MustParse("5d0b8b6e-2f61-4c55-9f0e-8a3c7b3a1e42")
 
-// requestTaskID is the ID of the task that a first message creates. salt
-// separates a reused messageId with other content from the first use.
-func requestTaskID(tenant, owner, agent, messageID string, salt []byte) string {
+// requestKey is the request key of the task that a first message creates
+// (store.Task.RequestKey). salt separates a reused messageId with other
+// content from the first use. Tasks created before keys were kept apart
+// had this as their ID, which the store's migration copied into their key.
+func requestKey(tenant, owner, agent, messageID string, salt []byte) string {
 	var b bytes.Buffer
 	for _, s := range []string{tenant, owner, agent, messageID} {
 		b.WriteString(s)
@@ -65,17 +67,20 @@ func sameContent(stored, incoming *a2a.Message) bool {
 }
 
 // sameRequest says whether first message m redelivers the message that
-// created task id. It does when the content is the same and the caller
+// created the task with this request key (nil, false when there is none). It does when the content is the same and the caller
 // has not acted on the task since (sent it a message, or canceled it): a
 // caller that acted on the task by its ID knew of it, so the same first
 // message again is a new request (the A2A conformance suite sends one
 // message many times for many tasks).
-func (s *Engine) sameRequest(ctx context.Context, id string, m *a2a.Message) (*store.Task, bool, error) {
-	t, err := s.store.GetTask(ctx, id)
+func (s *Engine) sameRequest(ctx context.Context, key string, m *a2a.Message) (*store.Task, bool, error) {
+	t, err := s.store.TaskByRequestKey(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil // the ID was taken, not the key
+	}
 	if err != nil {
 		return nil, false, err
 	}
-	entries, err := s.store.History(ctx, id, 0)
+	entries, err := s.store.History(ctx, t.ID, 0)
 	if err != nil {
 		return nil, false, err
 	}

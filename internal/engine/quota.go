@@ -64,7 +64,7 @@ func (r *rateBuckets) take(principal string, now time.Time) bool {
 // NewTasksPerMinutePerPrincipal in the last minute. id is the task the
 // message would create: a redelivery of a message whose task exists is
 // never refused.
-func (s *Engine) checkQuota(ctx context.Context, tenant, principal, id string) error {
+func (s *Engine) checkQuota(ctx context.Context, tenant, principal, key string) error {
 	if s.cfg.MaxOpenTasksPerPrincipal <= 0 && s.cfg.NewTasksPerMinutePerPrincipal <= 0 {
 		return nil
 	}
@@ -73,7 +73,7 @@ func (s *Engine) checkQuota(ctx context.Context, tenant, principal, id string) e
 		// they called it.
 		return nil
 	}
-	if _, err := s.store.GetTask(ctx, id); err == nil {
+	if _, err := s.store.TaskByRequestKey(ctx, key); err == nil {
 		return nil // a redelivery: deduplication answers it
 	}
 	if n := s.cfg.MaxOpenTasksPerPrincipal; n > 0 {

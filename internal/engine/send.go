@@ -131,25 +131,27 @@ func (h *Handler) accept(ctx context.Context, req *a2a.SendMessageRequest, quick
 	return h.continueTask(ctx, req, quick)
 }
 
-// start takes a first message. The first use of a messageId gets the plain
-// derived task ID; a reuse with other content gets one derived from the
-// content and how many reuses came before, so that a redelivery of any of
-// them finds its own task again.
+// start takes a first message. Its task gets a new, time-ordered ID and
+// the request key derived from the caller, the agent and the messageId
+// (decision 0017); a reuse of the messageId with other content gets a key
+// derived from the content and how many reuses came before, so that a
+// redelivery of any of them finds its own task again.
 func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick bool) (*accepted, error) {
 	s := h.s
 	owner := principalFrom(ctx)
-	id := requestTaskID(req.Tenant, owner, h.name, req.Message.ID, nil)
-	if err := s.checkQuota(ctx, req.Tenant, owner, id); err != nil {
+	key := requestKey(req.Tenant, owner, h.name, req.Message.ID, nil)
+	if err := s.checkQuota(ctx, req.Tenant, owner, key); err != nil {
 		return nil, err
 	}
+	id := string(a2a.NewTaskID())
 	if quick {
-		if acc, ok := h.quickStart(ctx, req, id); ok {
+		if acc, ok := h.quickStart(ctx, req, id, key); ok {
 			return acc, nil
 		}
 	}
 	salt := contentHash(req.Message)
 	for generation := 1; ; generation++ {
-		row, in, entries, err := h.newTask(ctx, req, id)
+		row, in, entries, err := h.newTask(ctx, req, id, key)
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +166,7 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 		if !errors.Is(err, store.ErrExists) {
 			return nil, errInternal(err)
 		}
-		existing, dup, err := s.sameRequest(ctx, id, req.Message)
+		existing, dup, err := s.sameRequest(ctx, key, req.Message)
 		if err != nil {
 			return nil, errInternal(err)
 		}
@@ -172,14 +174,19 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 			s.event(ctx, existing.Agent, EventRedelivery)
 			return &accepted{task: existing}, nil
 		}
+		if existing == nil {
+			// The ID was taken, not the key (an ID made elsewhere).
+			id = string(a2a.NewTaskID())
+			continue
+		}
 		if generation == 1 {
 			s.log.Info("messageId reused for a new request; handled as a new message", slog.String("messageId", req.Message.ID))
 		}
 		if generation >= 64 {
-			id = string(a2a.NewTaskID())
+			key = "" // reused without end: no key, so no redelivery is found
 			continue
 		}
-		id = requestTaskID(req.Tenant, owner, h.name, req.Message.ID, append(salt, byte(generation)))
+		key = requestKey(req.Tenant, owner, h.name, req.Message.ID, append(salt, byte(generation)))
 	}
 }
 
@@ -187,11 +194,13 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 // and writes the task with the step's outcome. ok is false when it could not
 // (no free worker, the ID is taken): the caller then takes the message the
 // ordinary way, which finds a redelivery or picks the next ID.
-func (h *Handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, id string) (*accepted, bool) {
+func (h *Handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, id, key string) (*accepted, bool) {
 	s := h.s
-	unlock := s.lockTask(id)
+	// Locked by the request's key: two deliveries of one message run its
+	// step one after the other, and the second finds the first's task.
+	unlock := s.lockTask(key)
 	defer unlock()
-	row, in, entries, err := h.newTask(ctx, req, id)
+	row, in, entries, err := h.newTask(ctx, req, id, key)
 	if err != nil {
 		return nil, false
 	}
@@ -205,7 +214,7 @@ func (h *Handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, i
 
 // newTask builds the row and the log of a new task for a first message,
 // runnable under this node's lease.
-func (h *Handler) newTask(ctx context.Context, req *a2a.SendMessageRequest, id string) (*store.Task, *runInput, []store.LogEntry, error) {
+func (h *Handler) newTask(ctx context.Context, req *a2a.SendMessageRequest, id, key string) (*store.Task, *runInput, []store.LogEntry, error) {
 	s := h.s
 	msg := *req.Message
 	msg.TaskID = a2a.TaskID(id)
@@ -215,7 +224,7 @@ func (h *Handler) newTask(ctx context.Context, req *a2a.SendMessageRequest, id s
 	msg.Role = a2a.MessageRoleUser
 	now := s.now()
 	t := &store.Task{
-		ID: id, ContextID: msg.ContextID, Tenant: req.Tenant, Owner: principalFrom(ctx), Agent: h.name,
+		ID: id, RequestKey: key, ContextID: msg.ContextID, Tenant: req.Tenant, Owner: principalFrom(ctx), Agent: h.name,
 		State:    a2a.TaskStateSubmitted,
 		Runnable: true, LeaseOwner: s.cfg.NodeID, LeaseUntil: now.Add(s.cfg.LeaseDuration),
 	}

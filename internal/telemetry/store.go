@@ -15,7 +15,7 @@ import (
 // store.Notifier when s implements it.
 func (m *Metrics) TimedStore(s store.Store) store.Store {
 	t := &timedStore{s: s, h: m.storeSeconds, obs: map[string]prometheus.Observer{}}
-	for _, op := range []string{"CreateTask", "GetTask", "LoadTask", "UpdateTask", "ReadLog", "History", "ListTasks",
+	for _, op := range []string{"CreateTask", "GetTask", "TaskByRequestKey", "LoadTask", "UpdateTask", "ReadLog", "History", "ListTasks",
 		"ClaimRunnable", "ExtendLease", "DueTasks", "NextDue", "PutPushConfig", "GetPushConfig", "ListPushConfigs",
 		"DeletePushConfig", "ClaimPushDeliveries", "SettlePush", "CountOpen", "DeleteFinished"} {
 		t.obs[op] = m.storeSeconds.WithLabelValues(op)
@@ -61,6 +61,10 @@ func (t *timedStore) CreateTask(ctx context.Context, task *store.Task, e []store
 func (t *timedStore) GetTask(ctx context.Context, id string) (*store.Task, error) {
 	defer t.since("GetTask", time.Now())
 	return t.s.GetTask(ctx, id)
+}
+func (t *timedStore) TaskByRequestKey(ctx context.Context, key string) (*store.Task, error) {
+	defer t.since("TaskByRequestKey", time.Now())
+	return t.s.TaskByRequestKey(ctx, key)
 }
 func (t *timedStore) LoadTask(ctx context.Context, id string, p store.LoadParams) (*store.Loaded, error) {
 	defer t.since("LoadTask", time.Now())

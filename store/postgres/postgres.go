@@ -334,11 +334,11 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 	la := entryArgs(entries)
 	got, err := scanTask(s.pool.QueryRow(ctx, `
 		WITH t AS (
-			INSERT INTO tasks (`+taskCols+`)
+			INSERT INTO tasks (`+taskCols+`, request_key)
 			VALUES ($1, $2, $3, $4, $5, $6, 1, cardinality($15::text[]),
 				$7::text::json, $8::text::json, $9::text::json, $10::text::json, $11::text::json, $12::text::json,
 				$22::text::json, $23::timestamptz, $24::timestamptz,
-				$13, $14, $21::timestamptz, `+nowMS+`, `+nowMS+`)
+				$13, $14, $21::timestamptz, `+nowMS+`, `+nowMS+`, $25)
 			RETURNING `+taskCols+`
 		), l AS (`+insertLog("t", "1", 15)+`
 		)
@@ -347,7 +347,7 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 		text(t.Status), text(t.Artifacts), text(t.Metadata), text(t.Checkpoint), text(t.Question), text(t.Input),
 		t.Runnable, t.LeaseOwner,
 		la.kinds, la.msgIDs, la.hist, la.notify, la.bodies, la.ats,
-		leaseTS(t.LeaseUntil), text(t.Pause), ts(t.WakeAt), ts(t.HoldAt)))
+		leaseTS(t.LeaseUntil), text(t.Pause), ts(t.WakeAt), ts(t.HoldAt), pgtype.Text{String: t.RequestKey, Valid: t.RequestKey != ""}))
 	if err != nil {
 		return nil, translate("CreateTask", t.ID, err)
 	}
@@ -363,6 +363,21 @@ func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
 	}
 	if err != nil {
 		return nil, translate("GetTask", id, err)
+	}
+	return t, nil
+}
+
+// TaskByRequestKey returns the task created with key, or store.ErrNotFound.
+func (s *Store) TaskByRequestKey(ctx context.Context, key string) (*store.Task, error) {
+	if key == "" {
+		return nil, store.ErrNotFound
+	}
+	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+taskCols+` FROM tasks WHERE request_key = $1`, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, translate("TaskByRequestKey", key, err)
 	}
 	return t, nil
 }

@@ -251,6 +251,7 @@ const (
 
 const (
 	stmtGetTask = iota
+	stmtTaskByRequest
 	stmtLoadTask
 	stmtReadLog
 	stmtHistory
@@ -265,9 +266,9 @@ const (
 
 var writeSQL = [numWriteStmts]string{
 	stmtInsertTask: `
-		INSERT INTO tasks (` + taskCols + `)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (id) DO NOTHING
+		INSERT INTO tasks (` + taskCols + `, request_key)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING
 		RETURNING version`,
 	// Only the columns the caller does not already hold come back.
 	stmtUpdateTask: `
@@ -339,7 +340,8 @@ var writeSQL = [numWriteStmts]string{
 }
 
 var readSQL = [numReadStmts]string{
-	stmtGetTask: `SELECT ` + taskCols + ` FROM tasks WHERE id = ?`,
+	stmtGetTask:       `SELECT ` + taskCols + ` FROM tasks WHERE id = ?`,
+	stmtTaskByRequest: `SELECT ` + taskCols + ` FROM tasks WHERE request_key = ?`,
 	// ?2: the messageId to look up ('' for none, which no message entry
 	// has); ?3: whether the request is wanted. Each subquery is one
 	// lookup: task_log_message, and the log's primary key. Left to
@@ -528,7 +530,8 @@ func (b *batch) createTask(t *store.Task, entries []store.LogEntry, now int64) (
 	err := b.stmt(stmtInsertTask).QueryRow(
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(len(entries)),
 		blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
-		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now).Scan(&v)
+		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now,
+		nullString(t.RequestKey)).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrExists
 	}
@@ -540,6 +543,7 @@ func (b *batch) createTask(t *store.Task, entries []store.LogEntry, now int64) (
 	}
 	got := asStored(t)
 	got.PushDue = false
+	got.RequestKey = ""
 	got.Version, got.LastSeq = v, int64(len(entries))
 	got.CreatedAt, got.UpdatedAt = fromMillis(now), fromMillis(now)
 	return got, nil
@@ -609,9 +613,10 @@ func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, now in
 		}
 		args = append(args, t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(1), n,
 			blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
-			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now)
+			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now,
+			nullString(t.RequestKey))
 		if rows++; rows == bulkRows || i == len(tasks)-1 {
-			got, err := flush("tasks", taskCols, numTaskCols, rows, " ON CONFLICT (id) DO NOTHING")
+			got, err := flush("tasks", taskCols+", request_key", numTaskCols+1, rows, " ON CONFLICT DO NOTHING")
 			if err != nil {
 				return translate("CreateTasks", t.ID, err)
 			}
@@ -669,6 +674,25 @@ func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
 	}
 	if err != nil {
 		return nil, translate("GetTask", id, err)
+	}
+	return t, nil
+}
+
+// TaskByRequestKey returns the task created with key, or store.ErrNotFound.
+func (s *Store) TaskByRequestKey(ctx context.Context, key string) (*store.Task, error) {
+	if key == "" {
+		return nil, store.ErrNotFound
+	}
+	ctx, err := pointRead(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t, err := scanTask(s.rstmts[stmtTaskByRequest].QueryRowContext(ctx, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, translate("TaskByRequestKey", key, err)
 	}
 	return t, nil
 }
@@ -998,6 +1022,14 @@ func raw(b []byte) json.RawMessage {
 		return nil
 	}
 	return json.RawMessage(b)
+}
+
+// nullString stores an empty string as NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 func boolInt(b bool) int64 {

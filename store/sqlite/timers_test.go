@@ -3,6 +3,8 @@ package sqlite
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,5 +122,45 @@ func TestUpgradeFrom0001(t *testing.T) {
 	}
 	if due, err := s.DueTasks(t.Context(), store.DueParams{Timer: store.TimerWake, Now: time.Now(), Limit: 10}); err != nil || len(due) != 1 {
 		t.Errorf("DueTasks(wake) = %d tasks, %v, want the old task", len(due), err)
+	}
+}
+
+// A database made before tasks kept their request key apart (0004) had the
+// key as the task's ID: after the upgrade, the key finds the old task, so a
+// redelivery of its first message still lands there, and the old ID is
+// taken as a key too (no new task can claim it).
+func TestUpgradeTo0004KeysOldTasksByTheirID(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "askpoint.db")
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", fileURI(path)+"?"+writerParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stmts := []string{`CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
+	for _, m := range ms[:3] {
+		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.Version, m.Name))
+	}
+	stmts = append(stmts, `INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, status, created_at, updated_at)
+			VALUES ('derived-id', 'ctx', 'tenant', 'alice', 'echo', 'TASK_STATE_INPUT_REQUIRED', 1, 0, '{"state":"x"}', 1000, 2000)`)
+	for _, q := range stmts {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			db.Close()
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s := open(t, path)
+	got, err := s.TaskByRequestKey(t.Context(), "derived-id")
+	if err != nil || got.ID != "derived-id" {
+		t.Fatalf(`TaskByRequestKey("derived-id") after the upgrade = %v, %v; want the old task`, got, err)
+	}
+	_, err = s.CreateTask(t.Context(), &store.Task{ID: "new-id", RequestKey: "derived-id", ContextID: "c", Agent: "echo", State: "TASK_STATE_SUBMITTED"}, nil)
+	if !errors.Is(err, store.ErrExists) {
+		t.Errorf(`CreateTask with the old task's ID as its key = %v, want %v`, err, store.ErrExists)
 	}
 }

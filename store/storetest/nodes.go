@@ -24,6 +24,7 @@ var nodeCases = []nodeCase{
 	{"Nodes/DueTasks/BothHandlesSeeADueTaskAndExactlyOneActsOnIt", testNodesDue},
 	{"Nodes/LateWritesAfterATakeoverAreErrConflictAndChangeNothing", testNodesLateWrite},
 	{"Nodes/UpdateTask/SameVersionOnTwoHandlesExactlyOneWins", testNodesUpdateRace},
+	{"Nodes/CreateTask/SameRequestKeyOnTwoHandlesExactlyOneCreates", testNodesCreateKeyRace},
 	{"Nodes/UpdateTask/RetriedCompareAndSetOnTwoHandlesLosesNoUpdate", testNodesCounter},
 	{"Nodes/Notifier/EveryHandleHearsEveryHandlesWrites", testNodesNotify},
 }
@@ -308,6 +309,53 @@ func testNodesLateWrite(t *testing.T, open Open) {
 	won.SentSeq, won.Attempts = 1, 1
 	if _, err := nodeB.SettlePush(ctx(t), &won); err != nil {
 		t.Errorf(`SettlePush("t1", "p1") from node-b = %v, want nil`, err)
+	}
+}
+
+func testNodesCreateKeyRace(t *testing.T, open Open) {
+	handles := []store.Store{open(t), open(t)}
+	const n = 16
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		errs  = make([]error, n)
+		id    = func(i int) string { return fmt.Sprintf("t%d", i) }
+	)
+	for i := range n {
+		s := handles[i%2]
+		task := newTask(id(i))
+		task.RequestKey = "request-1"
+		wg.Go(func() {
+			<-start
+			_, errs[i] = s.CreateTask(ctx(t), task, entries(id(i), 1))
+		})
+	}
+	close(start)
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner >= 0:
+			t.Errorf("CreateTask of %s and %s with one request key both succeeded, want exactly one", id(winner), id(i))
+		case err == nil:
+			winner = i
+		case !errors.Is(err, store.ErrExists):
+			t.Errorf("CreateTask of %s (handle %d) = %v, want nil or %v", id(i), i%2, err, store.ErrExists)
+		}
+	}
+	if winner < 0 {
+		t.Fatal("no CreateTask succeeded, want exactly one")
+	}
+	for h, s := range handles {
+		got, err := s.TaskByRequestKey(ctx(t), "request-1")
+		if err != nil || got.ID != id(winner) {
+			t.Errorf(`TaskByRequestKey("request-1") on handle %d = %v, %v; want %s`, h, got, err, id(winner))
+		}
+		for i := range n {
+			if _, err := s.GetTask(ctx(t), id(i)); i != winner && !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("GetTask(%s) on handle %d = %v, want %v (its create lost)", id(i), h, err, store.ErrNotFound)
+			}
+		}
 	}
 }
 

@@ -21,6 +21,8 @@ var taskCases = []testCase{
 	{"CreateTask/NumbersEntriesFromOne", testCreateNumbersEntries},
 	{"CreateTask/FillsZeroEntryTime", testCreateFillsZeroAt},
 	{"CreateTask/TakenIDIsErrExistsAndChangesNothing", testCreateTaken},
+	{"CreateTask/TakenRequestKeyIsErrExistsAndChangesNothing", testCreateTakenKey},
+	{"TaskByRequestKey/FindsTheTaskCreatedWithTheKey", testTaskByRequestKey},
 	{"GetTask/UnknownIDIsErrNotFound", testGetUnknown},
 	{"UpdateTask/ReplacesMutableColumns", testUpdateReplaces},
 	{"UpdateTask/ClearsColumns", testUpdateClears},
@@ -147,6 +149,54 @@ func testCreateTaken(t *testing.T, s store.Store) {
 
 	checkTask(t, `GetTask("t1")`, mustGet(t, s, "t1"), first)
 	checkEntries(t, `ReadLog("t1", 0, 0)`, mustReadLog(t, s, "t1", 0, 0), withSeq(1, entries("m", 2)...))
+}
+
+func testCreateTakenKey(t *testing.T, s store.Store) {
+	withKey := func(id, key string) *store.Task {
+		task := newTask(id)
+		task.RequestKey = key
+		return task
+	}
+	first := mustCreate(t, s, withKey("t1", "request-1"), entries("m", 2))
+	if first.RequestKey != "" {
+		t.Errorf(`CreateTask("t1").RequestKey = %q, want "" (reads leave it empty)`, first.RequestKey)
+	}
+	_, err := s.CreateTask(ctx(t), withKey("t2", "request-1"), entries("x", 3))
+	wantErr(t, `CreateTask("t2") with t1's request key`, err, store.ErrExists)
+	_, err = s.GetTask(ctx(t), "t2")
+	wantErr(t, `GetTask("t2") after its create was refused`, err, store.ErrNotFound)
+	checkTask(t, `GetTask("t1")`, mustGet(t, s, "t1"), first)
+	checkEntries(t, `ReadLog("t1", 0, 0)`, mustReadLog(t, s, "t1", 0, 0), withSeq(1, entries("m", 2)...))
+	checkEntries(t, `ReadLog("t2", 0, 0)`, mustReadLog(t, s, "t2", 0, 0), nil)
+
+	// No key is no uniqueness: tasks without one never collide.
+	mustCreate(t, s, withKey("t3", ""), nil)
+	mustCreate(t, s, withKey("t4", ""), nil)
+	// Another key is another request.
+	mustCreate(t, s, withKey("t5", "request-2"), nil)
+}
+
+func testTaskByRequestKey(t *testing.T, s store.Store) {
+	task := newTask("t1")
+	task.RequestKey = "request-1"
+	created := mustCreate(t, s, task, entries("m", 1))
+	mustCreate(t, s, newTask("t2"), nil) // no key
+	got, err := s.TaskByRequestKey(ctx(t), "request-1")
+	if err != nil {
+		t.Fatalf(`TaskByRequestKey("request-1") = %v, want t1`, err)
+	}
+	checkTask(t, `TaskByRequestKey("request-1")`, got, created)
+	// The key outlives changes to the task.
+	next := mustUpdate(t, s, changed(created), entries("n", 1))
+	got, err = s.TaskByRequestKey(ctx(t), "request-1")
+	if err != nil {
+		t.Fatalf(`TaskByRequestKey("request-1") after UpdateTask = %v, want t1`, err)
+	}
+	checkTask(t, `TaskByRequestKey("request-1") after UpdateTask`, got, next)
+	for _, key := range []string{"request-2", "", "t1"} {
+		_, err := s.TaskByRequestKey(ctx(t), key)
+		wantErr(t, fmt.Sprintf("TaskByRequestKey(%q)", key), err, store.ErrNotFound)
+	}
 }
 
 func testGetUnknown(t *testing.T, s store.Store) {
