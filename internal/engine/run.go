@@ -167,14 +167,15 @@ func (k *knownLog) artifacts(t *store.Task) ([]*a2a.Artifact, bool) {
 // freshHistory is what a task's log is known to hold before an answer to
 // its open question: its request and the question (see pauseState.Fresh),
 // nil when that is not known.
-func freshHistory(t *store.Task, request *a2a.Message) *knownLog {
-	if request == nil || len(t.Pause) == 0 || len(t.Question) == 0 {
+// open is the task's open question's ID (openQuestionID).
+func freshHistory(t *store.Task, open string, request *a2a.Message) *knownLog {
+	if request == nil || len(t.Pause) == 0 || open == "" {
 		return nil
 	}
 	var p struct {
 		Fresh string `json:"fresh"`
 	}
-	if json.Unmarshal(t.Pause, &p) != nil || p.Fresh == "" || p.Fresh != openQuestionID(t) {
+	if json.Unmarshal(t.Pause, &p) != nil || p.Fresh == "" || p.Fresh != open {
 		return nil
 	}
 	var st a2a.TaskStatus

@@ -446,7 +446,7 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			writeJSONRPCError(w, nil, err)
 			return
 		}
-		id, notification, err := checkEnvelope(body)
+		env, notification, err := checkEnvelope(body)
 		if notification {
 			// JSON-RPC 2.0: a notification gets no reply. Every A2A method
 			// answers something, so none is run either.
@@ -454,12 +454,7 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			return
 		}
 		if err != nil {
-			writeJSONRPCError(w, id, err)
-			return
-		}
-		var env jsonrpcEnvelope
-		if err := json.Unmarshal(body, &env); err != nil {
-			writeJSONRPCError(w, id, a2a.NewError(a2a.ErrInvalidRequest, "the request object does not have the members of a JSON-RPC request: "+err.Error()))
+			writeJSONRPCError(w, env.ID, err)
 			return
 		}
 		// A client that asked a streaming method for an SSE stream reads

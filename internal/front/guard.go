@@ -244,27 +244,30 @@ func (w *restNotFoundWriter) Unwrap() http.ResponseWriter { return w.ResponseWri
 
 // checkEnvelope reads a JSON-RPC request the way JSON-RPC 2.0 says: valid
 // JSON that is not a request object is an invalid request (-32600), not a
-// parse error. notification is true for a request without an id.
-func checkEnvelope(body []byte) (id any, notification bool, err error) {
+// parse error. notification is true for a request without an id. env
+// holds the members read: all of them when err is nil, the ID (when there
+// was one to read) when it is not.
+func checkEnvelope(body []byte) (env jsonrpcEnvelope, notification bool, err error) {
 	if !utf8.Valid(body) {
-		return nil, false, errNotUTF8(body)
+		return jsonrpcEnvelope{}, false, errNotUTF8(body)
 	}
 	trimmed := bytes.TrimSpace(body)
 	if !json.Valid(trimmed) {
 		var v any
 		jerr := json.Unmarshal(trimmed, &v)
-		return nil, false, a2a.NewError(a2a.ErrParseError, fmt.Sprintf("request body is not valid JSON: %v", jerr))
+		return jsonrpcEnvelope{}, false, a2a.NewError(a2a.ErrParseError, fmt.Sprintf("request body is not valid JSON: %v", jerr))
 	}
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		if bytes.Equal(bytes.Join(bytes.Fields(trimmed), nil), []byte("[]")) {
-			return nil, false, a2a.NewError(a2a.ErrInvalidRequest, "an empty batch is not a request: send one JSON-RPC request object")
+			return jsonrpcEnvelope{}, false, a2a.NewError(a2a.ErrInvalidRequest, "an empty batch is not a request: send one JSON-RPC request object")
 		}
-		return nil, false, a2a.NewError(a2a.ErrInvalidRequest, "batch requests are not supported: send one JSON-RPC request object per HTTP request")
+		return jsonrpcEnvelope{}, false, a2a.NewError(a2a.ErrInvalidRequest, "batch requests are not supported: send one JSON-RPC request object per HTTP request")
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &m); err != nil || m == nil {
-		return nil, false, a2a.NewError(a2a.ErrInvalidRequest, "a JSON-RPC request must be a JSON object with jsonrpc, method, params and id")
+		return jsonrpcEnvelope{}, false, a2a.NewError(a2a.ErrInvalidRequest, "a JSON-RPC request must be a JSON object with jsonrpc, method, params and id")
 	}
+	var id any
 	rawID, hasID := m["id"]
 	if hasID {
 		if err := json.Unmarshal(rawID, &id); err != nil {
@@ -273,26 +276,25 @@ func checkEnvelope(body []byte) (id any, notification bool, err error) {
 		switch id.(type) {
 		case string, float64, nil:
 		default:
-			return nil, false, a2a.NewError(a2a.ErrInvalidRequest, "id must be a string, a number or null")
+			return jsonrpcEnvelope{}, false, a2a.NewError(a2a.ErrInvalidRequest, "id must be a string, a number or null")
 		}
 	}
-	var version string
+	var version, method string
 	if raw, ok := m["jsonrpc"]; !ok || json.Unmarshal(raw, &version) != nil || version != "2.0" {
-		return id, false, a2a.NewError(a2a.ErrInvalidRequest, `jsonrpc must be the string "2.0"`)
+		return jsonrpcEnvelope{ID: id}, false, a2a.NewError(a2a.ErrInvalidRequest, `jsonrpc must be the string "2.0"`)
 	}
-	var method string
 	if raw, ok := m["method"]; !ok || json.Unmarshal(raw, &method) != nil || method == "" {
-		return id, false, a2a.NewError(a2a.ErrInvalidRequest, "method must be a string naming an A2A method (SendMessage, GetTask, ...)")
+		return jsonrpcEnvelope{ID: id}, false, a2a.NewError(a2a.ErrInvalidRequest, "method must be a string naming an A2A method (SendMessage, GetTask, ...)")
 	}
 	params, has := m["params"]
 	if has && string(params) != "null" {
 		if t := bytes.TrimSpace(params); len(t) == 0 || t[0] != '{' {
-			return id, !hasID, errInvalidParams("params must be an object")
+			return jsonrpcEnvelope{ID: id}, !hasID, errInvalidParams("params must be an object")
 		}
 	} else if needsParams[method] {
-		return id, !hasID, errInvalidParams("params is required: %s takes an object of parameters", method)
+		return jsonrpcEnvelope{ID: id}, !hasID, errInvalidParams("params is required: %s takes an object of parameters", method)
 	}
-	return id, !hasID, nil
+	return jsonrpcEnvelope{JSONRPC: version, Method: method, Params: params, ID: id}, !hasID, nil
 }
 
 // needsParams are the methods whose params cannot be left out.
@@ -321,7 +323,9 @@ var idFields = map[string]bool{"messageId": true, "contextId": true, "taskId": t
 // checkFields walks a request's parameters (as JSON) and refuses an
 // identifier that is too long or holds a control character, and a message
 // role the protocol does not define, naming the field. The caller's own
-// JSON (metadata, data) and the parts' contents are not walked.
+// JSON (metadata, data) and the parts' contents are not walked. The walk
+// decodes one level at a time and only into what it looks at: the skipped
+// members stay undecoded bytes.
 func checkFields(raw json.RawMessage, where string, maxID int) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -329,22 +333,30 @@ func checkFields(raw json.RawMessage, where string, maxID int) error {
 	if !utf8.Valid(raw) {
 		return errNotUTF8(raw)
 	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil // the decoder behind says what is wrong
-	}
-	return walkFields(v, where, "", maxID)
+	// Invalid JSON fails to decode at the level it is found and is left
+	// to the decoder behind, which says what is wrong.
+	return walkFields(raw, where, "", maxID)
 }
 
-func walkFields(v any, where, key string, maxID int) error {
-	switch v := v.(type) {
-	case map[string]any:
-		for k, val := range v {
+// walkFields checks raw, valid JSON found under key.
+func walkFields(raw json.RawMessage, where, key string, maxID int) error {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return nil
+	}
+	switch raw[0] {
+	case '{':
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil {
+			return nil
+		}
+		for k, val := range m {
 			switch k {
 			case "metadata", "data", "parts", "extensions":
 				continue
 			case "role":
-				if s, ok := val.(string); ok && s != string(a2a.MessageRoleUser) && s != string(a2a.MessageRoleAgent) {
+				var s string
+				if json.Unmarshal(val, &s) == nil && s != string(a2a.MessageRoleUser) && s != string(a2a.MessageRoleAgent) {
 					return errInvalidParams("%s.role %q is not a message role: use %s (or %s)", where, s, a2a.MessageRoleUser, a2a.MessageRoleAgent)
 				}
 				continue
@@ -353,15 +365,23 @@ func walkFields(v any, where, key string, maxID int) error {
 				return err
 			}
 		}
-	case []any:
-		for i, val := range v {
+	case '[':
+		var a []json.RawMessage
+		if json.Unmarshal(raw, &a) != nil {
+			return nil
+		}
+		for i, val := range a {
 			if err := walkFields(val, fmt.Sprintf("%s[%d]", where, i), key, maxID); err != nil {
 				return err
 			}
 		}
-	case string:
-		if idFields[key] {
-			return CheckID(where, v, maxID)
+	case '"':
+		if !idFields[key] {
+			return nil
+		}
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return CheckID(where, s, maxID)
 		}
 	}
 	return nil
