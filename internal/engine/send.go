@@ -241,7 +241,7 @@ func (h *Handler) newTask(ctx context.Context, req *a2a.SendMessageRequest, id, 
 		return nil, nil, nil, errInternal(err)
 	}
 	t.Status = status
-	in := &runInput{Kind: inputStart, Key: t.ID + "/start", Message: &msg}
+	in := &runInput{Kind: inputStart, Key: startKey(t), Message: &msg}
 	e, err := messageEntry(&msg, now)
 	if err != nil {
 		return nil, nil, nil, err
@@ -388,6 +388,19 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		return nil
 	})
 	return out, err
+}
+
+// startKey is the idempotency key of a task's first step. It is made from
+// the request key, not the task ID: a quick step runs before its task is
+// written, and if the node dies before that write, the caller's redelivery
+// makes a task with another ID, whose first step must still get the same
+// key. A task without a request key (past 64 reuses of one messageId) has
+// no redelivery to meet, and keys its first step by its ID.
+func startKey(t *store.Task) string {
+	if t.RequestKey != "" {
+		return t.RequestKey + "/start"
+	}
+	return t.ID + "/start"
 }
 
 // errBusy refuses a message to a task that is running a step.

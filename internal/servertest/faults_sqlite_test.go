@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -148,5 +149,81 @@ func TestSQLiteUnwritableFile(t *testing.T) {
 	var n int
 	if err := db.QueryRowContext(context.Background(), "SELECT count(*) FROM tasks").Scan(&n); err != nil || n != 2 {
 		t.Fatalf("tasks in the file = %d, %v; want 2 (the one before, the retried one; nothing of the refused ones)", n, err)
+	}
+}
+
+// keyRecorder completes at once, recording the key of every first step.
+type keyRecorder struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+func (a *keyRecorder) Start(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
+	a.mu.Lock()
+	a.keys = append(a.keys, call.Key)
+	a.mu.Unlock()
+	return askpoint.Complete(), nil
+}
+
+func (a *keyRecorder) Resume(ctx context.Context, call *askpoint.Call, _ *askpoint.Resumption) (askpoint.Outcome, error) {
+	return askpoint.Complete(), nil
+}
+
+func (a *keyRecorder) snapshot() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string(nil), a.keys...)
+}
+
+// TestQuickStepRedeliveredAfterItsWriteFailedKeepsItsKey: on SQLite a first
+// message's step runs before its task is written (a quick step). When that
+// write fails, nothing was acknowledged and the caller sends the message
+// again; the task it then gets has another ID, but its first step runs
+// under the same idempotency key, so a side effect the first run made is
+// not made twice.
+func TestQuickStepRedeliveredAfterItsWriteFailedKeepsItsKey(t *testing.T) {
+	agent := &keyRecorder{}
+	env := apitest.Start(t, apitest.Options{Quiet: true,
+		Agents: []askpoint.AgentSpec{{Name: "keys", Agent: agent, Card: a2a.AgentCard{Name: "Keys", Description: "records its keys"}}}})
+	c := env.Client(t, "keys", a2a.TransportProtocolJSONRPC)
+	ctx := testCtx(t)
+	if first := send(t, ctx, c, userText("warm")); first.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("before: state %s, want completed", first.Status.State)
+	}
+	files := []string{env.DBPath, env.DBPath + "-wal", filepath.Dir(env.DBPath)}
+	if !immutable(t, true, files...) {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chattr +i does not work here; the failed-write case cannot run")
+		}
+		t.Skip("chattr +i does not work here (needs root and a file system with the immutable attribute)")
+	}
+	cleared := false
+	t.Cleanup(func() {
+		if !cleared {
+			immutable(t, false, files...)
+		}
+	})
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("file it"))
+	if _, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg}); err == nil {
+		t.Fatal("SendMessage while the file cannot be written succeeded, want a retryable error")
+	}
+	tried := agent.snapshot()
+	if len(tried) < 2 {
+		t.Fatalf("first steps run = %v, want the warm-up's and the failed write's", tried)
+	}
+	cleared = immutable(t, false, files...)
+	task := send(t, ctx, c, msg)
+	if task.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("the redelivery: state %s, want completed", task.Status.State)
+	}
+	keys := agent.snapshot()
+	failed, redelivered := keys[1], keys[len(keys)-1]
+	if failed != redelivered || !strings.HasSuffix(redelivered, "/start") {
+		t.Fatalf("first step keys: %q while the write failed, %q on the redelivery; want one key ending in /start", failed, redelivered)
+	}
+	for _, k := range keys[1 : len(keys)-1] {
+		if k != failed {
+			t.Fatalf("first step keys %v: a retry ran under another key", keys)
+		}
 	}
 }

@@ -32,6 +32,18 @@ type flakyAgent struct {
 	keys    []string       // the key of every answer try, in order
 }
 
+// startTries counts the tries of first steps (keys ending in /start:
+// the engine keys a first step by its request, not its task ID).
+func startTries(tries map[string]int) int {
+	n := 0
+	for k, v := range tries {
+		if strings.HasSuffix(k, "/start") {
+			n += v
+		}
+	}
+	return n
+}
+
 func newFlaky(failFirst int, startErr error) *flakyAgent {
 	return &flakyAgent{failFirst: failFirst, startErr: startErr, tries: map[string]int{}, effects: map[string]int{}}
 }
@@ -220,7 +232,7 @@ func TestStepPermanentErrorFailsAtOnce(t *testing.T) {
 				t.Fatalf("reason %q carries the error's text %q", reason, leak)
 			}
 		}
-		if tries, _, _ := agent.snapshot(); len(tries) != 1 || tries[string(task.ID)+"/start"] != 1 {
+		if tries, _, _ := agent.snapshot(); len(tries) != 1 || startTries(tries) != 1 {
 			t.Fatalf("tries = %v, want one try of the start", tries)
 		}
 	})
@@ -241,7 +253,7 @@ func TestStepRetriesSpentFailTheTask(t *testing.T) {
 		if !strings.Contains(reason, "start") || !strings.Contains(reason, "3 times") || strings.Contains(reason, "dial tcp") {
 			t.Fatalf("reason %q: want the step and its 3 tries, without the error's text", reason)
 		}
-		if tries, _, _ := agent.snapshot(); tries[string(task.ID)+"/start"] != 3 {
+		if tries, _, _ := agent.snapshot(); startTries(tries) != 3 {
 			t.Fatalf("tries = %v, want 3 of the start", tries)
 		}
 	})
