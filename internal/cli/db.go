@@ -17,17 +17,17 @@ import (
 const EnvDB = "ASKPOINT_DB"
 
 // dbFlag defines --db on fs, for every command that opens the store, and
-// returns what to call after fs.Parse: the flag's value when it was given,
-// else $ASKPOINT_DB when set, else def.
-func dbFlag(fs *flag.FlagSet, def, usage string) func() string {
+// returns what to call after fs.Parse: the flag's value when it was given
+// (flagged), else $ASKPOINT_DB when set, else def.
+func dbFlag(fs *flag.FlagSet, def, usage string) func() (db string, flagged bool) {
 	db := fs.String("db", def, usage+" (default $"+EnvDB+" when set; keep a password out of the process list with $"+EnvDB+", $PGPASSWORD or ~/.pgpass)")
-	return func() string {
+	return func() (string, bool) {
 		given := false
 		fs.Visit(func(f *flag.Flag) { given = given || f.Name == "db" })
 		if env := os.Getenv(EnvDB); !given && env != "" {
-			return env
+			return env, false
 		}
-		return *db
+		return *db, given
 	}
 }
 

@@ -106,7 +106,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "askpoint serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	db := dbValue()
+	db, _ := dbValue()
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: --log-level %q: use debug, info, warn or error\n", *logLevel)

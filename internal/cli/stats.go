@@ -56,12 +56,12 @@ Flags:
 		}
 		return 2
 	}
-	db := dbValue()
+	db, flagged := dbValue()
 	switch {
 	case fs.NArg() > 1:
 		fmt.Fprintf(stderr, "askpoint stats: unexpected argument %q\n", fs.Arg(1))
 		return 2
-	case fs.NArg() == 1 && db != "" && isDBFlagGiven(fs):
+	case fs.NArg() == 1 && flagged:
 		fmt.Fprintln(stderr, "askpoint stats: give a metrics URL or --db, not both")
 		return 2
 	case fs.NArg() == 0 && db == "":
@@ -96,14 +96,6 @@ Flags:
 	}
 	printStats(stdout, rows, "No questions asked since the server started.")
 	return 0
-}
-
-// isDBFlagGiven reports whether --db was on the command line (not only
-// in the environment).
-func isDBFlagGiven(fs *flag.FlagSet) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "db" })
-	return given
 }
 
 // statsFromStore prints the table read from the store at db, opened
