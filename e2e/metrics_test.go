@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -15,16 +16,27 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/askpoint/askpoint/internal/dbtest"
+	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/question"
 )
 
 // TestMetricsFollowTheWorkedExample runs the worked example against the
 // real binary with --metrics-addr: one expense question answered in text
-// (re-asked), then with a valid cost centre; another left to expire. The
-// scrape of /metrics then shows each figure.
+// (re-asked), then with a valid cost centre; one declined; another left to
+// expire. The scrape of /metrics then shows each figure, and askpoint
+// stats prints the same table from the metrics and, read-only while the
+// server runs, from its database (SQLite, and PostgreSQL through
+// $ASKPOINT_DB).
 func TestMetricsFollowTheWorkedExample(t *testing.T) {
 	bin := buildAskpoint(t)
-	db := filepath.Join(t.TempDir(), "askpoint.db")
+	t.Run("SQLite", func(t *testing.T) {
+		testMetricsFollowTheWorkedExample(t, bin, filepath.Join(t.TempDir(), "askpoint.db"))
+	})
+	t.Run("PostgreSQL", func(t *testing.T) { testMetricsFollowTheWorkedExample(t, bin, dbtest.Schema(t)) })
+}
+
+func testMetricsFollowTheWorkedExample(t *testing.T, bin, db string) {
 	srv, err := startServer(t, bin, "metrics", db, "--metrics-addr", "127.0.0.1:0", "--question-expiry", "3s")
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +81,16 @@ func TestMetricsFollowTheWorkedExample(t *testing.T) {
 		crashSendOK(ctx, t, c, again, false)
 	}
 
+	// The declined task.
+	declined := crashSendOK(ctx, t, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Monday, 12 euros")), false)
+	dq, ok, err := question.FromMessage(declined.Status.Message)
+	if err != nil || !ok {
+		t.Fatalf("the third task asked nothing: %s, %v", declined.Status.State, err)
+	}
+	decline := a2a.NewMessage(a2a.MessageRoleUser, crashData(map[string]any{"questionId": dq.ID, "action": "decline", "reason": "not mine"}))
+	decline.TaskID = declined.ID
+	crashSendOK(ctx, t, c, decline, false)
+
 	// The expiring task: asked and left; the sweeper fails it at 3s.
 	second := crashSendOK(ctx, t, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Wednesday, 18 euros")), false)
 	if second.Status.State != a2a.TaskStateInputRequired {
@@ -86,11 +108,12 @@ func TestMetricsFollowTheWorkedExample(t *testing.T) {
 		got = scrape(ctx, t, metricsURL)
 	}
 	wantValue(t, got, `askpoint_questions_open{agent="expense"}`, 0)
-	wantValue(t, got, `askpoint_questions_asked_total{agent="expense",kind="costCentre"}`, 2)
+	wantValue(t, got, `askpoint_questions_asked_total{agent="expense",kind="costCentre"}`, 3)
 	wantValue(t, got, `askpoint_reasks_total{agent="expense",kind="costCentre"}`, 1)
 	wantValue(t, got, `askpoint_question_answer_seconds_count{agent="expense",kind="costCentre"}`, 1)
 	wantValue(t, got, `askpoint_questions_closed_total{agent="expense",kind="costCentre",outcome="answered"}`, 1)
 	wantValue(t, got, `askpoint_questions_closed_total{agent="expense",kind="costCentre",outcome="expired"}`, 1)
+	wantValue(t, got, `askpoint_questions_closed_total{agent="expense",kind="costCentre",outcome="declined"}`, 1)
 	wantValue(t, got, `askpoint_questions_expired_total{action="fail",agent="expense"}`, 1)
 	wantValue(t, got, `askpoint_tasks_total{agent="expense",state="TASK_STATE_COMPLETED"}`, 1)
 	wantValue(t, got, `askpoint_tasks_total{agent="expense",state="TASK_STATE_FAILED"}`, 1)
@@ -116,16 +139,37 @@ func TestMetricsFollowTheWorkedExample(t *testing.T) {
 		t.Errorf("askpoint_reminders_sent_total = %v, want at least 1", v)
 	}
 
-	// askpoint stats reads the same figures: 2 asked, 1 answered, one
-	// re-ask and one expiry of two questions, no decline.
+	// askpoint stats reads the same figures: 3 asked, 1 answered, one
+	// re-ask, one expiry and one decline of three questions.
 	out, err := exec.CommandContext(ctx, bin, "stats", metricsURL).CombinedOutput()
 	if err != nil {
 		t.Fatalf("askpoint stats: %v\n%s", err, out)
 	}
-	row := regexp.MustCompile(`(?m)^expense\s+costCentre\s+2\s+1\s+\S+\s+\S+\s+50%\s+50%\s+0%\s*$`)
+	row := regexp.MustCompile(`(?m)^expense\s+costCentre\s+3\s+1\s+\S+\s+\S+\s+33%\s+33%\s+33%\s*$`)
 	if !row.Match(out) || !strings.Contains(string(out), "MEDIAN") {
-		t.Errorf("askpoint stats output has no row for expense/costCentre with 2 asked, 1 answered, 50%% re-asked, 50%% expired, 0%% declined:\n%s", out)
+		t.Errorf("askpoint stats output has no row for expense/costCentre with 3 asked, 1 answered, 33%% re-asked, 33%% expired, 33%% declined:\n%s", out)
 	}
+
+	// askpoint stats --db reads the store, read-only, while the server
+	// runs on it: the same table, but for the median and p90, which the
+	// store knows exactly and the metrics only to their histogram bucket
+	// (they must fall in the same bucket). A PostgreSQL URL goes in
+	// $ASKPOINT_DB, where a password would.
+	cmd := exec.CommandContext(ctx, bin, "stats", "--db", db)
+	if strings.HasPrefix(db, "postgres") {
+		cmd = exec.CommandContext(ctx, bin, "stats")
+		cmd.Env = append(os.Environ(), "ASKPOINT_DB="+db)
+	}
+	fromDB, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("askpoint stats --db: %v\n%s", err, fromDB)
+	}
+	sameStats(t, string(out), string(fromDB))
+	if !row.Match(fromDB) {
+		t.Errorf("askpoint stats --db output has no row for expense/costCentre with 3 asked, 1 answered, 33%% re-asked, 33%% expired, 33%% declined:\n%s", fromDB)
+	}
+	// The server was not disturbed: it still answers and counts.
+	wantValue(t, scrape(ctx, t, metricsURL), `askpoint_questions_asked_total{agent="expense",kind="costCentre"}`, 3)
 
 	// The server's own page shows the same figures (no tokens: everyone
 	// is the anonymous principal, logged in by visiting the login page).
@@ -142,9 +186,41 @@ func TestMetricsFollowTheWorkedExample(t *testing.T) {
 	}
 	page, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	cells := regexp.MustCompile(`<td>expense</td><td>costCentre</td><td>2</td><td>1</td><td>[^<]+</td><td>[^<]+</td><td>50%</td><td>50%</td><td>0%</td>`)
+	cells := regexp.MustCompile(`<td>expense</td><td>costCentre</td><td>3</td><td>1</td><td>[^<]+</td><td>[^<]+</td><td>33%</td><td>33%</td><td>33%</td>`)
 	if resp.StatusCode != http.StatusOK || !cells.Match(page) {
-		t.Errorf("the server page's stats (status %d) have no row for expense/costCentre with 2 asked, 1 answered, 50%% re-asked, 50%% expired, 0%% declined:\n%s", resp.StatusCode, page)
+		t.Errorf("the server page's stats (status %d) have no row for expense/costCentre with 3 asked, 1 answered, 33%% re-asked, 33%% expired, 33%% declined:\n%s", resp.StatusCode, page)
+	}
+}
+
+// sameStats checks that two outputs of askpoint stats hold the same table:
+// the same rows, cell for cell, but for MEDIAN and P90, which need only
+// fall in the same bucket of the answer-time histogram.
+func sameStats(t *testing.T, fromMetrics, fromDB string) {
+	t.Helper()
+	a, b := strings.Split(strings.TrimSpace(fromMetrics), "\n"), strings.Split(strings.TrimSpace(fromDB), "\n")
+	if len(a) != len(b) || len(a) < 2 {
+		t.Errorf("askpoint stats printed %d lines from the metrics and %d from the store, want the same table:\n%s\n--\n%s", len(a), len(b), fromMetrics, fromDB)
+		return
+	}
+	for i := range a {
+		x, y := strings.Fields(a[i]), strings.Fields(b[i])
+		if len(x) != len(y) {
+			t.Errorf("line %d differs: %q (metrics) and %q (store)", i, a[i], b[i])
+			continue
+		}
+		for j := range x {
+			if i > 0 && (j == 4 || j == 5) && x[j] != "-" && y[j] != "-" {
+				dx, errX := time.ParseDuration(x[j])
+				dy, errY := time.ParseDuration(y[j])
+				if errX != nil || errY != nil || telemetry.AnswerBucket(dx) != telemetry.AnswerBucket(dy) {
+					t.Errorf("line %d, column %d: %s (metrics) and %s (store) are not in the same answer-time bucket", i, j, x[j], y[j])
+				}
+				continue
+			}
+			if x[j] != y[j] {
+				t.Errorf("line %d, column %d: %q (metrics) and %q (store)\n%s\n--\n%s", i, j, x[j], y[j], fromMetrics, fromDB)
+			}
+		}
 	}
 }
 

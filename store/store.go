@@ -287,6 +287,16 @@ type Store interface {
 	// ListTasks returns one page of the matching tasks, newest first.
 	ListTasks(ctx context.Context, p ListParams) (*ListResult, error)
 
+	// ScanLogs calls fn with every log entry whose Kind is in kinds (empty:
+	// every kind) of every task, across all tenants and owners, with the
+	// task's ID and agent: one task's entries together and oldest first,
+	// the tasks in no set order. It streams the rows as it reads them, so
+	// what it holds does not grow with the store (for askpoint stats,
+	// which reads the whole store). fn must not call the store; an error
+	// from fn ends the scan and ScanLogs returns it. It only reads, so it
+	// works on a store opened read-only.
+	ScanLogs(ctx context.Context, kinds []Kind, fn func(taskID, agent string, e LogEntry) error) error
+
 	// ClaimRunnable leases up to Limit runnable tasks whose lease is unset
 	// or lapsed (LeaseUntil <= Now) to Owner until Now+LeaseFor,
 	// incrementing each one's version (not UpdatedAt), and returns them in

@@ -30,9 +30,10 @@ Usage:
   askpoint answer [--data JSON] [--inbox FILE] ID
       Answer inbox question ID: options as a numbered choice, fields one by one, checked
       before they are sent; the task then carries on.
-  askpoint stats METRICS_URL
-      How questions fare, per agent and question kind, from a server's --metrics-addr:
-      asked, answered, median and p90 time to answer, re-ask, expiry and decline rates.
+  askpoint stats METRICS_URL | --db FILE|POSTGRES_URL
+      How questions fare, per agent and question kind, from a server's --metrics-addr
+      or from its database (read-only, all tenants): asked, answered, median and p90
+      time to answer, re-ask, expiry and decline rates.
 
 Run "askpoint COMMAND --help" for a command's flags.
 `

@@ -111,6 +111,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"serve", "--addr", "127.0.0.1:8420", "--metrics-addr", "127.0.0.1:8420"}, 2, "is the A2A address"},
 		{[]string{"stats"}, 2, "give the server's metrics URL"},
 		{[]string{"stats", "ftp://x"}, 2, "is not an http(s) URL"},
+		{[]string{"stats", "--db", "x.db", "http://127.0.0.1:1/metrics"}, 2, "not both"},
+		{[]string{"stats", "--db", "x.db", "extra", "more"}, 2, `unexpected argument "more"`},
 		{[]string{"serve", "--addr", "0.0.0.0:0"}, 2, "anonymous callers are served on loopback only"},
 		{[]string{"serve", "--token", "alice"}, 2, "want PRINCIPAL=TOKEN"},
 		{[]string{"serve", "--token", "alice=a-long-enough-token", "--token", "bob=a-long-enough-token"}, 2, "share a token"},

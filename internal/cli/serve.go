@@ -44,7 +44,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("askpoint serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8420", "`host:port` to listen on")
-	db := fs.String("db", "askpoint.db", "SQLite database `file` (created if missing), or a postgres:// URL to run several nodes on one PostgreSQL (default $ASKPOINT_DB when set; keep a password out of the process list with $ASKPOINT_DB, $PGPASSWORD or ~/.pgpass)")
+	dbValue := dbFlag(fs, "askpoint.db", "SQLite database `file` (created if missing), or a postgres:// URL to run several nodes on one PostgreSQL")
 	streams := fs.String("streams", "close", "what streams do at input-required: close or open")
 	lease := fs.Duration("lease", 30*time.Second, "how long a run's lease lasts before another node may take the task over")
 	poll := fs.Duration("poll", time.Second, "how often to look for runs whose lease lapsed")
@@ -106,11 +106,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "askpoint serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	dbGiven := false
-	fs.Visit(func(f *flag.Flag) { dbGiven = dbGiven || f.Name == "db" })
-	if env := os.Getenv("ASKPOINT_DB"); !dbGiven && env != "" {
-		*db = env
-	}
+	db, _ := dbValue()
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: --log-level %q: use debug, info, warn or error\n", *logLevel)
@@ -152,16 +148,16 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	var st store.Store
 	var ledger expense.Ledger = expense.IDLedger{}
 	var where string // what the start-up line says about the store; never a password
-	if postgres.IsURL(*db) {
-		pg, err := postgres.OpenWith(ctx, *db, postgres.Options{Logger: logger})
+	if postgres.IsURL(db) {
+		pg, err := postgres.OpenWith(ctx, db, postgres.Options{Logger: logger})
 		if err != nil {
 			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 			return 1
 		}
-		st, where = pg, "PostgreSQL "+postgres.Redact(*db)
+		st, where = pg, "PostgreSQL "+postgres.Redact(db)
 		// The expense ledger lives in the same database (and schema), so
 		// that every node files into one ledger, each step's key once.
-		l, closeLedger, err := openPostgresLedger(ctx, *db)
+		l, closeLedger, err := openPostgresLedger(ctx, db)
 		if err != nil {
 			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 			return 1
@@ -169,9 +165,9 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		defer closeLedger()
 		ledger = l
 	} else {
-		path, err := filepath.Abs(*db)
+		path, err := filepath.Abs(db)
 		if err != nil {
-			fmt.Fprintf(stderr, "askpoint serve: --db %q: %v\n", *db, err)
+			fmt.Fprintf(stderr, "askpoint serve: --db %q: %v\n", db, err)
 			return 1
 		}
 		lite, err := sqlite.Open(ctx, path)

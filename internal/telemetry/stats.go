@@ -23,11 +23,17 @@ func StatsTable(fams map[string]*dto.MetricFamily) (rows [][]string, ok bool) {
 	if _, ok := fams["askpoint_questions_asked_total"]; !ok {
 		return nil, false
 	}
-	for _, r := range questionStats(fams) {
+	return formatStats(questionStats(fams)), true
+}
+
+// formatStats is the table of rows, one line each, as StatsHeader names
+// the columns: the one format of both sources (metrics and the store).
+func formatStats(stats []*statRow) (rows [][]string) {
+	for _, r := range stats {
 		rows = append(rows, []string{r.agent, r.kind, fmt.Sprint(int(r.asked)), fmt.Sprint(int(r.answered)),
 			seconds(r.p50), seconds(r.p90), rate(r.reasks, r.asked), rate(r.expired, r.asked), rate(r.declined, r.asked)})
 	}
-	return rows, true
+	return rows
 }
 
 // Stats is StatsTable of this process's own metrics.
@@ -99,6 +105,11 @@ func questionStats(fams map[string]*dto.MetricFamily) []*statRow {
 		r := row(m)
 		r.p50, r.p90 = bucketQuantile(0.5, m.GetHistogram()), bucketQuantile(0.9, m.GetHistogram())
 	}
+	return sortStats(rows)
+}
+
+// sortStats is rows sorted by agent and kind.
+func sortStats(rows map[[2]string]*statRow) []*statRow {
 	var out []*statRow
 	for _, r := range rows {
 		out = append(out, r)
@@ -150,4 +161,18 @@ func rate(n, of float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f%%", 100*n/of)
+}
+
+// AnswerBucket is the index of the bucket of askpoint_question_answer_seconds
+// that a time to answer falls in (len of the bounds: beyond the last). Two
+// sources of the MEDIAN and P90 columns agree when their values fall in
+// the same bucket: the metrics know no finer than that.
+func AnswerBucket(d time.Duration) int {
+	s := d.Seconds()
+	for i, b := range answerBuckets {
+		if s <= b {
+			return i
+		}
+	}
+	return len(answerBuckets)
 }

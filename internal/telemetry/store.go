@@ -17,7 +17,7 @@ func (m *Metrics) TimedStore(s store.Store) store.Store {
 	t := &timedStore{s: s, h: m.storeSeconds, obs: map[string]prometheus.Observer{}}
 	for _, op := range []string{"CreateTask", "GetTask", "TaskByRequestKey", "LoadTask", "UpdateTask", "ReadLog", "History", "ListTasks",
 		"ClaimRunnable", "ExtendLease", "DueTasks", "NextDue", "PutPushConfig", "GetPushConfig", "ListPushConfigs",
-		"DeletePushConfig", "ClaimPushDeliveries", "SettlePush", "CountOpen", "DeleteFinished"} {
+		"DeletePushConfig", "ClaimPushDeliveries", "SettlePush", "CountOpen", "DeleteFinished", "ScanLogs"} {
 		t.obs[op] = m.storeSeconds.WithLabelValues(op)
 	}
 	if n, ok := s.(store.Notifier); ok {
@@ -125,6 +125,10 @@ func (t *timedStore) ClaimPushDeliveries(ctx context.Context, p store.ClaimParam
 func (t *timedStore) SettlePush(ctx context.Context, c *store.PushConfig) (*store.PushConfig, error) {
 	defer t.since("SettlePush", time.Now())
 	return t.s.SettlePush(ctx, c)
+}
+func (t *timedStore) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID, agent string, e store.LogEntry) error) error {
+	defer t.since("ScanLogs", time.Now())
+	return t.s.ScanLogs(ctx, kinds, fn)
 }
 func (t *timedStore) CountOpen(ctx context.Context, tenant, owner string) (int, error) {
 	defer t.since("CountOpen", time.Now())

@@ -118,3 +118,35 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	}
 	return nil
 }
+
+// checkSchema, for a store opened read-only, checks that the schema is the
+// one this binary's migrations make; it creates and migrates nothing.
+func checkSchema(ctx context.Context, pool *pgxpool.Pool, _ string) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	known := ms[len(ms)-1].Version
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil {
+		return fmt.Errorf("check the schema: %w", err)
+	}
+	if !exists {
+		return fmt.Errorf("no askpoint tables in this database and schema (no schema_migrations table); a read-only open creates nothing")
+	}
+	var newest *int
+	if err := pool.QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&newest); err != nil {
+		return fmt.Errorf("check the schema: %w", err)
+	}
+	v := 0
+	if newest != nil {
+		v = *newest
+	}
+	switch {
+	case v > known:
+		return fmt.Errorf("schema version %d is newer than this binary knows (%d)", v, known)
+	case v < known:
+		return fmt.Errorf("schema version %d is older than this binary's (%d); a read-only open migrates nothing: start askpoint serve of this version on it once", v, known)
+	}
+	return nil
+}

@@ -92,6 +92,13 @@ type Options struct {
 	// Logger receives the listener's reconnects. Defaults to a discarding
 	// logger.
 	Logger *slog.Logger
+	// ReadOnly opens the store for reading only, as a tool reads the
+	// database of running servers (askpoint stats): no schema is created
+	// and nothing is migrated, and every connection's transactions are
+	// read-only (default_transaction_read_only), so a write fails in
+	// PostgreSQL itself. The schema must be the one this binary's
+	// migrations make.
+	ReadOnly bool
 }
 
 // Store is a store.Store in a PostgreSQL database. It is safe for
@@ -178,6 +185,9 @@ func OpenWith(ctx context.Context, connURL string, o Options) (*Store, error) {
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "askpoint"
 	}
+	if o.ReadOnly {
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -191,7 +201,11 @@ func OpenWith(ctx context.Context, connURL string, o Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", shown, err)
 	}
-	if err := migrate(ctx, pool, schema); err != nil {
+	prepareSchema := migrate
+	if o.ReadOnly {
+		prepareSchema = checkSchema
+	}
+	if err := prepareSchema(ctx, pool, schema); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", shown, err)
 	}
@@ -796,4 +810,43 @@ func fromTS(t pgtype.Timestamptz) time.Time {
 		return time.Time{}
 	}
 	return t.Time.UTC()
+}
+
+// ScanLogs streams the log entries of kinds (empty: all) of every task,
+// ordered by task_log's primary key (task, then seq). It is one statement,
+// so one snapshot, read from the connection as it goes.
+func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID, agent string, e store.LogEntry) error) error {
+	q := `SELECT l.task_id, t.agent, l.seq, l.kind, l.message_id, l.in_history, l.notify, l.body, l.at
+		FROM task_log l JOIN tasks t ON t.id = l.task_id`
+	var args []any
+	if len(kinds) > 0 {
+		ks := make([]string, len(kinds))
+		for i, k := range kinds {
+			ks[i] = string(k)
+		}
+		q += ` WHERE l.kind = ANY($1::text[])`
+		args = append(args, ks)
+	}
+	q += ` ORDER BY l.task_id, l.seq`
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("postgres: ScanLogs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, agent, kind string
+		var e store.LogEntry
+		var body []byte
+		if err := rows.Scan(&id, &agent, &e.Seq, &kind, &e.MessageID, &e.InHistory, &e.Notify, &body, &e.At); err != nil {
+			return fmt.Errorf("postgres: ScanLogs: %w", err)
+		}
+		e.Kind, e.Body, e.At = store.Kind(kind), raw(body), e.At.UTC()
+		if err := fn(id, agent, e); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: ScanLogs: %w", err)
+	}
+	return nil
 }

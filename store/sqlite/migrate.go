@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/askpoint/askpoint/store/internal/migration"
@@ -84,6 +85,32 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// checkSchema, for a store opened read-only, checks that the file's schema
+// is the one this binary's migrations make: a read-only open migrates
+// nothing, so an older file (no server of this version has opened it) or
+// a newer one is refused with what to do.
+func checkSchema(ctx context.Context, db *sql.DB) error {
+	ms, err := migrations()
+	if err != nil {
+		return err
+	}
+	known := ms[len(ms)-1].Version
+	var newest sql.NullInt64
+	if err := db.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&newest); err != nil {
+		if strings.Contains(err.Error(), "no such table") {
+			return fmt.Errorf("not an askpoint database (no schema_migrations table)")
+		}
+		return err
+	}
+	switch v := int(newest.Int64); {
+	case v > known:
+		return fmt.Errorf("schema version %d is newer than this binary knows (%d)", v, known)
+	case v < known:
+		return fmt.Errorf("schema version %d is older than this binary's (%d); a read-only open migrates nothing: start askpoint serve of this version on it once", v, known)
 	}
 	return nil
 }

@@ -77,6 +77,7 @@ type Store struct {
 	closed     bool
 	closeOnce  sync.Once
 	closeErr   error
+	readOnly   bool // OpenWith(Options{ReadOnly: true}): no writer, no w
 
 	batches    atomic.Int64 // transactions the writer committed
 	batchedOps atomic.Int64 // writes in them
@@ -87,6 +88,59 @@ type Store struct {
 }
 
 var _ store.Store = (*Store)(nil)
+
+// Options tune OpenWith. The zero value is what Open does.
+type Options struct {
+	// ReadOnly opens an existing database for reading only, as a tool
+	// reads the file of a server that may be running (askpoint stats):
+	// nothing is created or migrated, no writer runs, every connection
+	// is opened read-only (mode=ro, query_only), and every write fails
+	// with ErrReadOnly. The file must exist and its schema must be the
+	// one this binary's migrations make.
+	ReadOnly bool
+}
+
+// ErrReadOnly is what a write to a store opened with Options.ReadOnly
+// returns.
+var ErrReadOnly = errors.New("sqlite: the store is opened read-only")
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
+	if !o.ReadOnly {
+		return Open(ctx, path)
+	}
+	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
+		return nil, fmt.Errorf("sqlite: open %q: need the path of a database file", path)
+	}
+	if fi, err := os.Stat(path); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("sqlite: open %q read-only: no such database file", path)
+		}
+		return nil, fmt.Errorf("sqlite: open %q read-only: %w", path, err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("sqlite: open %q read-only: not a regular file", path)
+	}
+	r, err := sql.Open("sqlite", fileURI(path)+"?mode=ro&"+readerParams)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q read-only: %w", path, err)
+	}
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
+	r.SetConnMaxLifetime(0)
+	r.SetConnMaxIdleTime(0)
+	s := &Store{path: path, r: r, readOnly: true, quit: make(chan struct{}), writerDone: make(chan struct{})}
+	close(s.writerDone) // no writer runs
+	if err := checkSchema(ctx, r); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("sqlite: open %q read-only: %w", path, err)
+	}
+	if err := s.prepare(ctx); err != nil {
+		s.closeStmts()
+		r.Close()
+		return nil, fmt.Errorf("sqlite: open %q read-only: %w", path, err)
+	}
+	return s, nil
+}
 
 // Open opens the SQLite database at path, creating the file if it is
 // missing (but not its directory), and applies the embedded migrations the
@@ -213,6 +267,10 @@ func (s *Store) Close() error {
 		close(s.quit)
 		<-s.writerDone
 		s.closeStmts()
+		if s.w == nil {
+			s.closeErr = s.r.Close()
+			return
+		}
 		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
 	})
 	return s.closeErr
@@ -391,6 +449,9 @@ var readSQL = [numReadStmts]string{
 // driver keeps each one compiled on its connection, so no call parses SQL.
 func (s *Store) prepare(ctx context.Context) error {
 	for i, q := range writeSQL {
+		if s.w == nil {
+			break // read-only
+		}
 		st, err := s.w.PrepareContext(ctx, q)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", q, err)
@@ -1085,3 +1146,44 @@ func fromMillis(ms int64) time.Time {
 // transitions of each task in memory and may run a blocking call's step
 // before its message is written (see docs/decisions/0016-one-transition.md).
 func (s *Store) SingleNode() bool { return true }
+
+// ScanLogs streams the log entries of kinds (empty: all) of every task, in
+// the order of task_log's primary key (task, then seq), so SQLite walks
+// the index and sorts nothing. The scan is one statement, on one reader
+// connection: one snapshot of the file, which writers do not wait for.
+func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID, agent string, e store.LogEntry) error) error {
+	q := `SELECT l.task_id, t.agent, l.seq, l.kind, l.message_id, l.in_history, l.notify, l.body, l.at
+		FROM task_log l JOIN tasks t ON t.id = l.task_id`
+	var args []any
+	if len(kinds) > 0 {
+		q += ` WHERE l.kind IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(kinds)), ", ") + `)`
+		for _, k := range kinds {
+			args = append(args, string(k))
+		}
+	}
+	q += ` ORDER BY l.task_id, l.seq`
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("sqlite: ScanLogs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, agent string
+		var e store.LogEntry
+		var kind string
+		var inHistory, notify, at int64
+		var body []byte
+		if err := rows.Scan(&id, &agent, &e.Seq, &kind, &e.MessageID, &inHistory, &notify, &body, &at); err != nil {
+			return fmt.Errorf("sqlite: ScanLogs: %w", err)
+		}
+		e.Kind, e.InHistory, e.Notify, e.At = store.Kind(kind), inHistory != 0, notify != 0, fromMillis(at)
+		e.Body = raw(body) // Scan into []byte copies
+		if err := fn(id, agent, e); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("sqlite: ScanLogs: %w", err)
+	}
+	return nil
+}

@@ -72,6 +72,9 @@ func (s *Store) write(ctx context.Context, fn func(b *batch) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if s.readOnly {
+		return ErrReadOnly
+	}
 	o := &op{ctx: ctx, run: fn, done: make(chan struct{})}
 	s.closeMu.RLock()
 	if s.closed {
