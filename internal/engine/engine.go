@@ -36,6 +36,7 @@ type Engine struct {
 	// run in a caller's goroutine (runHere).
 	slots  chan struct{}
 	locks  taskLocks
+	rows   rowCache    // the rows this node wrote last (SingleNode stores)
 	rate   rateBuckets // NewTasksPerMinutePerPrincipal
 	shares pushShares  // push deliveries in flight per principal
 
@@ -228,7 +229,7 @@ func (s *Engine) resumeFromOutside(ctx context.Context, taskID string, decide fu
 	defer s.lockTask(taskID)()
 	return s.retryTransient(ctx, "resume", func() error {
 		return retryCAS(func() error {
-			l, err := s.store.LoadTask(ctx, taskID, store.LoadParams{Request: true})
+			l, err := s.loadTask(ctx, taskID, store.LoadParams{Request: true})
 			if errors.Is(err, store.ErrNotFound) {
 				return errTaskNotFound(taskID)
 			}

@@ -336,7 +336,7 @@ func (s *Engine) dispatch(w *work) {
 	case s.queue <- job{w: w}:
 	default:
 		s.act.add(-1)
-		err := s.store.ExtendLease(context.Background(), w.task.ID, s.cfg.NodeID, w.task.Version, time.Time{})
+		err := s.extendLease(context.Background(), w.task.ID, w.task.Version, time.Time{})
 		if err != nil && !errors.Is(err, store.ErrConflict) {
 			s.log.Warn("release lease of a task the queue could not take", slog.String("task", w.task.ID), slog.String("agent", w.task.Agent), slog.Any("err", err))
 		}
@@ -386,7 +386,7 @@ func (s *Engine) releaseJob(j job) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	t := j.w.task
-	err := s.store.ExtendLease(ctx, t.ID, s.cfg.NodeID, t.Version, time.Time{})
+	err := s.extendLease(ctx, t.ID, t.Version, time.Time{})
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		s.log.Warn("release lease of a queued task at stop", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 	}
@@ -426,6 +426,7 @@ func (s *Engine) claimLapsed(ctx context.Context) {
 		return
 	}
 	for _, t := range tasks {
+		s.rows.drop(t.ID) // the claim moved its version
 		s.log.Info("taking over a task whose run lapsed", slog.String("task", t.ID), slog.String("state", string(t.State)))
 		s.event(ctx, t.Agent, EventLeaseTakeover)
 		s.dispatch(&work{task: t})
@@ -674,7 +675,7 @@ func (r *run) heartbeat(ctx context.Context, cancelStep context.CancelFunc) (sto
 				continue // nothing written yet: no lease to renew
 			}
 			until := r.s.now().Add(r.s.cfg.LeaseDuration)
-			if err := r.s.store.ExtendLease(ctx, t.ID, r.s.cfg.NodeID, t.Version, until); err != nil {
+			if err := r.s.extendLease(ctx, t.ID, t.Version, until); err != nil {
 				if errors.Is(err, store.ErrConflict) {
 					r.mu.Lock()
 					r.lost = true
@@ -714,7 +715,7 @@ func (r *run) release() {
 	if pending {
 		return // nothing was written: nothing holds a lease
 	}
-	_ = r.s.store.ExtendLease(context.Background(), t.ID, r.s.cfg.NodeID, t.Version, time.Time{})
+	_ = r.s.extendLease(context.Background(), t.ID, t.Version, time.Time{})
 }
 
 // errLost says the run no longer holds its task.

@@ -262,7 +262,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 	var out *accepted
 	sawOpen := "" // the open question this request saw before it lost a race
 	err := retryCAS(func() error {
-		l, err := s.store.LoadTask(ctx, id, store.LoadParams{MessageID: req.Message.ID, Request: true})
+		l, err := s.loadTask(ctx, id, store.LoadParams{MessageID: req.Message.ID, Request: true})
 		if errors.Is(err, store.ErrNotFound) {
 			return errTaskNotFound(id)
 		}

@@ -46,7 +46,11 @@ func (s *Engine) commit(ctx context.Context, ch commitNote, next *store.Task, en
 		saved, err = s.store.UpdateTask(ctx, next, entries)
 	}
 	if err != nil {
+		s.rows.drop(next.ID) // decided from a row that is no longer the store's, or none
 		return nil, err
+	}
+	if s.serialised() {
+		s.rows.wrote(saved, entries, create)
 	}
 	s.publish(saved, saved.PushDue)
 	s.observe(ctx, ch, saved, entries)

@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/askpoint/askpoint/store"
+)
+
+// rowCacheSize is how many tasks a node keeps the rows of (rowCache).
+const rowCacheSize = 1024
+
+// rowCache holds the rows this node wrote last, so that a transition of a
+// task the node made shortly before (the answer to a question it just
+// asked) decides without reading the store again. It is used only on a
+// store one process owns (store.SingleNode, where every write of a task
+// goes through this node's commit), and it keeps only tasks this node
+// created, so it knows each one's every message: a hit answers all that
+// store.LoadTask would. It can never make a write wrong: every write is a
+// compare-and-set on the version, and a write that fails drops the row,
+// so the next attempt reads the store.
+type rowCache struct {
+	mu  sync.Mutex
+	lru list.List // of *cachedRow, the most recent first
+	m   map[string]*list.Element
+}
+
+type cachedRow struct {
+	id       string
+	task     store.Task
+	request  json.RawMessage            // the body of the first entry
+	messages map[string]json.RawMessage // messageId -> body of its first message entry
+}
+
+// load answers LoadTask(id, p) from the cache; ok is false on a miss.
+func (c *rowCache) load(id string, p store.LoadParams) (*store.Loaded, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.m[id]
+	if !ok {
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	r := el.Value.(*cachedRow)
+	t := r.task
+	l := &store.Loaded{Task: &t}
+	if p.MessageID != "" {
+		l.Message = r.messages[p.MessageID]
+	}
+	if p.Request {
+		l.Request = r.request
+	}
+	return l, true
+}
+
+// wrote records a committed write of saved with entries: a new row when
+// the write created the task, an update of a row the cache holds. A task
+// that reached a final state is dropped: it takes no more transitions.
+func (c *rowCache) wrote(saved *store.Task, entries []store.LogEntry, created bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*list.Element{}
+	}
+	el, ok := c.m[saved.ID]
+	if saved.State.Terminal() {
+		if ok {
+			c.remove(el)
+		}
+		return
+	}
+	var r *cachedRow
+	switch {
+	case ok:
+		r = el.Value.(*cachedRow)
+		c.lru.MoveToFront(el)
+	case created:
+		r = &cachedRow{id: saved.ID, messages: map[string]json.RawMessage{}}
+		if len(entries) > 0 {
+			r.request = slices.Clip(entries[0].Body)
+		}
+		c.m[saved.ID] = c.lru.PushFront(r)
+		if c.lru.Len() > rowCacheSize {
+			c.remove(c.lru.Back())
+		}
+	default:
+		return // a task made before this node started, or evicted
+	}
+	if created || saved.Version > r.task.Version {
+		r.task = clipped(saved)
+	}
+	for _, e := range entries {
+		if e.Kind != store.KindMessage || e.MessageID == "" {
+			continue
+		}
+		if _, seen := r.messages[e.MessageID]; !seen {
+			r.messages[e.MessageID] = slices.Clip(e.Body)
+		}
+	}
+}
+
+// leased records an ExtendLease of task id that succeeded.
+func (c *rowCache) leased(id, owner string, version int64, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.m[id]
+	if !ok {
+		return
+	}
+	r := el.Value.(*cachedRow)
+	if r.task.Version != version || r.task.LeaseOwner != owner {
+		c.remove(el) // not the row the store moved
+		return
+	}
+	if until.IsZero() {
+		r.task.LeaseUntil = time.Time{}
+	} else {
+		r.task.LeaseUntil = time.UnixMilli(until.UnixMilli()).UTC()
+	}
+}
+
+// drop forgets task id: its next transition reads the store.
+func (c *rowCache) drop(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[id]; ok {
+		c.remove(el)
+	}
+}
+
+func (c *rowCache) remove(el *list.Element) {
+	c.lru.Remove(el)
+	delete(c.m, el.Value.(*cachedRow).id)
+}
+
+// clipped is a copy of t whose JSON columns have no spare capacity, so
+// that an append to a copy never writes into the cached bytes.
+func clipped(t *store.Task) store.Task {
+	c := *t
+	c.PushDue = false
+	c.RequestKey = ""
+	c.Status, c.Artifacts, c.Metadata = slices.Clip(c.Status), slices.Clip(c.Artifacts), slices.Clip(c.Metadata)
+	c.Checkpoint, c.Question, c.Input, c.Pause = slices.Clip(c.Checkpoint), slices.Clip(c.Question), slices.Clip(c.Input), slices.Clip(c.Pause)
+	return c
+}
+
+// loadTask is store.LoadTask, answered from the cache of rows this node
+// wrote when the store is one process's.
+func (s *Engine) loadTask(ctx context.Context, id string, p store.LoadParams) (*store.Loaded, error) {
+	if s.serialised() {
+		if l, ok := s.rows.load(id, p); ok {
+			return l, nil
+		}
+	}
+	return s.store.LoadTask(ctx, id, p)
+}
+
+// extendLease is store.ExtendLease for this node, with the cached row
+// (if any) moved the same way: the store changes only lease_until, of the
+// row with this owner and version, at millisecond precision.
+func (s *Engine) extendLease(ctx context.Context, id string, version int64, until time.Time) error {
+	err := s.store.ExtendLease(ctx, id, s.cfg.NodeID, version, until)
+	if err != nil {
+		s.rows.drop(id)
+		return err
+	}
+	s.rows.leased(id, s.cfg.NodeID, version, until)
+	return nil
+}
