@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"encoding/json"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/store"
 )
@@ -32,6 +35,7 @@ type rowCache struct {
 type cachedRow struct {
 	id       string
 	task     store.Task
+	status   *a2a.Message               // the message in task.Status, as written; nil when not known
 	request  json.RawMessage            // the body of the first entry
 	messages map[string]json.RawMessage // messageId -> body of its first message entry
 }
@@ -91,6 +95,16 @@ func (c *rowCache) wrote(saved *store.Task, entries []store.LogEntry, created bo
 		return // a task made before this node started, or evicted
 	}
 	if created || saved.Version > r.task.Version {
+		// The status column is the last status entry's; a write with none
+		// left it as it was.
+		if !bytes.Equal(r.task.Status, saved.Status) {
+			r.status = nil
+		}
+		for _, e := range entries {
+			if e.Kind == store.KindStatus {
+				r.status = e.Message
+			}
+		}
 		r.task = clipped(saved)
 	}
 	for _, e := range entries {
@@ -101,6 +115,19 @@ func (c *rowCache) wrote(saved *store.Task, entries []store.LogEntry, created bo
 			r.messages[e.MessageID] = slices.Clip(e.Body)
 		}
 	}
+}
+
+// statusMessage is the message of task id's status at version, as this
+// node wrote it (shared: never to be changed), nil when not known.
+func (c *rowCache) statusMessage(id string, version int64) *a2a.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[id]; ok {
+		if r := el.Value.(*cachedRow); r.task.Version == version {
+			return r.status
+		}
+	}
+	return nil
 }
 
 // leased records an ExtendLease of task id that succeeded.

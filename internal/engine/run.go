@@ -167,8 +167,9 @@ func (k *knownLog) artifacts(t *store.Task) ([]*a2a.Artifact, bool) {
 // freshHistory is what a task's log is known to hold before an answer to
 // its open question: its request and the question (see pauseState.Fresh),
 // nil when that is not known.
-// open is the task's open question's ID (openQuestionID).
-func freshHistory(t *store.Task, open string, request *a2a.Message) *knownLog {
+// open is the task's open question's ID (openQuestionID); asked, when not
+// nil, is the message of t's status as this node wrote it (rowCache).
+func freshHistory(t *store.Task, open string, request, asked *a2a.Message) *knownLog {
 	if request == nil || len(t.Pause) == 0 || open == "" {
 		return nil
 	}
@@ -178,13 +179,16 @@ func freshHistory(t *store.Task, open string, request *a2a.Message) *knownLog {
 	if json.Unmarshal(t.Pause, &p) != nil || p.Fresh == "" || p.Fresh != open {
 		return nil
 	}
-	var st a2a.TaskStatus
-	if json.Unmarshal(t.Status, &st) != nil || st.Message == nil {
-		return nil
+	if asked == nil {
+		var st a2a.TaskStatus
+		if json.Unmarshal(t.Status, &st) != nil || st.Message == nil {
+			return nil
+		}
+		asked = st.Message
 	}
 	return &knownLog{fromStart: true, noPriorArtifacts: len(t.Artifacts) == 0, entries: []store.LogEntry{
 		{Kind: store.KindMessage, InHistory: true, Message: request},
-		{Kind: store.KindStatus, InHistory: true, Message: st.Message},
+		{Kind: store.KindStatus, InHistory: true, Message: asked},
 	}}
 }
 

@@ -349,7 +349,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		}
 		var prior *knownLog
 		if in != nil && in.Kind == inputAnswer {
-			prior = freshHistory(t, open, request)
+			prior = freshHistory(t, open, request, s.rows.statusMessage(t.ID, t.Version))
 		}
 		if in != nil && quick && next.Runnable {
 			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, unlock: unlock, known: prior, trace: s.traceParent(ctx)}
