@@ -26,6 +26,7 @@ var nodeCases = []nodeCase{
 	{"Nodes/UpdateTask/SameVersionOnTwoHandlesExactlyOneWins", testNodesUpdateRace},
 	{"Nodes/UpdateTask/RetriedCompareAndSetOnTwoHandlesLosesNoUpdate", testNodesCounter},
 	{"Nodes/Notifier/EveryHandleHearsEveryHandlesWrites", testNodesNotify},
+	{"Nodes/Secret/HandlesRacingToCreateItGetTheSameBytes", testNodesSecretRace},
 }
 
 type nodeCase struct {
