@@ -2,8 +2,13 @@ package askpoint
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -143,6 +148,32 @@ func (c *Call) AppendArtifact(ctx context.Context, a *a2a.Artifact, last bool) e
 	}
 	return c.ec.AppendArtifact(ctx, a, last)
 }
+
+// WakeToken is this task's wake token, for an agent that waits for an
+// event ([Await], [Outcome.WakeOn]) and hands the token to whoever will
+// send it (a sub-agent's push configuration): the same on every step of the
+// task, on every run of a step and on every node, and kept nowhere. The
+// server derives it from the task and a secret in its store; the task row
+// holds only its digest, so a checkpoint need not (and should not) keep it.
+// A Call built by hand (tests) gets a token derived from its TaskID and a
+// secret of the process.
+func (c *Call) WakeToken() string {
+	if c.ec != nil {
+		if t := c.ec.WakeToken(); t != "" {
+			return t
+		}
+	}
+	m := hmac.New(sha256.New, processSecret())
+	m.Write([]byte(c.TaskID))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// processSecret is the secret of WakeToken for a Call built by hand.
+var processSecret = sync.OnceValue(func() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return b
+})
 
 // Hold is something a paused task holds.
 type Hold struct {

@@ -160,8 +160,9 @@ func (o Outcome) ExpiryAction() ExpiryAction {
 // agent happens: a sub-agent works, a notification is due. what says what
 // the task waits for (the status message); token is the secret that
 // [Server.Wake] must be given to resume it (at least 16 characters; push
-// notification configurations carry it as their token); at deadline the
-// task fails, saying what it waited for.
+// notification configurations carry it as their token; [Call.WakeToken] is
+// one the checkpoint need not keep); at deadline the task fails, saying
+// what it waited for.
 func Await(what string, checkpoint any, token string, deadline time.Time) Outcome {
 	return Outcome{kind: OutcomeAwait, text: what, checkpoint: checkpoint, wakeToken: token, deadline: deadline}
 }

@@ -164,6 +164,13 @@ type world struct {
 // server's base URL (nil: the finance assistant).
 func startWorld(t *testing.T, subClock *fakeClock, topConfig func(*askpoint.Config), agents func(topBase, subBase string) []askpoint.AgentSpec, subExtra ...askpoint.AgentSpec) *world {
 	t.Helper()
+	return startWorldOn(t, "", subClock, topConfig, agents, subExtra...)
+}
+
+// startWorldOn is startWorld with the top server on the PostgreSQL database
+// at pgURL ("" for SQLite).
+func startWorldOn(t *testing.T, pgURL string, subClock *fakeClock, topConfig func(*askpoint.Config), agents func(topBase, subBase string) []askpoint.AgentSpec, subExtra ...askpoint.AgentSpec) *world {
+	t.Helper()
 	ln, topURL := apitest.Listen(t, "")
 	w := &world{ledger: newLedger(), topAddr: hostOf(t, topURL)}
 	w.sub = startSub(t, w.ledger, subClock, []string{w.topAddr}, subExtra...)
@@ -181,7 +188,8 @@ func startWorld(t *testing.T, subClock *fakeClock, topConfig func(*askpoint.Conf
 				topConfig(c)
 			}
 		},
-		Agents: agents(topURL, w.sub.URL),
+		Agents:      agents(topURL, w.sub.URL),
+		PostgresURL: pgURL,
 	}
 	opts := w.topOpts
 	opts.Listener = ln

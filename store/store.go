@@ -364,6 +364,16 @@ type Store interface {
 	// version moved, ErrNotFound when the configuration is gone.
 	SettlePush(ctx context.Context, c *PushConfig) (*PushConfig, error)
 
+	// Secret returns the deployment's secret called name: SecretSize random
+	// bytes, created by the first call on any handle and the same on every
+	// handle of the database from then on (two handles racing to create it
+	// get the same bytes). The engine derives wake tokens from it, so that no
+	// task row holds one. An empty name is an error.
+	Secret(ctx context.Context, name string) ([]byte, error)
+
 	// Close releases the store's resources.
 	Close() error
 }
+
+// SecretSize is the length in bytes of a secret Store.Secret creates.
+const SecretSize = 32

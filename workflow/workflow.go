@@ -137,8 +137,11 @@ type State struct {
 	Hop     *subagent.Checkpoint `json:"hop,omitempty"`
 	// Request is the open request to the caller while suspended.
 	Request *Request `json:"request,omitempty"`
-	// WakeToken is the run's wake token, the same for every turn's
-	// sub-task (see advance).
+	// WakeToken is the run's wake token as a state of an older version
+	// kept it, in clear; honoured until the current participant has the
+	// task's own (see Resume). Empty in every state written now: the run's
+	// wake token, the same for every turn's sub-task, is
+	// askpoint.Call.WakeToken, derived again on every step.
 	WakeToken string `json:"wakeToken,omitempty"`
 }
 
@@ -209,6 +212,16 @@ func (w *workflow) Resume(ctx context.Context, call *askpoint.Call, res *askpoin
 	var st State
 	if err := json.Unmarshal(res.Checkpoint, &st); err != nil {
 		return askpoint.Outcome{}, fmt.Errorf("workflow: read state: %w", err)
+	}
+	// A state of an older version kept the run's token in clear: the
+	// waiting participant is moved onto the task's own token, and the
+	// state forgets the old one (it keeps it only while the participant
+	// refuses).
+	if p := w.hops[st.Speaker]; p != nil && st.Hop != nil && st.Hop.Token != "" {
+		p.Adopt(ctx, call, st.Hop)
+	}
+	if st.Hop == nil || st.Hop.Token == "" {
+		st.WakeToken = ""
 	}
 	speaker, hop := st.Speaker, st.Hop
 	out, err := w.resume(ctx, call, res, &st)
@@ -304,15 +317,14 @@ func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) 
 			return askpoint.Fail(fmt.Sprintf("%v: %s would get nothing to answer.", ErrNoMessage, next)), nil
 		}
 		hop := w.hops[next]
-		// One wake token for the whole run: a participant's late
-		// notifications (after its turn, or after the run ended) then reach
-		// a task that knows the token and are dropped as stale (Wakes
-		// checks the sub-task) or answered late, instead of being refused
-		// as unknown and retried by the participant's server.
+		// One wake token for the whole run (the task's, Call.WakeToken):
+		// a participant's late notifications (after its turn, or after the
+		// run ended) then reach a task that knows the token and are dropped
+		// as stale (Wakes checks the sub-task) or answered late, instead of
+		// being refused as unknown and retried by the participant's server.
+		// Only a state of an older version that its participant would not
+		// move off its own token keeps that token for the next turns.
 		hopCP := subagent.NewCheckpoint()
-		if st.WakeToken == "" {
-			st.WakeToken = hopCP.Token
-		}
 		hopCP.Token = st.WakeToken
 		st.Speaker, st.Hop, st.Request = next, hopCP, nil
 		key := fmt.Sprintf("%s/turn-%d", call.Key, len(st.Transcript))
@@ -381,7 +393,7 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 		return out, false, err
 	default: // submitted, working
 		st.Hop.SubQuestion, st.Request = nil, nil
-		return askpoint.Await(fmt.Sprintf("Waiting for %s.", st.Speaker), st, st.Hop.Token, w.now().Add(w.maxWait())).
+		return askpoint.Await(fmt.Sprintf("Waiting for %s.", st.Speaker), st, subagent.WakeToken(call, st.Hop), w.now().Add(w.maxWait())).
 			Hold(hop.Hold(st.Hop)), false, nil
 	}
 }
@@ -404,7 +416,7 @@ func (w *workflow) suspendAs(ctx context.Context, call *askpoint.Call, st *State
 	st.Request = &Request{ID: own.ID, Participant: st.Speaker, TaskID: string(st.Hop.SubTaskID)}
 	// The participant's task is held while the caller thinks: if the run
 	// ends without an answer, it is canceled.
-	return askpoint.Ask(own, st).WakeOn(st.Hop.Token).Hold(hop.Hold(st.Hop)), nil
+	return askpoint.Ask(own, st).WakeOn(subagent.WakeToken(call, st.Hop)).Hold(hop.Hold(st.Hop)), nil
 }
 
 // Release implements askpoint.Releaser: it cancels the participant's task

@@ -30,9 +30,11 @@ import (
 type Env struct {
 	URL    string // http://127.0.0.1:PORT
 	DBPath string
-	Server *askpoint.Server
-	Store  store.Store // SQLite, or PostgreSQL when Options.PostgresURL is set
-	HTTP   *http.Server
+	// PostgresURL is the database of a server on PostgreSQL ("" on SQLite).
+	PostgresURL string
+	Server      *askpoint.Server
+	Store       store.Store // SQLite, or PostgreSQL when Options.PostgresURL is set
+	HTTP        *http.Server
 	// GRPC serves the gRPC binding on the same listener (grpcfront.Split);
 	// each agent's tenant is its name.
 	GRPC *grpcfront.Front
@@ -134,7 +136,7 @@ func Start(t testing.TB, opts Options) *Env {
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(httpLn) }()
 	go func() { _ = front.Serve(grpcLn) }()
-	env := &Env{URL: "http://" + ln.Addr().String(), DBPath: path, Server: srv, Store: st, HTTP: hs, GRPC: front}
+	env := &Env{URL: "http://" + ln.Addr().String(), DBPath: path, PostgresURL: opts.PostgresURL, Server: srv, Store: st, HTTP: hs, GRPC: front}
 	t.Cleanup(func() { env.Close() })
 	return env
 }

@@ -62,6 +62,10 @@ type Engine struct {
 	// transient store failure and step retries scheduled (see faults.go).
 	transientRetries atomic.Int64
 	stepRetries      atomic.Int64
+
+	// wakeSecret is the store's secret wake tokens derive from, read at
+	// Start (see wakeToken).
+	wakeSecret atomic.Pointer[[]byte]
 }
 
 type agentEntry struct {
@@ -147,6 +151,11 @@ func (s *Engine) Start(ctx context.Context) error {
 	if s.started {
 		return errors.New("askpoint: server already started")
 	}
+	secret, err := s.store.Secret(ctx, wakeSecretName)
+	if err != nil {
+		return fmt.Errorf("askpoint: read the store's wake-token secret: %w", err)
+	}
+	s.wakeSecret.Store(&secret)
 	s.started = true
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel

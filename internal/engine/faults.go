@@ -72,7 +72,8 @@ func (r *run) stepFailed(ctx context.Context, stepErr error) (Outcome, bool) {
 		in = &runInput{}
 	}
 	attempts := in.Attempt + 1
-	log := s.log.With(slog.String("task", r.task.ID), slog.String("agent", r.agent),
+	// r.latest, not r.task: the working-status timer may be writing it.
+	log := s.log.With(slog.String("task", r.latest().ID), slog.String("agent", r.agent),
 		slog.String("step", stepName(in)), slog.Int("attempt", attempts), slog.Any("err", stepErr))
 	if IsPermanent(stepErr) {
 		log.Warn("agent step failed with a permanent error; the task fails")

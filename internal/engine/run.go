@@ -598,10 +598,11 @@ func (s *Engine) agentByName(name string) *agentEntry {
 }
 
 func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a2a.Message) (*Call, *Resumption, error) {
-	t := r.task
+	t := r.latest() // the working-status timer may be writing r.task
 	call := &Call{
 		TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner,
 		Message: in.Message, Key: in.Key, Holds: in.Holds, Expired: in.Expired, run: r,
+		wakeToken: s.wakeToken(t.Agent, t.ID),
 	}
 	if in.Kind == inputStart {
 		call.Request = in.Message

@@ -71,7 +71,17 @@ type Call struct {
 	Holds      []HoldStatus
 	Expired    bool
 
-	run *run
+	run       *run
+	wakeToken string
+}
+
+// WakeToken is the task's wake token (see Engine.wakeToken): the same on
+// every step and every node, stored nowhere.
+func (c *Call) WakeToken() string {
+	if c == nil {
+		return ""
+	}
+	return c.wakeToken
 }
 
 // Progress streams a working-state status message and records it.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -30,6 +31,28 @@ func tokenDigest(token string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// wakeSecretName names the store's secret that wake tokens derive from.
+const wakeSecretName = "wake-token"
+
+// wakeToken is the wake token the engine offers the steps of agent's task
+// id (Call.WakeToken): an HMAC of the task under the deployment's secret
+// (store.Store.Secret, read at Start), so every node and every run of a
+// step derive the same token, and neither the checkpoint nor the task row
+// needs to hold it; the row keeps only its digest (pauseState.WakeDigest).
+// "" before Start.
+func (s *Engine) wakeToken(agent, id string) string {
+	secret := s.wakeSecret.Load()
+	if secret == nil {
+		return ""
+	}
+	m := hmac.New(sha256.New, *secret)
+	m.Write([]byte("askpoint wake token\x00"))
+	m.Write([]byte(agent))
+	m.Write([]byte{0})
+	m.Write([]byte(id))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 // ErrNotWaiting says a wake came for a task that has finished: a late
 // notification, which callers usually ignore.
 var ErrNotWaiting = errors.New("askpoint: the task has finished and waits for no event")
@@ -55,11 +78,18 @@ func (s *Engine) Wake(ctx context.Context, agent, taskID, token string, event js
 		if err != nil {
 			return nil, err
 		}
-		if p.WakeDigest == "" && !t.State.Terminal() && (t.Runnable || t.LeaseOwner != "") {
+		running := !t.State.Terminal() && (t.Runnable || t.LeaseOwner != "")
+		if running && p.WakeDigest == "" {
 			// A step runs and has not said yet what the task waits for:
 			// its token is stored only when it returns (a sub-agent may
 			// push before its sender's step is done). Busy, send again.
 			// Task IDs are unguessable, so this says no more than that.
+			return nil, ErrBusy
+		}
+		if running && token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(s.wakeToken(t.Agent, t.ID))) == 1 {
+			// The task's own derived token while a step runs that is
+			// about to wait on it (one moving off a token of its own, as
+			// a relay's checkpoint of an older version kept): busy too.
 			return nil, ErrBusy
 		}
 		if p.WakeDigest == "" || subtle.ConstantTimeCompare([]byte(p.WakeDigest), []byte(tokenDigest(token))) != 1 {

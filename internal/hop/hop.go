@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
-	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -31,8 +31,29 @@ func New(cfg Config) (*Hop, error) {
 	return &Hop{r: a.(*relay)}, nil
 }
 
-// NewCheckpoint starts a hop's state with a fresh wake token.
-func NewCheckpoint() *Checkpoint { return &Checkpoint{Token: text.RandomHex(24)} }
+// NewCheckpoint starts a hop's state. It keeps no wake token: the hop's
+// is its task's (Call.WakeToken, see [WakeToken]).
+func NewCheckpoint() *Checkpoint { return &Checkpoint{} }
+
+// Adopt moves a checkpoint of an older version, which kept its wake token
+// in clear, onto the task's own: the sub-agent's push configuration gets
+// the task's token and cp forgets the old one. When the sub-agent cannot be
+// reached or refuses, the old token stays in cp for this step (it still
+// wakes the task). Call it when a step resumes, before cp's token is used.
+func (h *Hop) Adopt(ctx context.Context, call *askpoint.Call, cp *Checkpoint) {
+	if cp.Token == "" || cp.NoPush || cp.SubTaskID == "" {
+		cp.Token = "" // nobody else holds it
+		return
+	}
+	c, err := h.r.cfg.Dial(ctx, h.r.cfg.SubAgentURL)
+	if err != nil {
+		slog.Default().Warn("relay: cannot reach the sub-agent to move it off an older checkpoint's wake token",
+			slog.String("subAgent", h.r.cfg.SubAgentName), slog.Any("err", err))
+		return
+	}
+	defer c.Destroy()
+	h.r.adopt(ctx, call, c, cp)
+}
 
 // Name is how the hop names its sub-agent to people.
 func (h *Hop) Name() string { return h.r.cfg.SubAgentName }

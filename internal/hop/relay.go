@@ -94,7 +94,11 @@ type Checkpoint struct {
 	SubTaskID    a2a.TaskID         `json:"subTaskId"`
 	SubContextID string             `json:"subContextId,omitempty"`
 	SubQuestion  *question.Question `json:"subQuestion,omitempty"` // the sub-agent's open question, nil while it works
-	Token        string             `json:"token"`                 // wake token, also the push token
+	// Token is the wake token a checkpoint of an older version kept in
+	// clear, honoured until the sub-agent has the task's own (see adopt);
+	// empty in every checkpoint written now: the wake token (also the push
+	// token) is Call.WakeToken, derived again on every step.
+	Token string `json:"token,omitempty"`
 	// OwnQuestionID is the ID of the relay's own open question, kept
 	// when a notification wakes the relay to the same sub-question.
 	OwnQuestionID string `json:"ownQuestionId,omitempty"`
@@ -162,7 +166,7 @@ func (r *relay) Start(ctx context.Context, call *askpoint.Call) (askpoint.Outcom
 		return r.unreachable("reach", err), nil
 	}
 	defer c.Destroy()
-	cp := &Checkpoint{Token: text.RandomHex(24)}
+	cp := &Checkpoint{}
 	sub, err := r.send(ctx, call, c, cp, msg)
 	if err != nil {
 		return r.unreachable("send the request to", err), nil
@@ -206,6 +210,7 @@ func (r *relay) resume(ctx context.Context, call *askpoint.Call, res *askpoint.R
 		return askpoint.Outcome{}, fmt.Errorf("reach %s: %w", r.cfg.SubAgentName, err)
 	}
 	defer c.Destroy()
+	r.adopt(ctx, call, c, &cp)
 	if res.Event != nil || res.Answer == nil || cp.SubQuestion == nil {
 		// A notification (or a resume with nothing to carry): the
 		// sub-task as it stands decides.
@@ -333,7 +338,7 @@ func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 		return r.askUp(ctx, call, cp, q)
 	default: // submitted, working
 		cp.SubQuestion = nil
-		return askpoint.Await(fmt.Sprintf("Waiting for %s to finish.", name), cp, cp.Token, r.cfg.Now().Add(r.cfg.MaxWait)).
+		return askpoint.Await(fmt.Sprintf("Waiting for %s to finish.", name), cp, WakeToken(call, cp), r.cfg.Now().Add(r.cfg.MaxWait)).
 			Hold(r.subTaskHold(cp)), nil
 	}
 }
@@ -429,7 +434,49 @@ func (r *relay) askUp(ctx context.Context, call *askpoint.Call, cp *Checkpoint, 
 	// relay's task ends unanswered (the caller cancels, the question
 	// expires), the sub-task is canceled instead of waiting for its own
 	// expiry.
-	return askpoint.Ask(own, cp).WakeOn(cp.Token).Hold(r.subTaskHold(cp)), nil
+	return askpoint.Ask(own, cp).WakeOn(WakeToken(call, cp)).Hold(r.subTaskHold(cp)), nil
+}
+
+// WakeToken is the wake token of a hop's task: the task's own
+// (Call.WakeToken), or the one an older checkpoint kept until adopt has
+// moved the sub-agent off it.
+func WakeToken(call *askpoint.Call, cp *Checkpoint) string {
+	if cp.Token != "" {
+		return cp.Token
+	}
+	return call.WakeToken()
+}
+
+// pushConfig is the push configuration the relay gives the sub-agent: its
+// wake endpoint for the relay's task, with token.
+func (r *relay) pushConfig(call *askpoint.Call, token string) *a2a.PushConfig {
+	return &a2a.PushConfig{ID: "relay", URL: r.cfg.CallbackURL + "/wake/" + call.TaskID, Token: token}
+}
+
+// adopt moves a checkpoint of an older version, which kept its wake token
+// in clear, onto the task's derived one: the sub-agent's push
+// configuration is replaced by one with the derived token, and the
+// checkpoint forgets the old. A sub-task without the relay's configuration
+// (NoPush) holds no token to replace. When the sub-agent refuses, the old
+// token stays for this step (it still wakes the task) and the next step
+// tries again.
+func (r *relay) adopt(ctx context.Context, call *askpoint.Call, c *a2aclient.Client, cp *Checkpoint) {
+	if cp.Token == "" || cp.Token == call.WakeToken() {
+		cp.Token = ""
+		return
+	}
+	if cp.NoPush || cp.SubTaskID == "" {
+		cp.Token = ""
+		return
+	}
+	push := r.pushConfig(call, call.WakeToken())
+	push.TaskID = cp.SubTaskID
+	if _, err := c.CreateTaskPushConfig(ctx, push); err != nil {
+		slog.Default().Warn("relay: the sub-agent kept the wake token of an older checkpoint; it stays in the checkpoint for now",
+			slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
+		return
+	}
+	cp.Token = ""
 }
 
 func (r *relay) subTaskHold(cp *Checkpoint) askpoint.Hold {
@@ -608,7 +655,7 @@ func (r *relay) send(ctx context.Context, call *askpoint.Call, c *a2aclient.Clie
 		err error
 	)
 	if pushed {
-		push := &a2a.PushConfig{ID: "relay", URL: r.cfg.CallbackURL + "/wake/" + call.TaskID, Token: cp.Token}
+		push := r.pushConfig(call, WakeToken(call, cp))
 		res, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{PushConfig: push, ReturnImmediately: true}})
 	}
 	if !pushed || refusesPush(err) {

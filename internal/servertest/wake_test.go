@@ -24,6 +24,9 @@ type waiter struct {
 	released *releases
 	gate     chan struct{}
 	running  chan struct{}
+	// tokens, when set, gets the step's Call.WakeToken when an event
+	// resumes it.
+	tokens chan string
 }
 
 func (w *waiter) agent() askpoint.Agent {
@@ -34,6 +37,9 @@ func (w *waiter) agent() askpoint.Agent {
 				Hold(askpoint.Hold{Name: "seat", Until: now.Add(10 * time.Minute), Data: map[string]string{"seat": "14C"}}), nil
 		},
 		OnEvent: func(ctx context.Context, call *askpoint.Call, _ struct{}, event json.RawMessage) (askpoint.Outcome, error) {
+			if w.tokens != nil {
+				w.tokens <- call.WakeToken()
+			}
 			if w.running != nil {
 				close(w.running)
 			}
@@ -124,6 +130,31 @@ func TestWakeSaysBusyWhileTheTaskRunsAndLateAfterItEnds(t *testing.T) {
 	if code := postWake(t, env, id, "not-the-token-0123456789"); code != http.StatusNotFound {
 		t.Fatalf("wake with a wrong token after the end: status %d, want 404", code)
 	}
+}
+
+// A step that resumed from a wait on a token of its own (a relay's
+// checkpoint of an older version) may move its sender onto the task's
+// derived token (Call.WakeToken) before it returns: a wake with that token
+// meanwhile is busy, sent again, not refused as for an unknown task.
+func TestAWakeWithTheTasksDerivedTokenWhileAStepRunsIsBusy(t *testing.T) {
+	w := &waiter{clock: newFakeClock(), released: &releases{}, gate: make(chan struct{}), running: make(chan struct{}), tokens: make(chan string, 1)}
+	env, id := startWaiter(t, w, nil)
+	if code := postWake(t, env, id, wakeToken); code != http.StatusNoContent {
+		t.Fatalf("first wake: status %d, want 204", code)
+	}
+	derived := <-w.tokens
+	<-w.running
+	if len(derived) < 16 || derived == wakeToken {
+		t.Fatalf("Call.WakeToken() = %q, want a token of the task's own", derived)
+	}
+	if code := postWake(t, env, id, derived); code != http.StatusServiceUnavailable {
+		t.Fatalf("wake with the task's derived token while the step runs: status %d, want 503 (busy: send again)", code)
+	}
+	if code := postWake(t, env, id, "not-the-token-0123456789"); code != http.StatusNotFound {
+		t.Fatalf("wake with a wrong token while the step runs: status %d, want 404", code)
+	}
+	close(w.gate)
+	waitState(t, testCtx(t), env.Client(t, "waiter", a2a.TransportProtocolJSONRPC), id, a2a.TaskStateCompleted)
 }
 
 func TestWakeAfterTheDeadlineIsLate(t *testing.T) {

@@ -140,4 +140,9 @@ func (t *timedStore) DeleteFinished(ctx context.Context, before time.Time, limit
 	return t.s.DeleteFinished(ctx, before, limit)
 }
 
+// Secret is read once, when the engine starts: not timed.
+func (t *timedStore) Secret(ctx context.Context, name string) ([]byte, error) {
+	return t.s.Secret(ctx, name)
+}
+
 func (t *timedStore) Close() error { return t.s.Close() }

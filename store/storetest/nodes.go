@@ -27,6 +27,7 @@ var nodeCases = []nodeCase{
 	{"Nodes/CreateTask/SameRequestKeyOnTwoHandlesExactlyOneCreates", testNodesCreateKeyRace},
 	{"Nodes/UpdateTask/RetriedCompareAndSetOnTwoHandlesLosesNoUpdate", testNodesCounter},
 	{"Nodes/Notifier/EveryHandleHearsEveryHandlesWrites", testNodesNotify},
+	{"Nodes/Secret/HandlesRacingToCreateItGetTheSameBytes", testNodesSecretRace},
 }
 
 type nodeCase struct {

@@ -87,7 +87,7 @@ type testCase struct {
 }
 
 // cases is the whole suite, grouped by method.
-var cases = slices.Concat(taskCases, loadCases, logCases, scanCases, listCases, claimCases, concurrentCases, timerCases, pushCases, retentionCases)
+var cases = slices.Concat(taskCases, loadCases, logCases, scanCases, listCases, claimCases, concurrentCases, timerCases, pushCases, retentionCases, secretCases)
 
 // base is the suite's fixed "now" for leases, claims and timers. It is
 // years after any test run, so that a time a store sets from its own clock
