@@ -238,7 +238,7 @@ func (s *Engine) resumeFromOutside(ctx context.Context, taskID string, decide fu
 	defer s.lockTask(taskID)()
 	return s.retryTransient(ctx, "resume", func() error {
 		return retryCAS(func() error {
-			l, err := s.loadTask(ctx, taskID, store.LoadParams{Request: true})
+			l, err := s.store.LoadTask(ctx, taskID, store.LoadParams{Request: true})
 			if errors.Is(err, store.ErrNotFound) {
 				return errTaskNotFound(taskID)
 			}
