@@ -209,6 +209,14 @@ func (w *world) restartTop(t *testing.T, agents []askpoint.AgentSpec) {
 	w.top = apitest.Start(t, opts)
 }
 
+// settle waits until neither server has anything left to do, for itself
+// or for the other (apitest.Settle): a check that something did not
+// happen reads the stores and recorders after it.
+func (w *world) settle(t *testing.T) {
+	t.Helper()
+	apitest.Settle(t, testCtx(t), w.top, w.sub)
+}
+
 func (w *world) bob(t *testing.T) *a2aclient.Client {
 	return w.top.ClientAs(t, "assistant", a2a.TransportProtocolJSONRPC, bobToken)
 }

@@ -184,7 +184,7 @@ func TestWrongAnswerAtTheTopIsReAskedAtTheTopWithoutReachingTheExpenseAgent(t *t
 		t.Fatalf("re-ask: question %s attempt %d errors %v; want a new ID (not %s), attempt 2 and errors", q2.ID, q2.Attempt, q2.Errors, topQ.ID)
 	}
 
-	time.Sleep(200 * time.Millisecond) // time for anything that went down to land
+	w.settle(t) // anything sent down has landed, and anything it caused
 	after := getTask(t, ctx, subC, before.ID)
 	afterRow, err := w.sub.Store.GetTask(ctx, string(before.ID))
 	if err != nil {
@@ -328,7 +328,7 @@ func TestLateNotificationOfAnAnsweredSubQuestionLeavesTheCallersQuestionOpen(t *
 	// The sub-agent's outbox delivers its notification of the first
 	// question once more, late, exactly as it would on a retry.
 	redeliver(t, ctx, w.sub, sub.ID, subQ1.ID)
-	time.Sleep(200 * time.Millisecond)
+	w.settle(t) // whatever the late notification caused has been done
 	now := getTask(t, ctx, bob, task.ID)
 	// Old news is dropped without a write (askpoint.Waker): had it woken
 	// the task, an answer bob sent meanwhile would meet a busy task and

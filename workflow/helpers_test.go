@@ -25,10 +25,6 @@ import (
 // test instead of hanging it.
 const callTimeout = 20 * time.Second
 
-// quiet is how long a "nothing more happens" check waits: many poll
-// intervals and push retries of the servers below.
-const quiet = 400 * time.Millisecond
-
 // chatterReply is what the chatter always says: text that a framework which
 // binds the next participant's words to a waiting task would take as the
 // answer to the asker's confirmation question (its schema takes one string).
@@ -208,6 +204,15 @@ func (r *rig) start(ln net.Listener, db string) {
 			c.Reminders = []float64{}
 		},
 	})
+}
+
+// settle waits until the server has nothing left to do (apitest.Settle):
+// every step it owes has run, every notification it owes has been
+// delivered, including to itself, and whatever those caused has been done
+// too. A "nothing more happens" check reads its recorders after it.
+func (r *rig) settle() {
+	r.t.Helper()
+	apitest.Settle(r.t, testCtx(r.t), r.env)
 }
 
 // restart stops the server and starts a new one on the same address with

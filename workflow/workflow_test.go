@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
@@ -96,7 +95,7 @@ func TestParticipantQuestionSuspendsTheWorkflow(t *testing.T) {
 			}
 
 			// Suspended: nobody else speaks, nothing reaches the asker.
-			time.Sleep(quiet)
+			r.settle()
 			if n := r.chatter.count(); n != chatterBefore {
 				t.Fatalf("the chatter was invoked %d times while the workflow waited for the caller, want 0", n-chatterBefore)
 			}
@@ -225,7 +224,7 @@ func TestRestartBetweenSuspensionAndResume(t *testing.T) {
 	eventually(t, "the request's notification", func() bool { return len(r.hook.requestIDs(task.ID)) >= 1 })
 
 	r.restart()
-	time.Sleep(quiet) // the new server's pollers and push deliverer run
+	r.settle() // the new server's pollers and push deliverer have run
 	if ids := r.hook.requestIDs(task.ID); !slices.Equal(ids, []string{reqID}) {
 		t.Fatalf("after the restart, input-required notifications carried %q, want exactly [%s]", ids, reqID)
 	}
@@ -250,7 +249,7 @@ func TestRestartBetweenSuspensionAndResume(t *testing.T) {
 		t.Fatalf("the asker's task has %d answers, want 1", len(a))
 	}
 	eventually(t, "the completion", func() bool { return slices.Contains(r.hook.states(task.ID), "completed") })
-	time.Sleep(quiet)
+	r.settle()
 	if ids := r.hook.requestIDs(task.ID); !slices.Equal(ids, []string{reqID}) {
 		t.Fatalf("input-required notifications carried %q, want exactly [%s] (one request, emitted once)", ids, reqID)
 	}
@@ -299,7 +298,7 @@ func TestAutoAnswerIsOptInAndRecorded(t *testing.T) {
 	if by := answeredBy(answers[0]); by != "workflow" {
 		t.Fatalf("the asker's answer %s = %v, want \"workflow\"", client.MetaAnsweredBy, by)
 	}
-	time.Sleep(quiet)
+	r.settle()
 	if ids := r.hook.requestIDs(done.ID); len(ids) != 0 {
 		t.Fatalf("the caller was notified of requests %q, want none", ids)
 	}
@@ -334,7 +333,7 @@ func TestParticipantWithNoMessageFailsTheWorkflow(t *testing.T) {
 	if n := r.silent.count(); n != 1 {
 		t.Fatalf("the silent participant was invoked %d times, want 1", n)
 	}
-	time.Sleep(quiet)
+	r.settle()
 	if n := r.chatter.count(); n != 0 {
 		t.Fatalf("the chatter was invoked %d times (with %q), want never", n, r.chatter.startTexts())
 	}
@@ -395,7 +394,7 @@ func TestCallerDeclineEndsTheWorkflowWithoutTheNextParticipant(t *testing.T) {
 	if len(answers) != 1 || dataOf(answers[0])["action"] != "decline" || answeredBy(answers[0]) != "caller" {
 		t.Fatalf("asker's answers = %s, want the caller's decline", historyText(at))
 	}
-	time.Sleep(quiet)
+	r.settle()
 	if n := r.chatter.count(); n != 0 {
 		t.Fatalf("the chatter was invoked %d times after the decline, want never", n)
 	}
@@ -420,7 +419,7 @@ func TestParticipantTaskEndedElsewhereWithdrawsTheRequest(t *testing.T) {
 	if msg := textOf(end.Status.Message); !strings.Contains(strings.ToLower(msg), "asker") {
 		t.Errorf("status message = %q, want it to name the asker", msg)
 	}
-	time.Sleep(quiet)
+	r.settle()
 	if n := r.chatter.count(); n != 0 {
 		t.Fatalf("the chatter was invoked %d times, want never", n)
 	}
@@ -495,7 +494,7 @@ func TestLateParticipantNotificationKeepsTheRequest(t *testing.T) {
 		t.Fatalf("POST the late notification: HTTP %d, want 2xx", res.StatusCode)
 	}
 
-	time.Sleep(quiet)
+	r.settle()
 	now := getHistory(t, ctx, flow, task.ID)
 	if q := mustQuestion(t, now.Status); q.ID != reqID {
 		t.Errorf("after a late 'working' notification from the asker the open request is %s, want still %s (the caller's pending answer would be refused)", q.ID, reqID)
@@ -527,7 +526,7 @@ func TestCancelingASuspendedRunCancelsTheWaitingParticipantsTask(t *testing.T) {
 		t.Fatalf("CancelTask: %v", err)
 	}
 	waitState(t, ctx, r.client("asker"), askerTask, a2a.TaskStateCanceled)
-	time.Sleep(quiet)
+	r.settle()
 	if n := r.chatter.count(); n != 0 {
 		t.Fatalf("the chatter was invoked %d times after the cancel, want never", n)
 	}
@@ -562,9 +561,7 @@ func TestLateParticipantNotificationsAreNeverUnknown(t *testing.T) {
 	task, first, _ := suspendedRun(t, r, "flow", "Plan the offsite")
 	send(t, ctx, flow, answer(task.ID, map[string]any{"questionId": first, "confirm": "yes"}))
 	waitState(t, ctx, flow, task.ID, a2a.TaskStateCompleted)
-	if err := r.env.Server.Idle(ctx); err != nil { // every notification owed has been sent
-		t.Fatal(err)
-	}
+	r.settle() // every notification owed has been sent, retries included
 	mu.Lock()
 	defer mu.Unlock()
 	if len(unknown) > 0 {

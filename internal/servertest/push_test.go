@@ -172,7 +172,23 @@ func TestPushGivesUpOnAReceiverThatKeepsFailing(t *testing.T) {
 		Config:  &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: hook.URL()}},
 	})
 	eventually(t, "three attempts", func() bool { return hook.attemptCount() >= 3 })
-	time.Sleep(300 * time.Millisecond) // many retry intervals
+	// The signal that it gave up: the configuration owes nothing more and
+	// nothing is scheduled (a retry owed keeps SentSeq below TargetSeq and
+	// DueAt set). A fourth attempt ends the wait too, so that a server that
+	// keeps trying fails here at once.
+	eventually(t, "the server to give up on the receiver", func() bool {
+		if hook.attemptCount() > 3 {
+			return true
+		}
+		cfgs, err := env.Store.ListPushConfigs(ctx, string(task.ID))
+		if err != nil {
+			t.Fatalf("ListPushConfigs: %v", err)
+		}
+		return len(cfgs) == 1 && cfgs[0].SentSeq >= cfgs[0].TargetSeq && cfgs[0].DueAt.IsZero()
+	})
+	if err := env.Server.Idle(ctx); err != nil { // no delivery under way, the pusher has gone round
+		t.Fatalf("Idle: %v", err)
+	}
 	if n := hook.attemptCount(); n != 3 {
 		t.Fatalf("attempts = %d, want exactly PushMaxAttempts (3), then no more", n)
 	}
