@@ -11,6 +11,7 @@ package workflow_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -538,34 +539,55 @@ func TestCancelingASuspendedRunCancelsTheWaitingParticipantsTask(t *testing.T) {
 // participant's server would retry as a failed delivery, again and again).
 func TestLateParticipantNotificationsAreNeverUnknown(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var unknown []string
-	r := &rig{t: t, asker: &calls{}, chatter: &calls{}, silent: &calls{}, hook: newHookReceiver(t),
-		flows: map[string]workflow.Config{"flow": {Mode: workflow.Sequential, Participants: participants("asker", "chatter")}}}
-	r.wrap = func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
-			h.ServeHTTP(rec, req)
-			if strings.Contains(req.URL.Path, "/wake/") && rec.code == http.StatusNotFound {
-				mu.Lock()
-				unknown = append(unknown, req.URL.Path)
-				mu.Unlock()
+	for _, c := range []struct {
+		name         string
+		participants []string
+		run          func(t *testing.T, ctx context.Context, r *rig)
+	}{
+		{"the caller answers and the run completes", []string{"asker", "chatter"}, func(t *testing.T, ctx context.Context, r *rig) {
+			flow := r.client("flow")
+			task, first, _ := suspendedRun(t, r, "flow", "Plan the offsite")
+			send(t, ctx, flow, answer(task.ID, map[string]any{"questionId": first, "confirm": "yes"}))
+			waitState(t, ctx, flow, task.ID, a2a.TaskStateCompleted)
+		}},
+		// The run ends in the step that started the participant: it never
+		// waited on the token it gave the participant.
+		{"a silent participant fails the run in its first step", []string{"silent", "chatter"}, func(t *testing.T, ctx context.Context, r *rig) {
+			flow := r.client("flow")
+			task := send(t, ctx, flow, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("Summarise the meeting")))
+			if task.Status.State != a2a.TaskStateFailed {
+				waitState(t, ctx, flow, task.ID, a2a.TaskStateFailed)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var unknown []string
+			r := &rig{t: t, asker: &calls{}, chatter: &calls{}, silent: &calls{}, hook: newHookReceiver(t),
+				flows: map[string]workflow.Config{"flow": {Mode: workflow.Sequential, Participants: participants(c.participants...)}}}
+			r.wrap = func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+					rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+					h.ServeHTTP(rec, req)
+					if strings.Contains(req.URL.Path, "/wake/") && rec.code == http.StatusNotFound {
+						mu.Lock()
+						unknown = append(unknown, req.URL.Path)
+						mu.Unlock()
+					}
+				})
+			}
+			ln, base := apitest.Listen(t, "")
+			r.base = base
+			r.start(ln, "")
+			c.run(t, testCtx(t), r)
+			r.settle() // every notification owed has been sent, retries included
+			mu.Lock()
+			defer mu.Unlock()
+			if len(unknown) > 0 {
+				t.Fatalf("%d participant notifications were refused as for an unknown task: %v", len(unknown), unknown)
 			}
 		})
-	}
-	ln, base := apitest.Listen(t, "")
-	r.base = base
-	r.start(ln, "")
-	ctx := testCtx(t)
-	flow := r.client("flow")
-	task, first, _ := suspendedRun(t, r, "flow", "Plan the offsite")
-	send(t, ctx, flow, answer(task.ID, map[string]any{"questionId": first, "confirm": "yes"}))
-	waitState(t, ctx, flow, task.ID, a2a.TaskStateCompleted)
-	r.settle() // every notification owed has been sent, retries included
-	mu.Lock()
-	defer mu.Unlock()
-	if len(unknown) > 0 {
-		t.Fatalf("%d participant notifications were refused as for an unknown task: %v", len(unknown), unknown)
 	}
 }
 

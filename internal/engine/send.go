@@ -198,7 +198,15 @@ func (h *Handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, i
 	s := h.s
 	// Locked by the request's key: two deliveries of one message run its
 	// step one after the other, and the second finds the first's task.
-	unlock := s.lockTask(key)
+	// And by the task's ID: whatever reaches the task while its step runs
+	// unwritten (a sub-agent's notification to the wake token the step
+	// handed out) waits for the write instead of finding no task. Only
+	// this takes a key's lock, and it takes the ID's after, so no two
+	// callers wait on each other.
+	unlockKey := s.lockTask(key)
+	defer unlockKey()
+	unlockID := s.lockTask(id)
+	unlock := func() { unlockID(); unlockKey() }
 	defer unlock()
 	row, in, entries, err := h.newTask(ctx, req, id, key)
 	if err != nil {

@@ -92,7 +92,15 @@ func (s *Engine) Wake(ctx context.Context, agent, taskID, token string, event js
 			// a relay's checkpoint of an older version kept): busy too.
 			return nil, ErrBusy
 		}
-		if p.WakeDigest == "" || subtle.ConstantTimeCompare([]byte(p.WakeDigest), []byte(tokenDigest(token))) != 1 {
+		// The token the task waits on (its digest is kept). A task that
+		// ended in the step that handed out its own derived token
+		// (Call.WakeToken) never waited on it: its sub-agent's late
+		// notifications with that token are late (202), not for an
+		// unknown task.
+		waitedOn := p.WakeDigest != "" && subtle.ConstantTimeCompare([]byte(p.WakeDigest), []byte(tokenDigest(token))) == 1
+		endedOwn := t.State.Terminal() && p.WakeDigest == "" && token != "" &&
+			subtle.ConstantTimeCompare([]byte(token), []byte(s.wakeToken(t.Agent, t.ID))) == 1
+		if !waitedOn && !endedOwn {
 			return nil, errTaskNotFound(taskID)
 		}
 		awaiting := t.State == a2a.TaskStateWorking && !t.Runnable && p.Await != ""
