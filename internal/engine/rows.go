@@ -14,8 +14,15 @@ import (
 	"github.com/askpoint/askpoint/store"
 )
 
-// rowCacheSize is how many tasks a node keeps the rows of (rowCache).
-const rowCacheSize = 1024
+// What a node keeps of the rows it wrote (rowCache): at most this many
+// tasks, this many bytes of their JSON in all, and no task whose row,
+// request and messages come to more than rowCacheMaxRow bytes (a task
+// carrying large files is read from the store, as before).
+const (
+	rowCacheSize   = 1024
+	rowCacheBytes  = 8 << 20
+	rowCacheMaxRow = 256 << 10
+)
 
 // rowCache holds the rows this node wrote last, so that a transition of a
 // task the node made shortly before (the answer to a question it just
@@ -27,9 +34,10 @@ const rowCacheSize = 1024
 // compare-and-set on the version, and a write that fails drops the row,
 // so the next attempt reads the store.
 type rowCache struct {
-	mu  sync.Mutex
-	lru list.List // of *cachedRow, the most recent first
-	m   map[string]*list.Element
+	mu    sync.Mutex
+	lru   list.List // of *cachedRow, the most recent first
+	m     map[string]*list.Element
+	bytes int // the size of every kept row
 }
 
 type cachedRow struct {
@@ -38,6 +46,17 @@ type cachedRow struct {
 	status   *a2a.Message               // the message in task.Status, as written; nil when not known
 	request  json.RawMessage            // the body of the first entry
 	messages map[string]json.RawMessage // messageId -> body of its first message entry
+	size     int                        // bytes of JSON held
+}
+
+// measure sets r.size from what r holds.
+func (r *cachedRow) measure() {
+	t := &r.task
+	n := len(t.Status) + len(t.Artifacts) + len(t.Metadata) + len(t.Checkpoint) + len(t.Question) + len(t.Input) + len(t.Pause) + len(r.request)
+	for _, m := range r.messages {
+		n += len(m)
+	}
+	r.size = n
 }
 
 // load answers LoadTask(id, p) from the cache; ok is false on a miss.
@@ -88,9 +107,6 @@ func (c *rowCache) wrote(saved *store.Task, entries []store.LogEntry, created bo
 			r.request = slices.Clip(entries[0].Body)
 		}
 		c.m[saved.ID] = c.lru.PushFront(r)
-		if c.lru.Len() > rowCacheSize {
-			c.remove(c.lru.Back())
-		}
 	default:
 		return // a task made before this node started, or evicted
 	}
@@ -114,6 +130,15 @@ func (c *rowCache) wrote(saved *store.Task, entries []store.LogEntry, created bo
 		if _, seen := r.messages[e.MessageID]; !seen {
 			r.messages[e.MessageID] = slices.Clip(e.Body)
 		}
+	}
+	c.bytes -= r.size
+	r.measure()
+	c.bytes += r.size
+	if r.size > rowCacheMaxRow {
+		c.remove(c.m[saved.ID])
+	}
+	for (c.bytes > rowCacheBytes || c.lru.Len() > rowCacheSize) && c.lru.Len() > 0 {
+		c.remove(c.lru.Back())
 	}
 }
 
@@ -160,8 +185,10 @@ func (c *rowCache) drop(id string) {
 }
 
 func (c *rowCache) remove(el *list.Element) {
+	r := el.Value.(*cachedRow)
 	c.lru.Remove(el)
-	delete(c.m, el.Value.(*cachedRow).id)
+	delete(c.m, r.id)
+	c.bytes -= r.size
 }
 
 // clipped is a copy of t whose JSON columns have no spare capacity, so
