@@ -55,8 +55,9 @@ type Options struct {
 	// Telemetry: the askpoint servers are measured again with metrics and
 	// tracing on (--telemetry on the bench server), in the same run.
 	Telemetry bool
-	// TelemetryRounds is how many off/on pairs of the SQLite server are
-	// measured in all with Telemetry (the first pair is in the table).
+	// TelemetryRounds, with Telemetry, is how many windows of Duration
+	// the SQLite server is measured with metrics and tracing on, alternating
+	// with TelemetryRounds+1 windows with them off (runTelemetryRounds).
 	TelemetryRounds int
 	CommandLine     string
 	Progress        io.Writer // progress lines; nil: none
@@ -94,7 +95,7 @@ Flags:
 	sdkSeed := fs.String("sdk-seed", "copy", "how paused tasks are added to the SDK server: copy (one paused through the handler, copied into its store) or handler (every one through the handler; minutes per 100,000)")
 	profile := fs.String("profile", "", "write CPU and alloc profiles of each server (an extra, unmeasured run) to this `directory`")
 	telemetry := fs.Bool("telemetry", false, "also measure the askpoint servers with metrics and tracing on (every span sampled, exported to nowhere), in the same run")
-	telemetryRounds := fs.Int("telemetry-rounds", 3, "with --telemetry: off/on pairs of the SQLite server to measure, one after the other, every other pair on first (the median is reported)")
+	telemetryRounds := fs.Int("telemetry-rounds", 7, "with --telemetry: windows of --duration (each after --warmup) with metrics and tracing on, alternating with one more with them off, on two SQLite servers running side by side (0: none)")
 	compare := fs.String("compare", "", "also measure the askpoint servers of this other askpoint `binary` (the commit before a change), in the same run")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -229,33 +230,16 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 	}
-	if o.Telemetry && contains(o.Kinds, KindSQLite) {
-		for i := 1; i < o.TelemetryRounds; i++ {
-			// Every other pair runs on first, so that a load that rises or
-			// falls over the run (a shared machine) favours neither.
-			var pair [2]*KindResult
-			order := []bool{false, true}
-			if i%2 == 1 {
-				order = []bool{true, false}
+	if o.Telemetry && contains(o.Kinds, KindSQLite) && o.TelemetryRounds > 0 {
+		rounds, err := runTelemetryRounds(ctx, o, dir, o.TelemetryRounds)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
-			for _, on := range order {
-				r := &KindResult{Kind: KindSQLite, Telemetry: on, exe: o.Exe}
-				if on {
-					pair[1] = r
-				} else {
-					pair[0] = r
-				}
-				db := filepath.Join(dir, fmt.Sprintf("%s-round%d-load.db", r.fileName(), i))
-				if err := runThroughput(ctx, o, db, nil, r); err != nil {
-					if ctx.Err() != nil {
-						return nil, ctx.Err()
-					}
-					r.Err = err
-					o.progress("telemetry round %d: %v", i, err)
-				}
-			}
-			rep.TelemetryRounds = append(rep.TelemetryRounds, pair)
+			rep.RoundsErr = err
+			o.progress("telemetry rounds: %v", err)
 		}
+		rep.Rounds = rounds
 	}
 	rep.End = time.Now().UTC()
 	rep.LoadEnd = loadAvg()

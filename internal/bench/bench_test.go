@@ -74,6 +74,30 @@ func TestBenchPostgres(t *testing.T) {
 	}
 }
 
+func TestBenchTelemetryAlternatesOffAndOnWindows(t *testing.T) {
+	var out, errs bytes.Buffer
+	args := []string{"--servers", "sqlite", "--paused", "", "--telemetry", "--telemetry-rounds", "2", "--duration", "300ms", "--callers", "2", "--warmup", "0s", "--probe", "100ms", "--pg", ""}
+	if code := Main(args, &out, &errs); code != 0 {
+		t.Fatalf("askpoint bench %s = exit %d\nstderr:\n%s", strings.Join(args, " "), code, errs.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"| (bT) | askpoint, SQLite (WAL, synchronous=FULL), metrics and tracing on | ",
+		"in 5 windows of 300ms (off, on, off, ..., off: 2 on, 3 off)",
+		"| 1 | off | ", "| 2 | on | ", "| 3 | off | ", "| 4 | on | ", "| 5 | off | ",
+		"each on window against the mean of the off windows either side: ",
+		"Summed over all windows (server CPU over round trips): on ",
+		"allocated per round trip on ",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q\noutput:\n%s\nstderr:\n%s", want, got, errs.String())
+		}
+	}
+	if strings.Contains(got, "| 6 |") || strings.Contains(got, "stopped") {
+		t.Errorf("output has more windows than 2 on and 3 off, or stopped short:\n%s", got)
+	}
+}
+
 func TestBenchFlagErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"--paused", "100,10"},

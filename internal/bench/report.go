@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -19,10 +18,10 @@ type Report struct {
 	LoadEnd   string
 	Machine   string
 	Results   []*KindResult
-	// TelemetryRounds are the extra off/on pairs of --telemetry-rounds:
-	// askpoint on SQLite without and with metrics and tracing, one after
-	// the other.
-	TelemetryRounds [][2]*KindResult
+	// Rounds are the interleaved windows of --telemetry-rounds, in the
+	// order run (off, on, ..., off); RoundsErr why they stopped short.
+	Rounds    []telemetryRound
+	RoundsErr error
 }
 
 var rowNames = map[string]string{KindSDK: "(a)", KindSQLite: "(b)", KindSQLiteGRPC: "(b′)", KindPostgres: "(c)"}
@@ -288,8 +287,8 @@ func bytesIEC(f float64) string {
 }
 
 // telemetryCost says, for each server measured with metrics and tracing
-// on, how much more server CPU a round trip cost than with them off; with
-// several rounds, each pair's figure and their median.
+// on, how much more server CPU a round trip cost than with them off in the
+// table's two rows, then the interleaved rounds.
 func telemetryCost(w io.Writer, rep *Report) {
 	for _, on := range rep.Results {
 		if !on.Telemetry || !on.ok() {
@@ -299,32 +298,13 @@ func telemetryCost(w io.Writer, rep *Report) {
 			if off.Kind != on.Kind || off.Telemetry || off.Before || !off.ok() {
 				continue
 			}
-			pairs := [][2]*KindResult{{off, on}}
-			if on.Kind == KindSQLite {
-				pairs = append(pairs, rep.TelemetryRounds...)
-			}
-			var costs []float64
-			var each []string
-			for _, p := range pairs {
-				if !p[0].ok() || !p[1].ok() {
-					continue
-				}
-				offCPU, onCPU := 1/p[0].rtPerCPU(), 1/p[1].rtPerCPU()
-				c := (onCPU/offCPU - 1) * 100
-				costs = append(costs, c)
-				each = append(each, fmt.Sprintf("%.0f against %.0f µs (%+.1f%%)", onCPU*1e6, offCPU*1e6, c))
-			}
-			if len(costs) == 0 {
-				continue
-			}
-			sorted := append([]float64(nil), costs...)
-			sort.Float64s(sorted)
-			med := sorted[len(sorted)/2]
-			if len(sorted)%2 == 0 {
-				med = (sorted[len(sorted)/2-1] + sorted[len(sorted)/2]) / 2
-			}
-			fmt.Fprintf(w, "Metrics and tracing on, %s vs %s: server CPU per round trip with them on against off, %d pairs run one after the other: %s; median %+.1f%%.\n\n",
-				on.Name(), off.Name(), len(costs), strings.Join(each, "; "), med)
+			offCPU, onCPU := 1/off.rtPerCPU(), 1/on.rtPerCPU()
+			fmt.Fprintf(w, "Metrics and tracing on, %s vs %s (the table's rows, one run each): server CPU per round trip %.0f against %.0f µs (%+.1f%%).\n\n",
+				on.Name(), off.Name(), onCPU*1e6, offCPU*1e6, (onCPU/offCPU-1)*100)
 		}
+	}
+	telemetryRoundsReport(w, rep.Opts, rep.Rounds)
+	if rep.RoundsErr != nil {
+		fmt.Fprintf(w, "The interleaved rounds stopped: %s.\n\n", oneLine(rep.RoundsErr.Error()))
 	}
 }

@@ -24,7 +24,8 @@ import (
 type Engine struct {
 	cfg    Config
 	log    *slog.Logger
-	obs    Observer // nil: nothing is observed
+	obs    Observer  // nil: nothing is observed
+	kinds  kindCache // question kinds by answer schema, with an observer
 	store  store.Store
 	agents map[string]*agentEntry
 	order  []string

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -23,8 +24,10 @@ import (
 // (Config.Observer nil) the engine calls nothing and computes nothing for
 // it. Implementations must be safe for concurrent use and return quickly.
 type Observer interface {
-	// Transition is called after a change of a task was committed.
-	Transition(ctx context.Context, t *Transition)
+	// Transition is called after a change of a task was committed. t is
+	// passed by value: it is the observer's to keep or not, and a change
+	// observed allocates nothing for it.
+	Transition(ctx context.Context, t Transition)
 	// Event counts one occurrence of e for agent ("" when not known).
 	Event(ctx context.Context, agent string, e Event)
 	// StartStep starts the span of one agent step; end is called when the
@@ -130,6 +133,17 @@ func (ch commitNote) resumes() bool {
 	return ch.in != nil && (ch.in.Expired || (ch.in.Kind == inputAnswer && ch.in.Answer != nil))
 }
 
+// pausedFrom is the pause state of ch.prev: the one resumeRow decoded
+// when the change resumes that row, else decoded now (nil when it does
+// not decode).
+func (ch commitNote) pausedFrom() *pauseState {
+	if ch.in != nil && ch.in.paused != nil && ch.in.pausedRow == ch.prev {
+		return ch.in.paused
+	}
+	p, _ := decodePause(ch.prev)
+	return p
+}
+
 // observeBefore, on a write that opens a question while tracing records,
 // keeps the asking span's traceparent in the pause state, so that the step
 // resumed by the answer, however much later, links to it.
@@ -161,7 +175,7 @@ func (s *Engine) observe(ctx context.Context, ch commitNote, saved *store.Task, 
 	if s.obs == nil && !debug {
 		return
 	}
-	t := &Transition{TaskID: saved.ID, ContextID: saved.ContextID, Agent: saved.Agent, To: saved.State, Cause: ch.cause}
+	t := Transition{TaskID: saved.ID, ContextID: saved.ContextID, Agent: saved.Agent, To: saved.State, Cause: ch.cause}
 	// Whether a question opened, was replaced or closed is told by the
 	// question column alone: no decoding on a change that asks nothing.
 	var prevQ json.RawMessage
@@ -174,7 +188,7 @@ func (s *Engine) observe(ctx context.Context, ch commitNote, saved *store.Task, 
 	replaced := hadQ && hasQ && !bytes.Equal(prevQ, nextQ)
 	resumed := ch.resumes()
 	if hadQ && (!hasQ || (resumed && replaced) || ch.cause == "expire") {
-		p, _ := decodePause(ch.prev)
+		p := ch.pausedFrom()
 		if p != nil && p.Kind != "" {
 			t.ClosedKind = p.Kind
 		} else {
@@ -283,6 +297,40 @@ func schemaKind(schema json.RawMessage) string {
 	if len(k) > 80 {
 		k = k[:80]
 	}
+	return k
+}
+
+// kindCache keeps schemaKind by answer schema: an agent asks the same few
+// questions again and again, so each schema is decoded once, not at every
+// question. Bounded in entries and in the size of a schema kept; when full
+// it starts again.
+type kindCache struct {
+	mu sync.RWMutex
+	m  map[string]string
+}
+
+const (
+	maxKinds      = 256
+	maxKindSchema = 8 << 10
+)
+
+func (c *kindCache) kind(schema json.RawMessage) string {
+	if len(schema) > maxKindSchema {
+		return schemaKind(schema)
+	}
+	c.mu.RLock()
+	k, ok := c.m[string(schema)]
+	c.mu.RUnlock()
+	if ok {
+		return k
+	}
+	k = schemaKind(schema)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxKinds {
+		c.m = make(map[string]string)
+	}
+	c.m[string(schema)] = k
+	c.mu.Unlock()
 	return k
 }
 

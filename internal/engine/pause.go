@@ -91,7 +91,7 @@ func decodePause(t *store.Task) (*pauseState, error) {
 func (s *Engine) preparePause(o Outcome, q *question.Question, agent Agent, now time.Time) (*pauseState, error) {
 	p := &pauseState{Asked: now, Question: q.ID, Expires: q.Expires, OnExpiry: o.expiryAction()}
 	if s.obs != nil {
-		p.Kind = schemaKind(q.Schema)
+		p.Kind = s.kinds.kind(q.Schema)
 	}
 	switch p.OnExpiry {
 	case ExpireFail, ExpireCancel:

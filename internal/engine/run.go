@@ -37,6 +37,12 @@ type runInput struct {
 	// Trace is the traceparent of the request that asked the question
 	// this input resumes from (pauseState.Trace), "" when none.
 	Trace string `json:"trace,omitempty"`
+
+	// paused is the pause state resumeRow decoded from the row paused,
+	// so that the commit's observer reads the question's kind and age
+	// without decoding it again; nil when the input was not built so.
+	paused    *pauseState
+	pausedRow *store.Task
 }
 
 const (
@@ -59,6 +65,7 @@ func (s *Engine) resumeRow(t *store.Task, in *runInput, msg *a2a.Message, note s
 	}
 	in.Holds = holdsOnResume(p, now)
 	in.Trace = p.Trace
+	in.paused, in.pausedRow = p, t
 	next := *t
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
 	keepDigest(&next, p.WakeDigest)

@@ -14,9 +14,13 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/internal/engine"
+	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -112,6 +116,12 @@ func benchSetup(b *testing.B, config ...func(*askpoint.Config)) *a2aclient.Clien
 	if len(config) > 0 {
 		opts.Config = config[0]
 	}
+	return benchSetupWith(b, opts)
+}
+
+// benchSetupWith is benchSetup with the server started with opts.
+func benchSetupWith(b *testing.B, opts apitest.Options) *a2aclient.Client {
+	b.Helper()
 	env := apitest.Start(b, opts)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 256, 256
@@ -199,5 +209,43 @@ func benchReport(b *testing.B, cpuBefore time.Duration) {
 	}
 	if cpu := benchCPU() - cpuBefore; cpu > 0 {
 		b.ReportMetric(float64(b.N)/cpu.Seconds(), "roundtrips/cpu-s")
+	}
+}
+
+// BenchmarkTelemetry is the one-caller round trip with metrics and tracing
+// off and on: every metric, the timed store, a server span per request and
+// a span per step, every span sampled and batched to an exporter that drops
+// them (what `askpoint bench --telemetry` measures). Client and server
+// share the process, but the client is the same in both, so the difference
+// in B/op and allocs/op is the server's telemetry:
+//
+//	go test -run '^$' -bench Telemetry -benchtime 2000x -count 5 ./internal/servertest/
+func BenchmarkTelemetry(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("on=%v", on), func(b *testing.B) {
+			var c *a2aclient.Client
+			if on {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+				obs := &telemetry.Observer{Metrics: telemetry.NewMetrics(), Tracer: tp.Tracer(telemetry.TracerName)}
+				c = benchSetupWith(b, apitest.Options{Quiet: true, Wrap: obs.Middleware, Config: func(cfg *askpoint.Config) {
+					cfg.Store = obs.Metrics.TimedStore(cfg.Store)
+					*cfg = engine.WithObserver(*cfg, obs).(askpoint.Config)
+				}})
+			} else {
+				c = benchSetupWith(b, apitest.Options{Quiet: true})
+			}
+			ctx := b.Context()
+			b.ReportAllocs()
+			cpu := benchCPU()
+			b.ResetTimer()
+			for range b.N {
+				if err := benchRoundTrip(ctx, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			benchReport(b, cpu)
+		})
 	}
 }

@@ -41,6 +41,13 @@ type Metrics struct {
 	storeSeconds    *prometheus.HistogramVec
 	openMu          sync.Mutex
 	openInitialised bool
+
+	// children are the series of the vectors each round trip changes.
+	children struct {
+		transitions, closed, asked, tasks children[prometheus.Counter]
+		questionsOpen                     children[prometheus.Gauge]
+		answerSeconds                     children[prometheus.Observer]
+	}
 }
 
 // answerBuckets span a quick answer in seconds to a slow one in days.
@@ -81,6 +88,10 @@ func NewMetrics() *Metrics {
 		m.push.WithLabelValues(o)
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	c := &m.children
+	c.transitions.new, c.closed.new, c.asked.new, c.tasks.new = m.transitions.WithLabelValues, m.closed.WithLabelValues, m.asked.WithLabelValues, m.tasks.WithLabelValues
+	c.questionsOpen.new = m.questionsOpen.WithLabelValues
+	c.answerSeconds.new = m.answerSeconds.WithLabelValues
 	return m
 }
 
@@ -93,20 +104,21 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 func (m *Metrics) transition(t *engine.Transition) {
-	m.transitions.WithLabelValues(t.Agent, t.Cause).Inc()
+	c := &m.children
+	c.transitions.get(2, t.Agent, t.Cause, "").Inc()
 	if t.Closed != "" {
-		m.closed.WithLabelValues(t.Agent, t.ClosedKind, string(t.Closed)).Inc()
-		m.questionsOpen.WithLabelValues(t.Agent).Dec()
+		c.closed.get(3, t.Agent, t.ClosedKind, string(t.Closed)).Inc()
+		c.questionsOpen.get(1, t.Agent, "", "").Dec()
 		switch t.Closed {
 		case engine.QuestionAnswered:
-			m.answerSeconds.WithLabelValues(t.Agent, t.ClosedKind).Observe(t.Waited.Seconds())
+			c.answerSeconds.get(2, t.Agent, t.ClosedKind, "").Observe(t.Waited.Seconds())
 		case engine.QuestionExpired:
 			m.expired.WithLabelValues(t.Agent, t.Expiry).Inc()
 		}
 	}
 	if t.Asked {
-		m.asked.WithLabelValues(t.Agent, t.Kind).Inc()
-		m.questionsOpen.WithLabelValues(t.Agent).Inc()
+		c.asked.get(2, t.Agent, t.Kind, "").Inc()
+		c.questionsOpen.get(1, t.Agent, "", "").Inc()
 	}
 	if t.Reasked {
 		m.reasks.WithLabelValues(t.Agent, t.Kind).Inc()
@@ -115,8 +127,37 @@ func (m *Metrics) transition(t *engine.Transition) {
 		m.reminders.WithLabelValues(t.Agent).Inc()
 	}
 	if t.Ended {
-		m.tasks.WithLabelValues(t.Agent, string(t.To)).Inc()
+		c.tasks.get(2, t.Agent, string(t.To), "").Inc()
 	}
+}
+
+// children keeps the series of a vector by label values, for the metrics
+// every round trip changes: WithLabelValues hashes and checks its labels at
+// every call, a map keyed by them finds the series at less cost. The
+// series kept are the vector's own (their number is the vector's).
+type children[M any] struct {
+	mu  sync.RWMutex
+	m   map[[3]string]M
+	new func(labels ...string) M
+}
+
+// get is the series of the first n of a, b, d.
+func (c *children[M]) get(n int, a, b, d string) M {
+	key := [3]string{a, b, d}
+	c.mu.RLock()
+	s, ok := c.m[key]
+	c.mu.RUnlock()
+	if ok {
+		return s
+	}
+	s = c.new([]string{a, b, d}[:n]...)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[[3]string]M)
+	}
+	c.m[key] = s
+	c.mu.Unlock()
+	return s
 }
 
 func (m *Metrics) event(agent string, e engine.Event) {

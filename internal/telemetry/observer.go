@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"encoding/hex"
 	"net/http"
 	"strings"
 	"sync"
@@ -26,6 +27,8 @@ type Observer struct {
 	// starts again (a delivery then starts a trace of its own).
 	mu   sync.Mutex
 	last map[string]trace.SpanContext
+
+	names spanNames
 }
 
 // stepSpan starts the name of an agent step's span.
@@ -38,9 +41,9 @@ var _ engine.Observer = (*Observer)(nil)
 
 // Transition counts a committed change and, when tracing, notes it on the
 // span in ctx (the A2A request's or the step's) with the task's IDs.
-func (o *Observer) Transition(ctx context.Context, t *engine.Transition) {
+func (o *Observer) Transition(ctx context.Context, t engine.Transition) {
 	if o.Metrics != nil {
-		o.Metrics.transition(t)
+		o.Metrics.transition(&t)
 	}
 	if o.Tracer == nil {
 		return
@@ -49,12 +52,13 @@ func (o *Observer) Transition(ctx context.Context, t *engine.Transition) {
 	if !span.IsRecording() {
 		return
 	}
-	if ro, ok := span.(interface{ Name() string }); !ok || !strings.HasPrefix(ro.Name(), stepSpan) {
+	if rs, _ := ctx.Value(servedKey{}).(*served); rs != nil && rs.span == span {
+		// The request's server span: its attributes are set once, as it ends.
+		if !rs.note(&t) {
+			return // it ended meanwhile
+		}
+	} else if t.Closed != "" {
 		// A step's span has its task's IDs from its start.
-		span.SetAttributes(attribute.String("askpoint.task_id", t.TaskID), attribute.String("askpoint.context_id", t.ContextID),
-			attribute.String("askpoint.agent", t.Agent))
-	}
-	if t.Closed != "" {
 		span.SetAttributes(attribute.String("askpoint.question", string(t.Closed)))
 	}
 	o.mu.Lock()
@@ -91,16 +95,40 @@ func (o *Observer) StartStep(ctx context.Context, s engine.StepInfo) (context.Co
 	if s.Parent != "" && !trace.SpanContextFromContext(ctx).IsValid() {
 		ctx = o.extract(ctx, s.Parent)
 	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(
-		attribute.String("askpoint.task_id", s.TaskID), attribute.String("askpoint.context_id", s.ContextID),
-		attribute.String("askpoint.agent", s.Agent))}
-	if s.Link != "" {
-		if sc := trace.SpanContextFromContext(o.extract(context.Background(), s.Link)); sc.IsValid() {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("askpoint.link", "asked")}}))
-		}
+	name := o.names.get("", s.Agent, stepSpan)
+	var span trace.Span
+	if sc := o.linked(s.Link); sc.IsValid() {
+		ctx, span = o.Tracer.Start(ctx, name, internalKind,
+			trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{askedLink}}))
+	} else {
+		ctx, span = o.Tracer.Start(ctx, name, internalKind)
 	}
-	ctx, span := o.Tracer.Start(ctx, stepSpan+s.Agent, opts...)
+	if span.IsRecording() {
+		// Set after the start rather than with trace.WithAttributes, which
+		// copies them once more (the SDK's samplers do not read them).
+		span.SetAttributes(attribute.String("askpoint.task_id", s.TaskID), attribute.String("askpoint.context_id", s.ContextID),
+			attribute.String("askpoint.agent", s.Agent))
+	}
 	return ctx, endWith(span)
+}
+
+var (
+	internalKind = trace.WithSpanKind(trace.SpanKindInternal)
+	serverKind   = trace.WithSpanKind(trace.SpanKindServer)
+	clientKind   = trace.WithSpanKind(trace.SpanKindClient)
+	askedLink    = attribute.String("askpoint.link", "asked")
+)
+
+// linked is the span context of a kept traceparent, invalid when there is
+// none or it does not parse.
+func (o *Observer) linked(traceparent string) trace.SpanContext {
+	if traceparent == "" {
+		return trace.SpanContext{}
+	}
+	if sc, ok := parseTraceParent(traceparent); ok {
+		return sc
+	}
+	return trace.SpanContextFromContext(o.prop.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent}))
 }
 
 // StartPush starts the span of a push delivery, in the trace of the
@@ -115,7 +143,7 @@ func (o *Observer) StartPush(ctx context.Context, taskID string) (context.Contex
 	if ok {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
-	ctx, span := o.Tracer.Start(ctx, "askpoint.push", trace.WithSpanKind(trace.SpanKindClient),
+	ctx, span := o.Tracer.Start(ctx, "askpoint.push", clientKind,
 		trace.WithAttributes(attribute.String("askpoint.task_id", taskID)))
 	return ctx, endWith(span)
 }
@@ -140,48 +168,164 @@ func (o *Observer) TraceParent(ctx context.Context) string {
 	if !sc.IsValid() {
 		return ""
 	}
-	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String()
+	// 00-<32 hex trace ID>-<16 hex span ID>-<2 hex flags>, built in one
+	// buffer (the IDs' String methods allocate one string each).
+	var b [55]byte
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b[0], b[1], b[2] = '0', '0', '-'
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	hex.Encode(b[53:55], []byte{byte(sc.TraceFlags())})
+	return string(b[:])
 }
 
 // extract is ctx with the remote span context of traceparent (one the
-// engine kept from TraceParent: version 00, no tracestate), parsed without
-// the propagator's carrier; ctx unchanged when it does not parse.
+// engine kept from TraceParent), ctx unchanged when it does not parse.
 func (o *Observer) extract(ctx context.Context, traceparent string) context.Context {
+	if sc, ok := parseTraceParent(traceparent); ok {
+		return trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
+	return o.prop.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+}
+
+// parseTraceParent parses a traceparent as TraceParent writes it (version
+// 00, no tracestate) without the propagator's carrier; false when it is not
+// of that form (the propagator then reads it).
+func parseTraceParent(traceparent string) (trace.SpanContext, bool) {
 	// 00-<32 hex trace ID>-<16 hex span ID>-<2 hex flags>
 	if len(traceparent) != 55 || traceparent[:3] != "00-" || traceparent[35] != '-' || traceparent[52] != '-' {
-		return o.prop.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+		return trace.SpanContext{}, false
 	}
 	tid, err1 := trace.TraceIDFromHex(traceparent[3:35])
 	sid, err2 := trace.SpanIDFromHex(traceparent[36:52])
 	if err1 != nil || err2 != nil {
-		return ctx
+		return trace.SpanContext{}, false
 	}
 	var flags trace.TraceFlags
 	if traceparent[53:] == "01" {
 		flags = trace.FlagsSampled
 	}
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true})
-	return trace.ContextWithRemoteSpanContext(ctx, sc)
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true}), true
 }
 
 // Middleware gives every request a server span, a child of the caller's
 // W3C traceparent when it sends one. Without a tracer it returns h.
+//
+// The span's attributes (method, path, status, and the task's IDs that the
+// engine tells Transition) are set once, when it ends: one write of the
+// span's attribute list instead of one per change.
 func (o *Observer) Middleware(h http.Handler) http.Handler {
 	if o == nil || o.Tracer == nil {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := o.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := o.Tracer.Start(ctx, "a2a "+r.Method+" /"+agentOf(r.URL.Path), trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path)))
-		defer span.End()
-		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
-		h.ServeHTTP(sw, r.WithContext(ctx))
-		span.SetAttributes(attribute.Int("http.response.status_code", sw.code))
-		if sw.code >= 500 {
-			span.SetStatus(codes.Error, http.StatusText(sw.code))
+		ctx := r.Context()
+		if _, ok := r.Header["Traceparent"]; ok { // the server's header keys are canonical
+			ctx = o.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 		}
+		sv := &served{statusWriter: statusWriter{ResponseWriter: w, code: http.StatusOK}}
+		ctx, sv.span = o.Tracer.Start(ctx, o.names.get(r.Method, agentOf(r.URL.Path), "a2a "), serverKind)
+		defer sv.end(r)
+		h.ServeHTTP(&sv.statusWriter, r.WithContext(context.WithValue(ctx, servedKey{}, sv)))
 	})
+}
+
+// served is one request under Middleware: its response's status and its
+// server span, with what the engine told of the request's task, kept until
+// the span ends. The handler's context has it under servedKey.
+type served struct {
+	statusWriter
+	span trace.Span
+
+	mu                       sync.Mutex
+	ended                    bool
+	taskID, contextID, agent string
+	question                 string
+}
+
+type servedKey struct{}
+
+// note keeps what t tells of the request's task; false when the span ended.
+func (s *served) note(t *engine.Transition) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return false
+	}
+	s.taskID, s.contextID, s.agent = t.TaskID, t.ContextID, t.Agent
+	if t.Closed != "" {
+		s.question = string(t.Closed)
+	}
+	return true
+}
+
+func (s *served) end(r *http.Request) {
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
+	if s.span.IsRecording() {
+		n := 3
+		if s.taskID != "" {
+			n += 3
+		}
+		if s.question != "" {
+			n++
+		}
+		a := make([]attribute.KeyValue, 0, n)
+		a = append(a, attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
+			attribute.Int("http.response.status_code", s.code))
+		if s.taskID != "" {
+			a = append(a, attribute.String("askpoint.task_id", s.taskID), attribute.String("askpoint.context_id", s.contextID),
+				attribute.String("askpoint.agent", s.agent))
+		}
+		if s.question != "" {
+			a = append(a, attribute.String("askpoint.question", s.question))
+		}
+		s.span.SetAttributes(a...)
+	}
+	if s.code >= 500 {
+		s.span.SetStatus(codes.Error, http.StatusText(s.code))
+	}
+	s.span.End()
+}
+
+// spanNames keeps span names by method and agent, so that a request's or a
+// step's name is not built again each time. Bounded (a path's first
+// segment is the caller's to choose): when full, names are built and not
+// kept.
+type spanNames struct {
+	mu sync.RWMutex
+	m  map[[2]string]string
+}
+
+const maxSpanNames = 256
+
+// get is prefix+agent for a step (method ""), prefix+method+" /"+agent for
+// a request.
+func (n *spanNames) get(method, agent, prefix string) string {
+	key := [2]string{method, agent}
+	n.mu.RLock()
+	name, ok := n.m[key]
+	n.mu.RUnlock()
+	if ok {
+		return name
+	}
+	if method == "" {
+		name = prefix + agent
+	} else {
+		name = prefix + method + " /" + agent
+	}
+	n.mu.Lock()
+	if n.m == nil {
+		n.m = make(map[[2]string]string)
+	}
+	if len(n.m) < maxSpanNames {
+		n.m[key] = name
+	}
+	n.mu.Unlock()
+	return name
 }
 
 // Transport injects the W3C traceparent of the request's context into

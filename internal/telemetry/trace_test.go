@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
@@ -123,6 +124,33 @@ func TestOneRequestIsOneTrace(t *testing.T) {
 		}
 	}
 
+	// A request's server span has the request and, when the request
+	// itself wrote the task (the expense agent's, here), the task's IDs.
+	request := func(id trace.TraceID, name string, attrs map[string]string) bool {
+		for _, s := range exp.GetSpans() {
+			if s.Name != name || s.SpanContext.TraceID() != id || s.SpanKind != trace.SpanKindServer {
+				continue
+			}
+			ok := true
+			for k, v := range attrs {
+				ok = ok && hasAttr(s, k, v)
+			}
+			if ok {
+				return true
+			}
+		}
+		return false
+	}
+	asked := map[string]string{"http.request.method": "POST", "url.path": "/expense/jsonrpc", "http.response.status_code": "200",
+		"askpoint.task_id": "*", "askpoint.context_id": "*", "askpoint.agent": "expense"}
+	for !request(first, "a2a POST /expense", asked) {
+		select {
+		case <-done.ch:
+		case <-ctx.Done():
+			t.Fatalf("no server span a2a POST /expense in the caller's trace has %v; server spans: %v", asked, servers(exp.GetSpans()))
+		}
+	}
+
 	// The answer comes in a trace of its own; the step it resumes links
 	// back to the trace that asked.
 	q, ok, err := question.FromMessage(task.Status.Message)
@@ -157,6 +185,14 @@ func TestOneRequestIsOneTrace(t *testing.T) {
 			t.Fatalf("no assistant step in the answer's trace links to the asking trace; spans: %v", names(exp.GetSpans()))
 		}
 	}
+	answered := map[string]string{"http.response.status_code": "200", "askpoint.agent": "expense", "askpoint.question": "answered"}
+	for !request(second.SpanContext().TraceID(), "a2a POST /expense", answered) {
+		select {
+		case <-done.ch:
+		case <-ctx.Done():
+			t.Fatalf("no server span a2a POST /expense in the answer's trace has %v; server spans: %v", answered, servers(exp.GetSpans()))
+		}
+	}
 }
 
 func dataPart(v map[string]any) *a2a.Part {
@@ -165,9 +201,11 @@ func dataPart(v map[string]any) *a2a.Part {
 	return p
 }
 
+// hasAttr reports whether s has the attribute key with the value want
+// ("*": any value).
 func hasAttr(s tracetest.SpanStub, key, want string) bool {
 	for _, a := range s.Attributes {
-		if string(a.Key) == key && a.Value.AsString() == want {
+		if string(a.Key) == key && (want == "*" || a.Value.Emit() == want) {
 			return true
 		}
 	}
@@ -178,6 +216,16 @@ func names(spans tracetest.SpanStubs) []string {
 	var out []string
 	for _, s := range spans {
 		out = append(out, s.Name+"@"+s.SpanContext.TraceID().String()[:8])
+	}
+	return out
+}
+
+func servers(spans tracetest.SpanStubs) []string {
+	var out []string
+	for _, s := range spans {
+		if s.SpanKind == trace.SpanKindServer {
+			out = append(out, fmt.Sprintf("%s@%s %v", s.Name, s.SpanContext.TraceID().String()[:8], s.Attributes))
+		}
 	}
 	return out
 }

@@ -1,0 +1,166 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// telemetryRound is one measured window of the interleaved telemetry
+// rounds: one server's CPU, round trips and allocations over it.
+type telemetryRound struct {
+	On         bool // metrics and tracing on
+	RoundTrips int
+	Errors     int
+	Elapsed    time.Duration
+	CPU        time.Duration
+	Alloc      uint64 // bytes allocated by the server
+	Mallocs    uint64
+}
+
+func (r telemetryRound) cpuPerRT() float64 {
+	if r.RoundTrips == 0 {
+		return 0
+	}
+	return r.CPU.Seconds() / float64(r.RoundTrips)
+}
+
+// runTelemetryRounds measures askpoint on SQLite with metrics and tracing
+// off and on in alternating windows: two servers, one of each, run side by
+// side for the whole series, and the load moves from one to the other
+// (off, on, off, ..., off: n windows on, n+1 off), so that a load on the
+// machine that changes over the run weighs on both alike. Each window is
+// preceded by an unmeasured warm-up of its server.
+func runTelemetryRounds(ctx context.Context, o Options, dir string, n int) ([]telemetryRound, error) {
+	var procs [2]*serverProc
+	var loads [2]func(time.Duration) loadResult
+	for i, on := range []bool{false, true} {
+		r := &KindResult{Kind: KindSQLite, Telemetry: on, exe: o.Exe}
+		o.progress("telemetry rounds: starting the %s server", onOff(on))
+		p, err := startServer(ctx, r.binary(o), r.serverArgs(o, filepath.Join(dir, r.fileName()+"-rounds.db")), o.Progress)
+		if err != nil {
+			return nil, err
+		}
+		defer p.stop()
+		c, closeClient, err := newClient(ctx, p.base+"/expense/jsonrpc", o.Callers)
+		if err != nil {
+			return nil, err
+		}
+		defer closeClient()
+		if _, _, err := roundTrip(ctx, c); err != nil {
+			return nil, fmt.Errorf("telemetry rounds, %s: first round trip: %w", onOff(on), err)
+		}
+		procs[i] = p
+		loads[i] = func(d time.Duration) loadResult { return runLoad(ctx, c, o.Callers, d) }
+	}
+	var out []telemetryRound
+	for i := 0; i < 2*n+1; i++ {
+		side := i % 2 // 0 off, 1 on
+		p, load := procs[side], loads[side]
+		if o.Warmup > 0 {
+			load(o.Warmup)
+		}
+		s0, err := p.stats(ctx, false)
+		if err != nil {
+			return nil, err
+		}
+		cpu0, err := p.cpu()
+		if err != nil {
+			return nil, err
+		}
+		res := load(o.Duration)
+		cpu1, err := p.cpu()
+		if err != nil {
+			return nil, err
+		}
+		s1, err := p.stats(ctx, false)
+		if err != nil {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		r := telemetryRound{On: side == 1, RoundTrips: res.roundTrips, Errors: res.errors, Elapsed: res.elapsed,
+			CPU: cpu1 - cpu0, Alloc: s1.TotalAlloc - s0.TotalAlloc, Mallocs: s1.Mallocs - s0.Mallocs}
+		o.progress("telemetry round %d (%s): %d round trips (%d errors), server CPU %v, %.0f µs per round trip",
+			i+1, onOff(r.On), r.RoundTrips, r.Errors, r.CPU, r.cpuPerRT()*1e6)
+		if res.roundTrips == 0 {
+			return nil, fmt.Errorf("telemetry round %d (%s): no round trip succeeded: %v", i+1, onOff(r.On), res.firstErr)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+// telemetryRoundsReport writes the interleaved rounds: each window, each
+// "on" window against the mean of the "off" windows either side of it
+// (their median), and the sums over all windows.
+func telemetryRoundsReport(w io.Writer, o Options, rounds []telemetryRound) {
+	if len(rounds) < 3 {
+		return
+	}
+	n := len(rounds) / 2
+	fmt.Fprintf(w, "Metrics and tracing on against off, interleaved: askpoint on SQLite, one server with them off and one with them on, side by side; "+
+		"the load (%d callers) alternates between them in %d windows of %v (off, on, off, ..., off: %d on, %d off), each after %v of unmeasured warm-up of its server.\n\n",
+		o.Callers, len(rounds), o.Duration, n, n+1, o.Warmup)
+	fmt.Fprintln(w, "| window | metrics and tracing | round trips | server CPU | CPU per round trip | allocated per round trip |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for i, r := range rounds {
+		errs := ""
+		if r.Errors > 0 {
+			errs = fmt.Sprintf(" (%d failed)", r.Errors)
+		}
+		fmt.Fprintf(w, "| %d | %s | %s%s | %s | %.0f µs | %s, %s allocs |\n", i+1, onOff(r.On), num(float64(r.RoundTrips)), errs,
+			r.CPU.Round(time.Millisecond), r.cpuPerRT()*1e6, bytesSI(float64(r.Alloc)/float64(r.RoundTrips)), num(float64(r.Mallocs)/float64(r.RoundTrips)))
+	}
+	fmt.Fprintln(w)
+	var each []string
+	var costs []float64
+	for i := 1; i < len(rounds); i += 2 {
+		off := (rounds[i-1].cpuPerRT() + rounds[i+1].cpuPerRT()) / 2
+		c := (rounds[i].cpuPerRT()/off - 1) * 100
+		costs = append(costs, c)
+		each = append(each, fmt.Sprintf("%+.1f%%", c))
+	}
+	var sum [2]telemetryRound
+	for _, r := range rounds {
+		s := &sum[map[bool]int{false: 0, true: 1}[r.On]]
+		s.RoundTrips += r.RoundTrips
+		s.CPU += r.CPU
+		s.Alloc += r.Alloc
+		s.Mallocs += r.Mallocs
+	}
+	offCPU, onCPU := sum[0].cpuPerRT(), sum[1].cpuPerRT()
+	offAlloc, onAlloc := float64(sum[0].Alloc)/float64(sum[0].RoundTrips), float64(sum[1].Alloc)/float64(sum[1].RoundTrips)
+	offMallocs, onMallocs := float64(sum[0].Mallocs)/float64(sum[0].RoundTrips), float64(sum[1].Mallocs)/float64(sum[1].RoundTrips)
+	fmt.Fprintf(w, "Server CPU per round trip, each on window against the mean of the off windows either side: %s; median %+.1f%%.\n\n",
+		strings.Join(each, ", "), median(costs))
+	fmt.Fprintf(w, "Summed over all windows (server CPU over round trips): on %.0f µs against off %.0f µs per round trip (%+.1f%%); "+
+		"allocated per round trip on %s against off %s (%+.1f%%), %s against %s allocations (%+.1f%%).\n\n",
+		onCPU*1e6, offCPU*1e6, (onCPU/offCPU-1)*100,
+		bytesSI(onAlloc), bytesSI(offAlloc), (onAlloc/offAlloc-1)*100,
+		num(onMallocs), num(offMallocs), (onMallocs/offMallocs-1)*100)
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
