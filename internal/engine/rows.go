@@ -203,14 +203,19 @@ func clipped(t *store.Task) store.Task {
 }
 
 // loadTask is store.LoadTask, answered from the cache of rows this node
-// wrote when the store is one process's.
-func (s *Engine) loadTask(ctx context.Context, id string, p store.LoadParams) (*store.Loaded, error) {
+// wrote when the store is one process's; kept says it was. A kept row may
+// be stale when a write of this node's reached the cache out of order (a
+// step's outcome before the message it resumed, see wrote), so it may
+// decide only a write, which the compare-and-set checks: a caller that
+// would decide anything else from it drops it and loads again.
+func (s *Engine) loadTask(ctx context.Context, id string, p store.LoadParams) (l *store.Loaded, kept bool, err error) {
 	if s.serialised() {
 		if l, ok := s.rows.load(id, p); ok {
-			return l, nil
+			return l, true, nil
 		}
 	}
-	return s.store.LoadTask(ctx, id, p)
+	l, err = s.store.LoadTask(ctx, id, p)
+	return l, false, err
 }
 
 // extendLease is store.ExtendLease for this node, with the cached row

@@ -268,15 +268,10 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 	unlock := s.lockTask(id)
 	defer unlock()
 	var out *accepted
-	sawOpen := "" // the open question this request saw before it lost a race
-	err := retryCAS(func() error {
-		l, err := s.loadTask(ctx, id, store.LoadParams{MessageID: req.Message.ID, Request: true})
-		if errors.Is(err, store.ErrNotFound) {
-			return errTaskNotFound(id)
-		}
-		if err != nil {
-			return errInternal(err)
-		}
+	sawOpen := ""  // the open question this request saw before it lost a race
+	wrote := false // the attempt wrote the task
+	decide := func(l *store.Loaded) error {
+		var err error
 		t := l.Task
 		if t.Agent != h.name || t.Tenant != req.Tenant || t.Owner != principalFrom(ctx) {
 			return errTaskNotFound(id)
@@ -336,6 +331,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 				if err != nil {
 					return errInternal(err)
 				}
+				wrote = true
 				return a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("%s, before this answer came; the answer was not taken and the task %s",
 					expired.Error(), expiryResult(saved)))
 			}
@@ -365,6 +361,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 				w.known = &knownLog{noPriorArtifacts: len(t.Artifacts) == 0}
 			}
 			if final, ok := s.runQuick(w); ok {
+				wrote = true
 				out = &accepted{task: final, known: w.known}
 				return nil
 			} else if w.lostPending {
@@ -384,6 +381,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		if err != nil {
 			return errInternal(err)
 		}
+		wrote = true
 		known := prior
 		if known == nil {
 			known = &knownLog{noPriorArtifacts: len(t.Artifacts) == 0}
@@ -394,6 +392,25 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			out.work = &work{task: saved, in: in, request: request, trace: s.traceParent(ctx)}
 		}
 		return nil
+	}
+	err := retryCAS(func() error {
+		l, kept, err := s.loadTask(ctx, id, store.LoadParams{MessageID: req.Message.ID, Request: true})
+		if errors.Is(err, store.ErrNotFound) {
+			return errTaskNotFound(id)
+		}
+		if err != nil {
+			return errInternal(err)
+		}
+		out, wrote = nil, false
+		err = decide(l)
+		if kept && !wrote && !errors.Is(err, store.ErrConflict) {
+			// A kept row decides only what it writes (a compare-and-set
+			// checks it); an answer that writes nothing is decided again
+			// from the store.
+			s.rows.drop(id)
+			return store.ErrConflict
+		}
+		return err
 	})
 	return out, err
 }
