@@ -59,6 +59,30 @@ func TestSweepsUsePartialIndexes(t *testing.T) {
 	}
 }
 
+// olderDatabase makes the file at path as a binary that knew only the
+// first known migrations made it, then runs rows (its tasks and logs).
+func olderDatabase(t *testing.T, path string, known int, rows ...string) {
+	t.Helper()
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", fileURI(path)+"?"+writerParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	stmts := []string{`CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
+	for _, m := range ms[:known] {
+		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.Version, m.Name))
+	}
+	for _, q := range append(stmts, rows...) {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
 // A database made by a binary that knew only 0001, with a task in it,
 // upgrades to the timers and the push outbox: its rows read back with no
 // timer, no pause and no notify entries, and take push configurations.
@@ -69,24 +93,10 @@ func TestUpgradeFrom0001(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", fileURI(path)+"?"+writerParams)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{
-		`CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`,
-		ms[0].SQL,
-		`INSERT INTO schema_migrations VALUES (1, '` + ms[0].Name + `', 0)`,
+	olderDatabase(t, path, 1,
 		`INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, status, created_at, updated_at)
 			VALUES ('old', 'ctx', 'tenant', 'alice', 'echo', 'TASK_STATE_INPUT_REQUIRED', 3, 2, '{"state":"x"}', 1000, 2000)`,
-		`INSERT INTO task_log (task_id, seq, kind, in_history, body, at) VALUES ('old', 1, 'message', 1, '{}', 1000), ('old', 2, 'status', 0, '{}', 2000)`,
-	} {
-		if _, err := db.ExecContext(t.Context(), q); err != nil {
-			db.Close()
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
+		`INSERT INTO task_log (task_id, seq, kind, in_history, body, at) VALUES ('old', 1, 'message', 1, '{}', 1000), ('old', 2, 'status', 0, '{}', 2000)`)
 
 	s := open(t, path)
 	if got := appliedMigrations(t, s); len(got) != len(ms) {
@@ -132,27 +142,8 @@ func TestUpgradeFrom0001(t *testing.T) {
 func TestUpgradeTo0004KeysOldTasksByTheirID(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "askpoint.db")
-	ms, err := migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", fileURI(path)+"?"+writerParams)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stmts := []string{`CREATE TABLE schema_migrations (version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`}
-	for _, m := range ms[:3] {
-		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations VALUES (%d, '%s', 0)`, m.Version, m.Name))
-	}
-	stmts = append(stmts, `INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, status, created_at, updated_at)
+	olderDatabase(t, path, 3, `INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, status, created_at, updated_at)
 			VALUES ('derived-id', 'ctx', 'tenant', 'alice', 'echo', 'TASK_STATE_INPUT_REQUIRED', 1, 0, '{"state":"x"}', 1000, 2000)`)
-	for _, q := range stmts {
-		if _, err := db.ExecContext(t.Context(), q); err != nil {
-			db.Close()
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
-	db.Close()
 
 	s := open(t, path)
 	got, err := s.TaskByRequestKey(t.Context(), "derived-id")
