@@ -367,10 +367,15 @@ func camelQuery(r *http.Request) {
 
 // checkParts names the first part of a raw message with no content or more
 // than one kind of content. The SDK's decoder reports those as a parse
-// error; the protocol wants invalid params naming the field.
+// error; the protocol wants invalid params naming the field. A message of
+// the usual shape is read in place; anything else is decoded to say what is
+// wrong with it.
 func checkParts(field string, msg json.RawMessage, maxParts int) error {
 	if len(msg) == 0 || string(msg) == "null" {
 		return errInvalidParams("%s is required", field)
+	}
+	if ok, err := checkPartsInPlace(field, msg, maxParts); ok {
+		return err
 	}
 	var m struct {
 		MessageID *string           `json:"messageId"`
@@ -389,24 +394,80 @@ func checkParts(field string, msg json.RawMessage, maxParts int) error {
 		return errInvalidParams("%s.parts holds %d parts; the server takes at most %d", field, len(m.Parts), maxParts)
 	}
 	for i, raw := range m.Parts {
-		var p map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &p); err != nil || p == nil {
-			return errInvalidParams("%s.parts[%d] is not an object", field, i)
+		if err := checkPart(field, i, raw); err != nil {
+			return err
 		}
-		n := 0
-		for _, k := range []string{"text", "raw", "data", "url"} {
-			v, ok := p[k]
-			if !ok || string(v) == "null" || (k == "url" && string(v) == `""`) {
-				continue
-			}
-			n++
+	}
+	return nil
+}
+
+// checkPartsInPlace is checkParts for valid JSON whose message is an object
+// with a string messageId (or none) and an array of parts (or none): ok is
+// false for anything else.
+func checkPartsInPlace(field string, msg []byte, maxParts int) (bool, error) {
+	if kind(msg) != '{' || !json.Valid(msg) {
+		return false, nil
+	}
+	var id, parts []byte
+	_ = eachMember(msg, func(k string, val []byte) error {
+		switch k {
+		case "messageId":
+			id = val
+		case "parts":
+			parts = val
 		}
-		switch {
-		case n == 0:
-			return errInvalidParams("%s.parts[%d] has no content: set exactly one of text, raw, data or url", field, i)
-		case n > 1:
-			return errInvalidParams("%s.parts[%d] has more than one content: set exactly one of text, raw, data or url", field, i)
+		return nil
+	})
+	if (id != nil && kind(id) != '"' && kind(id) != 'n') || (parts != nil && kind(parts) != '[' && kind(parts) != 'n') {
+		return false, nil
+	}
+	if id == nil || kind(id) == 'n' || len(bytes.TrimSpace(id)) == 2 {
+		return true, errInvalidParams("%s.messageId is required", field)
+	}
+	n := 0
+	_ = eachElement(parts, func(int, []byte) error { n++; return nil })
+	if n == 0 {
+		return true, errInvalidParams("%s.parts must hold at least one part", field)
+	}
+	if n > maxParts {
+		return true, errInvalidParams("%s.parts holds %d parts; the server takes at most %d", field, n, maxParts)
+	}
+	return true, eachElement(parts, func(i int, raw []byte) error { return checkPart(field, i, raw) })
+}
+
+// checkPart says whether part i of a message (valid JSON) holds exactly
+// one kind of content.
+func checkPart(field string, i int, raw []byte) error {
+	if kind(raw) != '{' {
+		return errInvalidParams("%s.parts[%d] is not an object", field, i)
+	}
+	var content [4][]byte // text, raw, data, url: the last of each
+	_ = eachMember(raw, func(k string, val []byte) error {
+		switch k {
+		case "text":
+			content[0] = val
+		case "raw":
+			content[1] = val
+		case "data":
+			content[2] = val
+		case "url":
+			content[3] = val
 		}
+		return nil
+	})
+	n := 0
+	for k, v := range content {
+		v = bytes.TrimSpace(v)
+		if v == nil || string(v) == "null" || (k == 3 && string(v) == `""`) {
+			continue
+		}
+		n++
+	}
+	switch {
+	case n == 0:
+		return errInvalidParams("%s.parts[%d] has no content: set exactly one of text, raw, data or url", field, i)
+	case n > 1:
+		return errInvalidParams("%s.parts[%d] has more than one content: set exactly one of text, raw, data or url", field, i)
 	}
 	return nil
 }
@@ -487,14 +548,12 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 		}
 		switch env.Method {
 		case "SendMessage", "SendStreamingMessage":
-			var p struct {
-				Message json.RawMessage `json:"message"`
-			}
-			if len(env.Params) == 0 || json.Unmarshal(env.Params, &p) != nil {
+			msg, ok := memberOf(env.Params, "message")
+			if !ok {
 				fail(w, env.ID, errInvalidParams("params must be an object holding message"))
 				return
 			}
-			if err := checkParts("params.message", p.Message, f.opts.MaxParts); err != nil {
+			if err := checkParts("params.message", msg, f.opts.MaxParts); err != nil {
 				fail(w, env.ID, err)
 				return
 			}
@@ -598,14 +657,17 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 		}
 		switch {
 		case r.Method == http.MethodPost && (r.URL.Path == "/message:send" || r.URL.Path == "/message:stream"):
-			var p struct {
-				Message json.RawMessage `json:"message"`
+			msg, ok := memberOf(body, "message")
+			if !ok {
+				var p struct {
+					Message json.RawMessage `json:"message"`
+				}
+				if err := json.Unmarshal(body, &p); err != nil {
+					writeRESTError(w, a2a.NewError(a2a.ErrParseError, "request body is not valid JSON: "+err.Error()))
+					return
+				}
 			}
-			if err := json.Unmarshal(body, &p); err != nil {
-				writeRESTError(w, a2a.NewError(a2a.ErrParseError, "request body is not valid JSON: "+err.Error()))
-				return
-			}
-			if err := checkParts("message", p.Message, f.opts.MaxParts); err != nil {
+			if err := checkParts("message", msg, f.opts.MaxParts); err != nil {
 				writeRESTError(w, err)
 				return
 			}

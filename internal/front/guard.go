@@ -263,10 +263,19 @@ func checkEnvelope(body []byte) (env jsonrpcEnvelope, notification bool, err err
 		}
 		return jsonrpcEnvelope{}, false, a2a.NewError(a2a.ErrInvalidRequest, "batch requests are not supported: send one JSON-RPC request object per HTTP request")
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &m); err != nil || m == nil {
+	if trimmed[0] != '{' {
 		return jsonrpcEnvelope{}, false, a2a.NewError(a2a.ErrInvalidRequest, "a JSON-RPC request must be a JSON object with jsonrpc, method, params and id")
 	}
+	// The members the envelope needs (the last of each, as a decoder
+	// would), as slices of the body.
+	m := map[string]json.RawMessage{}
+	_ = eachMember(trimmed, func(k string, val []byte) error {
+		switch k {
+		case "id", "jsonrpc", "method", "params":
+			m[k] = val
+		}
+		return nil
+	})
 	var id any
 	rawID, hasID := m["id"]
 	if hasID {
@@ -323,9 +332,8 @@ var idFields = map[string]bool{"messageId": true, "contextId": true, "taskId": t
 // checkFields walks a request's parameters (as JSON) and refuses an
 // identifier that is too long or holds a control character, and a message
 // role the protocol does not define, naming the field. The caller's own
-// JSON (metadata, data) and the parts' contents are not walked. The walk
-// decodes one level at a time and only into what it looks at: the skipped
-// members stay undecoded bytes.
+// JSON (metadata, data) and the parts' contents are not walked, and what
+// is walked is read in place (rawjson.go): nothing is copied.
 func checkFields(raw json.RawMessage, where string, maxID int) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -333,48 +341,33 @@ func checkFields(raw json.RawMessage, where string, maxID int) error {
 	if !utf8.Valid(raw) {
 		return errNotUTF8(raw)
 	}
-	// Invalid JSON fails to decode at the level it is found and is left
-	// to the decoder behind, which says what is wrong.
+	if !json.Valid(raw) {
+		return nil // the decoder behind says what is wrong
+	}
 	return walkFields(raw, where, "", maxID)
 }
 
 // walkFields checks raw, valid JSON found under key.
-func walkFields(raw json.RawMessage, where, key string, maxID int) error {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
-	if len(raw) == 0 {
-		return nil
-	}
-	switch raw[0] {
+func walkFields(raw []byte, where, key string, maxID int) error {
+	switch kind(raw) {
 	case '{':
-		var m map[string]json.RawMessage
-		if json.Unmarshal(raw, &m) != nil {
-			return nil
-		}
-		for k, val := range m {
+		return eachMember(raw, func(k string, val []byte) error {
 			switch k {
 			case "metadata", "data", "parts", "extensions":
-				continue
+				return nil
 			case "role":
 				var s string
-				if json.Unmarshal(val, &s) == nil && s != string(a2a.MessageRoleUser) && s != string(a2a.MessageRoleAgent) {
+				if kind(val) == '"' && json.Unmarshal(val, &s) == nil && s != string(a2a.MessageRoleUser) && s != string(a2a.MessageRoleAgent) {
 					return errInvalidParams("%s.role %q is not a message role: use %s (or %s)", where, s, a2a.MessageRoleUser, a2a.MessageRoleAgent)
 				}
-				continue
+				return nil
 			}
-			if err := walkFields(val, where+"."+k, k, maxID); err != nil {
-				return err
-			}
-		}
+			return walkFields(val, where+"."+k, k, maxID)
+		})
 	case '[':
-		var a []json.RawMessage
-		if json.Unmarshal(raw, &a) != nil {
-			return nil
-		}
-		for i, val := range a {
-			if err := walkFields(val, fmt.Sprintf("%s[%d]", where, i), key, maxID); err != nil {
-				return err
-			}
-		}
+		return eachElement(raw, func(i int, val []byte) error {
+			return walkFields(val, fmt.Sprintf("%s[%d]", where, i), key, maxID)
+		})
 	case '"':
 		if !idFields[key] {
 			return nil
