@@ -108,6 +108,9 @@ func (e *Env) Serve(t testing.TB, specs ...askpoint.AgentSpec) {
 	}
 	ctx := context.Background()
 	e.DBPath = filepath.Join(t.TempDir(), "askpoint.db")
+	// Cleanups run last first: the stop Listen registered would come after
+	// the directory's removal, while the server still writes to it.
+	t.Cleanup(e.stop)
 	st, err := sqlite.Open(ctx, e.DBPath)
 	if err != nil {
 		t.Fatalf("askpointtest: open %s: %v", e.DBPath, err)
