@@ -22,31 +22,7 @@ import (
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/internal/dbtest"
-	"github.com/askpoint/askpoint/store"
 )
-
-// relayPushToken is the token of the relay's push configuration on the
-// sub-task: the wake token as the sub-agent received it.
-func relayPushToken(t *testing.T, ctx context.Context, sub *apitest.Env, id a2a.TaskID) string {
-	t.Helper()
-	pc := relayPushConfig(t, ctx, sub, id)
-	if len(pc.Token) < 16 {
-		t.Fatalf("the relay's push configuration on sub-task %s has token %q, want a wake token", id, pc.Token)
-	}
-	return pc.Token
-}
-
-func relayPushConfig(t *testing.T, ctx context.Context, sub *apitest.Env, id a2a.TaskID) (pc a2a.PushConfig) {
-	t.Helper()
-	c, err := sub.Store.GetPushConfig(ctx, string(id), "relay")
-	if err != nil {
-		t.Fatalf("the sub-task %s has no push configuration of the relay: %v", id, err)
-	}
-	if err := json.Unmarshal(c.Config, &pc); err != nil {
-		t.Fatal(err)
-	}
-	return pc
-}
 
 // wantNotStored fails unless env's database holds token nowhere.
 func wantNotStored(t *testing.T, env *apitest.Env, what, token string) {
@@ -76,7 +52,7 @@ func TestTheRelaysWakeTokenIsStoredNowhereAndStillWakesAfterARestart(t *testing.
 			subC := w.subClient(t, "expenses")
 			sub := onlyTask(t, ctx, subC)
 			subQ := questionOf(t, sub)
-			token := relayPushToken(t, ctx, w.sub, sub.ID)
+			token := w.sub.WakePush(t, ctx, sub.ID).Token
 			wantNotStored(t, w.top, "the wake token", token)
 
 			w.restartTop(t, []askpoint.AgentSpec{assistantSpec(t, "http://"+w.topAddr, w.sub.URL+"/expenses")})
@@ -157,7 +133,7 @@ func TestAnOlderRelayCheckpointWithItsTokenInClearStillWakes(t *testing.T) {
 	// Make it what an older version wrote: the token in the checkpoint,
 	// its digest in the pause, the sub-agent's configuration carrying it.
 	const old = "older-relay-wake-token-0123456789abcdef"
-	derived := relayPushToken(t, ctx, w.sub, sub.ID)
+	derived := w.sub.WakePush(t, ctx, sub.ID).Token
 	row, err := w.top.Store.GetTask(ctx, string(task.ID))
 	if err != nil {
 		t.Fatal(err)
@@ -168,16 +144,16 @@ func TestAnOlderRelayCheckpointWithItsTokenInClearStillWakes(t *testing.T) {
 	if _, err := w.top.Store.UpdateTask(ctx, row, nil); err != nil {
 		t.Fatal(err)
 	}
-	pc := relayPushConfig(t, ctx, w.sub, sub.ID)
+	pc := w.sub.WakePush(t, ctx, sub.ID)
 	pc.Token = old
-	setPushConfig(t, ctx, w.sub, sub.ID, pc)
+	w.sub.SetPushConfig(t, ctx, sub.ID, pc)
 
 	// The derived token no longer wakes it; the old one does.
-	event := workingEvent(t, sub.ID)
-	if code := postWake(t, ctx, pc.URL, derived, event); code != http.StatusNotFound {
+	event := apitest.WorkingEvent(t, sub.ID)
+	if code := apitest.PostWake(t, ctx, pc.URL, derived, event); code != http.StatusNotFound {
 		t.Fatalf("a wake with the derived token of a task paused on an older token: HTTP %d, want 404", code)
 	}
-	if code := postWake(t, ctx, pc.URL, old, event); code != http.StatusNoContent {
+	if code := apitest.PostWake(t, ctx, pc.URL, old, event); code != http.StatusNoContent {
 		t.Fatalf("a wake with the older checkpoint's token: HTTP %d, want 204", code)
 	}
 	eventually(t, "the relay to look at the sub-task and pause again on its own token", func() bool {
@@ -196,7 +172,7 @@ func TestAnOlderRelayCheckpointWithItsTokenInClearStillWakes(t *testing.T) {
 	if raw, _ := json.Marshal(now); bytes.Contains(raw, []byte(old)) {
 		t.Fatalf("after the wake the relay's task still keeps the older checkpoint's token in clear: checkpoint %s", now.Checkpoint)
 	}
-	if got := relayPushConfig(t, ctx, w.sub, sub.ID).Token; got != derived {
+	if got := w.sub.WakePush(t, ctx, sub.ID).Token; got != derived {
 		t.Fatalf("the sub-agent's push token after the wake = %q, want the task's derived token %q", got, derived)
 	}
 	sendState(t, ctx, subC, answer(sub.ID, subQ.ID, map[string]any{"costCentre": "CC-4410"}), a2a.TaskStateCompleted)
@@ -217,50 +193,4 @@ func withField(t *testing.T, raw json.RawMessage, key string, v any) json.RawMes
 		t.Fatal(err)
 	}
 	return out
-}
-
-// setPushConfig replaces the sub-task's push configuration pc.ID, keeping
-// its delivery state, as the sub-agent stores it.
-func setPushConfig(t *testing.T, ctx context.Context, sub *apitest.Env, id a2a.TaskID, pc a2a.PushConfig) {
-	t.Helper()
-	stored, err := sub.Store.GetPushConfig(ctx, string(id), pc.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if stored.Config, err = json.Marshal(pc); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sub.Store.PutPushConfig(ctx, &store.PushConfig{TaskID: stored.TaskID, ID: stored.ID, Config: stored.Config, SentSeq: stored.SentSeq}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// workingEvent is a push notification that sub-task id works again: news
-// to a relay that relays its question.
-func workingEvent(t *testing.T, id a2a.TaskID) []byte {
-	t.Helper()
-	now := time.Now().UTC()
-	ev := &a2a.TaskStatusUpdateEvent{TaskID: id, Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: &now}}
-	body, err := json.Marshal(a2a.StreamResponse{Event: ev})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return body
-}
-
-// postWake posts event to a wake URL with token and returns the status.
-func postWake(t *testing.T, ctx context.Context, url, token string, event []byte) int {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(event))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("A2A-Notification-Token", token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/internal/dbtest"
-	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/workflow"
 )
 
@@ -116,21 +115,6 @@ func (s *split) answerAsker(t *testing.T, ctx context.Context, id a2a.TaskID, qi
 	}
 }
 
-func participantPush(t *testing.T, ctx context.Context, parts *apitest.Env, id a2a.TaskID) (pc a2a.PushConfig) {
-	t.Helper()
-	c, err := parts.Store.GetPushConfig(ctx, string(id), "relay")
-	if err != nil {
-		t.Fatalf("participant task %s has no push configuration of the workflow: %v", id, err)
-	}
-	if err := json.Unmarshal(c.Config, &pc); err != nil {
-		t.Fatal(err)
-	}
-	if len(pc.Token) < 16 {
-		t.Fatalf("the workflow's push configuration on %s has token %q, want a wake token", id, pc.Token)
-	}
-	return pc
-}
-
 // TestTheWorkflowsWakeTokenIsStoredNowhereAndStillWakesAfterARestart: a
 // run suspended on a participant's question keeps no wake token in its
 // database (the SQLite file and its WAL, or every PostgreSQL table); a
@@ -147,7 +131,7 @@ func TestTheWorkflowsWakeTokenIsStoredNowhereAndStillWakesAfterARestart(t *testi
 			s := startSplit(t, pg)
 			ctx := testCtx(t)
 			task, askerTask, askerQ := s.suspended(t, ctx)
-			token := participantPush(t, ctx, s.parts, askerTask).Token
+			token := s.parts.WakePush(t, ctx, askerTask).Token
 			if bytes.Contains(s.flow.StoredBytes(t), []byte(token)) {
 				t.Fatalf("the workflow's database holds the wake token %q in clear", token)
 			}
@@ -159,7 +143,7 @@ func TestTheWorkflowsWakeTokenIsStoredNowhereAndStillWakesAfterARestart(t *testi
 			if len(chats) != 1 {
 				t.Fatalf("the chatter was started %d times, want once", len(chats))
 			}
-			if got := participantPush(t, ctx, s.parts, a2a.TaskID(chats[0])).Token; got != token {
+			if got := s.parts.WakePush(t, ctx, a2a.TaskID(chats[0])).Token; got != token {
 				t.Errorf("the chatter's wake token %q differs from the asker's %q: one token per run", got, token)
 			}
 		})
@@ -182,7 +166,7 @@ func TestAnOlderWorkflowStateWithItsTokenInClearStillWakes(t *testing.T) {
 	reqID := mustQuestion(t, task.Status).ID
 
 	const old = "older-workflow-wake-token-0123456789abcdef"
-	pc := participantPush(t, ctx, s.parts, askerTask)
+	pc := s.parts.WakePush(t, ctx, askerTask)
 	derived := pc.Token
 	row, err := s.flow.Store.GetTask(ctx, string(task.ID))
 	if err != nil {
@@ -209,24 +193,10 @@ func TestAnOlderWorkflowStateWithItsTokenInClearStillWakes(t *testing.T) {
 	if _, err := s.flow.Store.UpdateTask(ctx, row, nil); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := s.parts.Store.GetPushConfig(ctx, string(askerTask), "relay")
-	if err != nil {
-		t.Fatal(err)
-	}
 	pc.Token = old
-	if stored.Config, err = json.Marshal(pc); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.parts.Store.PutPushConfig(ctx, &store.PushConfig{TaskID: stored.TaskID, ID: stored.ID, Config: stored.Config, SentSeq: stored.SentSeq}); err != nil {
-		t.Fatal(err)
-	}
+	s.parts.SetPushConfig(t, ctx, askerTask, pc)
 
-	now := time.Now().UTC()
-	event, err := json.Marshal(a2a.StreamResponse{Event: &a2a.TaskStatusUpdateEvent{TaskID: askerTask, Status: a2a.TaskStatus{State: a2a.TaskStateWorking, Timestamp: &now}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code := postWake(t, ctx, pc.URL, old, event); code != http.StatusNoContent {
+	if code := apitest.PostWake(t, ctx, pc.URL, old, apitest.WorkingEvent(t, askerTask)); code != http.StatusNoContent {
 		t.Fatalf("a wake with the older state's token: HTTP %d, want 204", code)
 	}
 	flow := s.flow.Client(t, "flow", a2a.TransportProtocolJSONRPC)
@@ -244,26 +214,9 @@ func TestAnOlderWorkflowStateWithItsTokenInClearStillWakes(t *testing.T) {
 	if raw, _ := json.Marshal(after); bytes.Contains(raw, []byte(old)) {
 		t.Fatalf("after the wake the workflow's task still keeps the older state's token in clear: checkpoint %s", after.Checkpoint)
 	}
-	if got := participantPush(t, ctx, s.parts, askerTask).Token; got != derived {
+	if got := s.parts.WakePush(t, ctx, askerTask).Token; got != derived {
 		t.Fatalf("the asker's push token after the wake = %q, want the task's derived token %q", got, derived)
 	}
 	s.answerAsker(t, ctx, askerTask, askerQ)
 	waitState(t, ctx, flow, task.ID, a2a.TaskStateCompleted)
-}
-
-// postWake posts event to a wake URL with token and returns the status.
-func postWake(t *testing.T, ctx context.Context, url, token string, event []byte) int {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(event))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("A2A-Notification-Token", token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
