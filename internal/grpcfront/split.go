@@ -32,8 +32,10 @@ type splitter struct {
 	wait       time.Duration
 	http, grpc *sub
 
-	mu   sync.Mutex
-	open int // returned listeners not yet closed
+	mu      sync.Mutex
+	open    int                   // returned listeners not yet closed
+	routing map[net.Conn]struct{} // accepted, first bytes not read yet
+	stopped bool                  // ln failed: no more routing
 }
 
 // closed is called once per returned listener closed; the second closes
@@ -57,9 +59,48 @@ func (s *splitter) run() {
 			}
 			s.http.fail(err)
 			s.grpc.fail(err)
+			s.stop()
 			return
 		}
+		if !s.track(c) {
+			c.Close()
+			continue
+		}
 		go s.route(c)
+	}
+}
+
+// track records c as being routed; false once the listener stopped.
+func (s *splitter) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false
+	}
+	if s.routing == nil {
+		s.routing = map[net.Conn]struct{}{}
+	}
+	s.routing[c] = struct{}{}
+	return true
+}
+
+func (s *splitter) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.routing, c)
+	s.mu.Unlock()
+}
+
+// stop closes the connections still waiting for their first bytes: with
+// the listener gone nothing would take them, and their route would wait
+// out its deadline (a client's idle connection that never spoke).
+func (s *splitter) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	pending := s.routing
+	s.routing = nil
+	s.mu.Unlock()
+	for c := range pending {
+		c.Close()
 	}
 }
 
@@ -67,6 +108,7 @@ func (s *splitter) run() {
 // the preface from anything else, and hands the connection on with those
 // bytes put back.
 func (s *splitter) route(c net.Conn) {
+	defer s.untrack(c)
 	_ = c.SetReadDeadline(time.Now().Add(s.wait))
 	buf := make([]byte, 0, len(http2Preface))
 	for len(buf) < len(http2Preface) && bytes.HasPrefix(http2Preface, buf) {
