@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // The askpoint binary is built once per test run and shared by every test
@@ -23,6 +25,14 @@ var (
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if code == 0 {
+		// What the tests started in this process (clients, listeners, the
+		// webhooks they run) ends with them; the servers are processes.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}
