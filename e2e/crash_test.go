@@ -262,14 +262,41 @@ type crashServer struct {
 }
 
 type crashLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed and replaced at every write
 }
 
 func (l *crashLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.written != nil {
+		close(l.written)
+		l.written = nil
+	}
 	return l.b.Write(p)
+}
+
+// waitFor reports whether the log holds s within d, waking at each write.
+func (l *crashLog) waitFor(s string, d time.Duration) bool {
+	deadline := time.After(d)
+	for {
+		l.mu.Lock()
+		if strings.Contains(l.b.String(), s) {
+			l.mu.Unlock()
+			return true
+		}
+		if l.written == nil {
+			l.written = make(chan struct{})
+		}
+		written := l.written
+		l.mu.Unlock()
+		select {
+		case <-written:
+		case <-deadline:
+			return false
+		}
+	}
 }
 
 func (l *crashLog) String() string {

@@ -46,12 +46,7 @@ func TestServedOrchestratorsWorkWithTokensRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The line comes right after the listening line startServer waits for.
-	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(srv.log.String(), "bearer tokens configured"); {
-		if time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	srv.log.waitFor("bearer tokens configured", 5*time.Second)
 	if !strings.Contains(srv.log.String(), "2 bearer tokens configured") {
 		t.Errorf("start-up output does not count the 2 callers' tokens (the server's own is not a caller's):\n%s", srv.log)
 	}
