@@ -281,7 +281,7 @@ func Resume(ctx context.Context, ib *inbox.Inbox, itemID int64, ans Answer, opts
 		return nil, err
 	}
 	if it.State != inbox.StateOpen {
-		return nil, fmt.Errorf("%w: inbox item %d is %s", ErrStale, it.ID, itemStateText(it))
+		return nil, fmt.Errorf("%w: inbox item %d is %s", ErrStale, it.ID, it.StateText())
 	}
 	if ans.By == "" {
 		ans.By = ByPerson
@@ -324,20 +324,4 @@ func Resume(ctx context.Context, ib *inbox.Inbox, itemID int64, ans Answer, opts
 		l.rounds = it.Round - 1
 	}
 	return l.resume(ctx, it, &ans)
-}
-
-func itemStateText(it *inbox.Item) string {
-	switch it.State {
-	case inbox.StateAnswered:
-		if it.AnsweredBy != "" {
-			return "answered already (by " + it.AnsweredBy + ")"
-		}
-		return "answered already"
-	case inbox.StateClosed:
-		if it.Note != "" {
-			return "closed: " + it.Note
-		}
-		return "closed"
-	}
-	return string(it.State)
 }

@@ -478,11 +478,12 @@ func (ib *Inbox) finish(ctx context.Context, id int64, state State, by string, a
 	if err != nil {
 		return err
 	}
-	return fmt.Errorf("%w: item %d is %s", ErrNotOpen, id, it.describeState())
+	return fmt.Errorf("%w: item %d is %s", ErrNotOpen, id, it.StateText())
 }
 
-// describeState says where a closed item stands, for error messages.
-func (it *Item) describeState() string {
+// StateText says where an item stands in words, for messages to people:
+// "open", "answered already (by alice)", "closed: expired".
+func (it *Item) StateText() string {
 	switch it.State {
 	case StateAnswered:
 		if it.AnsweredBy != "" {

@@ -327,7 +327,7 @@ func answer(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	if it.State != inbox.StateOpen {
-		fmt.Fprintf(stderr, "askpoint answer: item %d is %s\n", it.ID, itemState(it))
+		fmt.Fprintf(stderr, "askpoint answer: item %d is %s\n", it.ID, it.StateText())
 		return exitFailed
 	}
 	person := *as
@@ -476,22 +476,6 @@ func flagsFirst(fs *flag.FlagSet, args []string) []string {
 		}
 	}
 	return append(flags, pos...)
-}
-
-func itemState(it *inbox.Item) string {
-	switch it.State {
-	case inbox.StateAnswered:
-		if it.AnsweredBy != "" {
-			return "answered already (by " + it.AnsweredBy + ")"
-		}
-		return "answered already"
-	case inbox.StateClosed:
-		if it.Note != "" {
-			return "closed: " + it.Note
-		}
-		return "closed"
-	}
-	return string(it.State)
 }
 
 func personName() string {
