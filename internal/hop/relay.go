@@ -28,64 +28,22 @@ import (
 	"github.com/askpoint/askpoint/question"
 )
 
-// Config describes a hop (relay.Config has the same fields and the
-// documentation).
+// Config describes a hop. It is relay.Config's twin (relay converts one
+// into the other), and relay.Config documents every field: the public
+// type is where an agent author reads them, so they are written once, there.
 type Config struct {
-	// SubAgentURL is the sub-agent's base URL (its card is at
-	// SubAgentURL/.well-known/agent-card.json). Required.
-	SubAgentURL string
-	// SubAgentName names the sub-agent to the caller in status messages
-	// ("the expense agent"); never its URL. Defaults to "the agent I
-	// asked".
-	SubAgentName string
-	// CallbackURL is this relay's own base URL as the sub-agent reaches
-	// it (for example http://127.0.0.1:8420/assistant). The sub-agent's
-	// push notifications go to CallbackURL/wake/TASK_ID. Required.
-	CallbackURL string
+	SubAgentURL, SubAgentName, CallbackURL string
 
-	// Forward builds the message for the sub-agent from the step's call.
-	// nil forwards the request's parts.
-	Forward func(ctx context.Context, call *askpoint.Call) (*a2a.Message, error)
-	// Resolvers answer the sub-agent's question before the caller is
-	// asked: the relay's own context first, then policy. Query.Caller is
-	// the caller's principal. An answer's By is recorded.
+	Forward   func(ctx context.Context, call *askpoint.Call) (*a2a.Message, error)
 	Resolvers []client.Resolver
-	// Restate turns the sub-agent's question into the relay's own: its
-	// text, schema and options in the relay's terms. The relay sets the ID,
-	// the expiry and, on a re-ask, the attempt and errors. nil keeps the
-	// text, schema and options.
-	Restate func(ctx context.Context, call *askpoint.Call, sub *question.Question) (question.Question, error)
-	// Translate turns the caller's answer to the relay's question into an
-	// answer to the sub-agent's. nil passes it unchanged.
+	Restate   func(ctx context.Context, call *askpoint.Call, sub *question.Question) (question.Question, error)
 	Translate func(ctx context.Context, call *askpoint.Call, sub *question.Question, answer map[string]any) (map[string]any, error)
+	Errors    func(ctx context.Context, call *askpoint.Call, sub *question.Question, errs []question.FieldError) []question.FieldError
 
-	// Errors turns the sub-agent's reasons for refusing an answer (its
-	// re-ask's errors, or what its schema says of the translated answer)
-	// into the relay's own terms, for the relay's re-ask. nil maps field
-	// names back through Translate: a field the caller's answer named
-	// "note" that Translate sent down as "comment" is named "note" again,
-	// in the pointer and in the message; errors about fields the caller
-	// did not give keep their message and point at the whole answer.
-	Errors func(ctx context.Context, call *askpoint.Call, sub *question.Question, errs []question.FieldError) []question.FieldError
+	Margin, MaxWait, SettleWithin time.Duration
 
-	// Margin is how much earlier than the sub-agent's question the
-	// relay's question expires, so that the caller's answer still has time
-	// to travel down. Defaults to 5 minutes; when the sub-question expires
-	// sooner than twice the margin, the relay's question gets half the time
-	// that is left.
-	Margin time.Duration
-	// MaxWait bounds how long the relay waits for a working sub-agent.
-	// Defaults to 24h.
-	MaxWait time.Duration
-	// SettleWithin is how long one call to the sub-agent may wait for it
-	// to pause or finish before the relay waits for its notification
-	// instead. Defaults to 3s.
-	SettleWithin time.Duration
-	// Dial opens a client for the sub-agent. Defaults to client.Dial with
-	// a plain HTTP client.
 	Dial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
-	// Now is the clock for expiries and deadlines. Defaults to time.Now.
-	Now func() time.Time
+	Now  func() time.Time
 }
 
 // Checkpoint is what a relay task saves when it pauses: the mapping from
