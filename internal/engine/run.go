@@ -609,7 +609,7 @@ func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a
 	call := &Call{
 		TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner,
 		Message: in.Message, Key: in.Key, Holds: in.Holds, Expired: in.Expired, run: r,
-		wakeToken: s.wakeToken(t.Agent, t.ID),
+		wake: s, agent: t.Agent, task: t.ID,
 	}
 	if in.Kind == inputStart {
 		call.Request = in.Message
