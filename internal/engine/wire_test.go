@@ -108,3 +108,15 @@ func TestQuotedStringsAreEncodingJSONs(t *testing.T) {
 		}
 	}
 }
+
+func TestPartsSizeIsTheLengthOfJSONMarshal(t *testing.T) {
+	for name, m := range wireMessages() {
+		want, _ := json.Marshal(m.Parts)
+		if got := partsSize(m.Parts); got != len(want) {
+			t.Errorf("%s: partsSize = %d, want %d", name, got, len(want))
+		}
+	}
+	if got := partsSize(a2a.ContentParts{a2a.NewDataPart(map[string]any{"f": func() {}})}); got != 0 {
+		t.Errorf("partsSize of parts that cannot be encoded = %d, want 0", got)
+	}
+}
