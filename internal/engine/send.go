@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -489,6 +490,14 @@ func askedBy(taskID, qid string) bool {
 func openQuestionID(t *store.Task) string {
 	if len(t.Question) == 0 {
 		return ""
+	}
+	// The engine writes the question with json.Marshal, ID first: read it
+	// in place when it needs no unescaping.
+	const head = `{"questionId":"`
+	if rest, ok := bytes.CutPrefix(t.Question, []byte(head)); ok {
+		if i := bytes.IndexByte(rest, '"'); i >= 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
+			return string(rest[:i])
+		}
 	}
 	var q struct {
 		ID string `json:"questionId"`

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/store"
 )
 
 // The mirrors of wire.go must write the very bytes json.Marshal writes for
@@ -118,5 +121,17 @@ func TestPartsSizeIsTheLengthOfJSONMarshal(t *testing.T) {
 	}
 	if got := partsSize(a2a.ContentParts{a2a.NewDataPart(map[string]any{"f": func() {}})}); got != 0 {
 		t.Errorf("partsSize of parts that cannot be encoded = %d, want 0", got)
+	}
+}
+
+func TestOpenQuestionIDReadsWhatTheDecoderReads(t *testing.T) {
+	for _, id := range []string{"q-1-abc", "", `q "quoted"`, "q\\back", "q<&>", "q-é-\u2028"} {
+		raw, _ := json.Marshal(&question.Question{ID: id, Text: "t", Schema: json.RawMessage(`{"type":"object"}`)})
+		if got := openQuestionID(&store.Task{Question: raw}); got != id {
+			t.Errorf("openQuestionID(%s) = %q, want %q", raw, got, id)
+		}
+	}
+	if got := openQuestionID(&store.Task{Question: json.RawMessage(`{"text":"t","questionId":"q-2"}`)}); got != "q-2" {
+		t.Errorf("openQuestionID of a question in another order = %q, want q-2", got)
 	}
 }
