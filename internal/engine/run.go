@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -176,14 +177,24 @@ func (k *knownLog) artifacts(t *store.Task) ([]*a2a.Artifact, bool) {
 // nil when that is not known.
 // open is the task's open question's ID (openQuestionID); asked, when not
 // nil, is the message of t's status as this node wrote it (rowCache).
-func freshHistory(t *store.Task, open string, request, asked *a2a.Message) *knownLog {
+// paused, when not nil, is t's pause state already decoded.
+func freshHistory(t *store.Task, open string, request, asked *a2a.Message, paused *pauseState) *knownLog {
 	if request == nil || len(t.Pause) == 0 || open == "" {
 		return nil
 	}
-	var p struct {
-		Fresh string `json:"fresh"`
+	fresh := ""
+	if paused != nil {
+		fresh = paused.Fresh
+	} else {
+		var p struct {
+			Fresh string `json:"fresh"`
+		}
+		if json.Unmarshal(t.Pause, &p) != nil {
+			return nil
+		}
+		fresh = p.Fresh
 	}
-	if json.Unmarshal(t.Pause, &p) != nil || p.Fresh == "" || p.Fresh != open {
+	if fresh == "" || fresh != open {
 		return nil
 	}
 	if asked == nil {
@@ -214,7 +225,11 @@ func (k *knownLog) add(entries []store.LogEntry, version int64) *knownLog {
 	if k == nil {
 		k = &knownLog{}
 	}
-	k.entries = append(k.entries, entries...)
+	if len(k.entries) == 0 {
+		k.entries = slices.Clip(entries) // shared: an append copies
+	} else {
+		k.entries = append(k.entries, entries...)
+	}
 	k.version = version
 	return k
 }
@@ -225,7 +240,13 @@ func (k *knownLog) history(t *store.Task, last int) ([]store.LogEntry, bool) {
 	if k == nil || k.version != t.Version {
 		return nil, false
 	}
-	var hist []store.LogEntry
+	n := 0
+	for _, e := range k.entries {
+		if e.InHistory {
+			n++
+		}
+	}
+	hist := make([]store.LogEntry, 0, n)
 	for _, e := range k.entries {
 		if e.InHistory {
 			hist = append(hist, e)
@@ -758,7 +779,9 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 	}
 	next := *r.task
 	now := r.s.now()
-	var entries []store.LogEntry
+	// Room for the pending message, a working status and a step's outcome
+	// (its artifacts and status), so that the list is made once.
+	entries := make([]store.LogEntry, 0, 4)
 	create := false
 	ch := commitNote{prev: r.task, cause: "step"}
 	if r.pending != nil {

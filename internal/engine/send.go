@@ -354,7 +354,11 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		}
 		var prior *knownLog
 		if in != nil && in.Kind == inputAnswer {
-			prior = freshHistory(t, open, request, s.rows.statusMessage(t.ID, t.Version))
+			var paused *pauseState
+			if in.pausedRow == t {
+				paused = in.paused
+			}
+			prior = freshHistory(t, open, request, s.rows.statusMessage(t.ID, t.Version), paused)
 		}
 		if in != nil && quick && next.Runnable {
 			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, unlock: unlock, known: prior, trace: s.traceParent(ctx)}
