@@ -685,60 +685,106 @@ func safeStep(ctx context.Context, agent Agent, call *Call, res *Resumption) (o 
 // taken the task over: the run no longer holds it and the step's context
 // (cancelStep) is canceled, so that a step that cannot be fenced stops.
 func (r *run) heartbeat(ctx context.Context, cancelStep context.CancelFunc) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(r.s.cfg.LeaseDuration / 3)
-		defer tick.Stop()
-		for {
+	// Most steps end long before the first renewal is due: nothing runs
+	// for them but a timer, and the renewing goroutine starts only when
+	// the first renewal is.
+	b := &beat{r: r, ctx: ctx, cancelStep: cancelStep, every: r.s.cfg.LeaseDuration / 3}
+	b.timer = time.AfterFunc(b.every, b.run)
+	return b.stop
+}
+
+// beat is a run's lease renewal (heartbeat).
+type beat struct {
+	r          *run
+	ctx        context.Context
+	cancelStep context.CancelFunc
+	every      time.Duration
+	timer      *time.Timer
+
+	mu      sync.Mutex
+	stopped bool
+	cancel  context.CancelFunc // set once the renewals started
+	done    chan struct{}
+}
+
+func (b *beat) stop() {
+	b.timer.Stop()
+	b.mu.Lock()
+	b.stopped = true
+	cancel, done := b.cancel, b.done
+	b.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// run renews the lease now (the first renewal is due) and then every
+// b.every, until stop.
+func (b *beat) run() {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(b.ctx)
+	b.cancel, b.done = cancel, make(chan struct{})
+	b.mu.Unlock()
+	defer close(b.done)
+	r := b.r
+	tick := time.NewTicker(b.every)
+	defer tick.Stop()
+	for first := true; ; first = false {
+		if !first {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
 			}
-			r.mu.Lock()
-			t := r.task
-			lost, pending := r.lost, r.pending != nil
-			r.mu.Unlock()
-			if lost {
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.mu.Lock()
+		t := r.task
+		lost, pending := r.lost, r.pending != nil
+		r.mu.Unlock()
+		if lost {
+			return
+		}
+		if pending {
+			continue // nothing written yet: no lease to renew
+		}
+		until := r.s.now().Add(r.s.cfg.LeaseDuration)
+		if err := r.s.extendLease(ctx, t.ID, t.Version, until); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				r.mu.Lock()
+				r.lost = true
+				r.mu.Unlock()
 				return
 			}
-			if pending {
-				continue // nothing written yet: no lease to renew
+			if ctx.Err() == nil {
+				r.s.log.Warn("renew lease", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 			}
-			until := r.s.now().Add(r.s.cfg.LeaseDuration)
-			if err := r.s.extendLease(ctx, t.ID, t.Version, until); err != nil {
-				if errors.Is(err, store.ErrConflict) {
-					r.mu.Lock()
-					r.lost = true
-					r.mu.Unlock()
-					return
-				}
-				if ctx.Err() == nil {
-					r.s.log.Warn("renew lease", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
-				}
-				if ctx.Err() == nil && !t.LeaseUntil.IsZero() && r.s.now().After(t.LeaseUntil) {
-					r.mu.Lock()
-					r.lost = true
-					r.mu.Unlock()
-					r.s.log.Warn("the lease lapsed while the store could not be reached; the step is stopped and left to whoever claims the task",
-						slog.String("task", t.ID), slog.Time("leaseUntil", t.LeaseUntil))
-					cancelStep()
-					return
-				}
-				continue
+			if ctx.Err() == nil && !t.LeaseUntil.IsZero() && r.s.now().After(t.LeaseUntil) {
+				r.mu.Lock()
+				r.lost = true
+				r.mu.Unlock()
+				r.s.log.Warn("the lease lapsed while the store could not be reached; the step is stopped and left to whoever claims the task",
+					slog.String("task", t.ID), slog.Time("leaseUntil", t.LeaseUntil))
+				b.cancelStep()
+				return
 			}
-			r.mu.Lock()
-			if r.task == t {
-				tt := *t
-				tt.LeaseUntil = until
-				r.task = &tt
-			}
-			r.mu.Unlock()
+			continue
 		}
-	}()
-	return func() { cancel(); <-done }
+		r.mu.Lock()
+		if r.task == t {
+			tt := *t
+			tt.LeaseUntil = until
+			r.task = &tt
+		}
+		r.mu.Unlock()
+	}
 }
 
 func (r *run) release() {
