@@ -75,7 +75,7 @@ func (s *Engine) resumeRow(t *store.Task, in *runInput, msg *a2a.Message, note s
 	next.Runnable = true
 	next.LeaseOwner = s.cfg.NodeID
 	next.LeaseUntil = now.Add(s.cfg.LeaseDuration)
-	var entries []store.LogEntry
+	entries := make([]store.LogEntry, 0, 2)
 	if msg != nil {
 		e, err := messageEntry(msg, now)
 		if err != nil {
