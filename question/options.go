@@ -3,9 +3,11 @@ package question
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Option is one entry of a small closed set of answers for one field of
@@ -30,6 +32,10 @@ func SameValue(a, b any) bool {
 // canonical is v's JSON encoding after a trip through generic values, so
 // that numbers and key order compare equal.
 func canonical(v any) (string, error) {
+	if scalar(v) {
+		raw, err := json.Marshal(v) // decoding and encoding again changes nothing
+		return string(raw), err
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return "", err
@@ -46,6 +52,9 @@ func canonical(v any) (string, error) {
 // string, float64, bool, nil), so that it looks the same in process as it
 // does after a trip over the wire.
 func generic(v any) any {
+	if scalar(v) {
+		return v
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return v
@@ -55,6 +64,20 @@ func generic(v any) any {
 		return v
 	}
 	return g
+}
+
+// scalar reports whether v is a value JSON decodes to as it is: nil, a
+// bool, a finite float64 or a valid UTF-8 string (the usual option value).
+func scalar(v any) bool {
+	switch x := v.(type) {
+	case nil, bool:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	case string:
+		return utf8.ValidString(x)
+	}
+	return false
 }
 
 // ValueText renders an option's value for a person and for a text answer:

@@ -120,7 +120,7 @@ func (q *Question) wireObject() map[string]any {
 	obj := map[string]any{
 		keyQuestionID: q.ID,
 		keyExpires:    q.Expires.UTC().Format(time.RFC3339Nano),
-		keySchema:     genericJSON(q.Schema),
+		keySchema:     wireSchema(q.Schema),
 	}
 	if len(q.Options) > 0 {
 		opts := make([]any, 0, len(q.Options))

@@ -45,6 +45,64 @@ type compiled struct {
 	required []string // top-level required properties, in schema order
 	props    []string // top-level properties, sorted
 	propType map[string][]string
+	// wire is the schema as generic JSON values (genericJSON), never
+	// handed out: a question's data part gets a copy (wireSchema).
+	wire any
+
+	// validOptions remembers option values (field and canonical JSON)
+	// that Check found valid for this schema, at most maxValidOptions:
+	// the same agent asks with the same options again and again.
+	mu           sync.Mutex
+	validOptions map[string]struct{}
+}
+
+const maxValidOptions = 64
+
+func (c *compiled) optionValid(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.validOptions[key]
+	return ok
+}
+
+func (c *compiled) rememberOption(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.validOptions == nil {
+		c.validOptions = map[string]struct{}{}
+	}
+	if len(c.validOptions) < maxValidOptions {
+		c.validOptions[key] = struct{}{}
+	}
+}
+
+// wireSchema is raw as generic JSON values, a fresh copy for each caller:
+// decoded once per schema the cache holds.
+func wireSchema(raw json.RawMessage) any {
+	if c := schemas.get(raw); c != nil && c.wire != nil {
+		return copyGeneric(c.wire)
+	}
+	return genericJSON(raw)
+}
+
+// copyGeneric is a deep copy of a generic JSON value (its maps and slices;
+// the scalars are immutable).
+func copyGeneric(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = copyGeneric(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = copyGeneric(e)
+		}
+		return s
+	}
+	return v
 }
 
 // cache holds compiled schemas keyed by the schema's bytes, least recently
@@ -161,6 +219,7 @@ func doCompile(raw json.RawMessage) (*compiled, error) {
 		return nil, fmt.Errorf(`answerSchema must describe a JSON object, but its "type" is %s`, display(t))
 	}
 	c.schema = sch
+	c.wire = genericJSON(raw)
 	return c, nil
 }
 
@@ -289,6 +348,10 @@ func (q *Question) Check() error {
 			return fmt.Errorf("option value %s appears more than once", key)
 		}
 		seen[key] = true
+		memo := field + "\x00" + key
+		if c.optionValid(memo) {
+			continue
+		}
 		errs := validateOne(c, map[string]any{field: generic(o.Value)})
 		ptr := "/" + escapeToken(field)
 		for _, e := range errs {
@@ -296,6 +359,7 @@ func (q *Question) Check() error {
 				return fmt.Errorf("option %s is not a valid %s: %s", key, field, e.Message)
 			}
 		}
+		c.rememberOption(memo)
 	}
 	return nil
 }

@@ -135,47 +135,89 @@ func Agent(dir Directory, ledger Ledger, now func() time.Time) askpoint.Agent {
 func next(ctx context.Context, call *askpoint.Call, ledger Ledger, cp Checkpoint) (askpoint.Outcome, error) {
 	e := cp.Expense
 	var missing []string
-	props := map[string]any{}
 	if e.Amount <= 0 {
 		missing = append(missing, "amount")
-		props["amount"] = map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "the amount on the receipt"}
-		props["currency"] = map[string]any{"type": "string", "enum": []string{"EUR", "USD", "GBP", "CHF"}, "description": "defaults to EUR"}
 	}
 	if e.Date == "" {
 		missing = append(missing, "date")
-		props["date"] = map[string]any{"type": "string", "pattern": `^[0-9]{4}-[0-9]{2}-[0-9]{2}$`, "description": "the receipt's date, YYYY-MM-DD"}
 	}
 	if e.CostCentre == "" {
 		missing = append(missing, "costCentre")
-		props["costCentre"] = map[string]any{"type": "string", "pattern": `^CC-[0-9]{4}$`, "enum": cp.CostCentres}
 	}
-	if len(missing) == 0 {
+	switch {
+	case len(missing) == 0:
 		id, err := ledger.File(ctx, call.Key, e)
 		if err != nil {
 			return askpoint.Outcome{}, fmt.Errorf("file the expense: %w", err)
 		}
 		e.ExpenseID = id
 		summary := fmt.Sprintf("Filed expense %s: %.2f %s on %s for %s, charged to %s.", id, e.Amount, e.Currency, e.Date, e.Vendor, e.CostCentre)
+		data := a2a.NewDataPart(e.fields())
+		data.MediaType = "application/json"
 		return askpoint.Complete(&a2a.Artifact{
 			Name:  "expense",
-			Parts: a2a.ContentParts{a2a.NewTextPart(summary), dataPart(e)},
+			Parts: a2a.ContentParts{a2a.NewTextPart(summary), data},
 		}).WithMessage(summary), nil
-	}
-
-	schema := map[string]any{"type": "object", "required": missing, "properties": props}
-	q := question.Question{Schema: mustJSON(schema)}
-	if len(missing) == 1 && missing[0] == "costCentre" {
-		// The worked example's question: one field, a small closed set.
-		delete(props["costCentre"].(map[string]any), "enum")
-		q.Text = "Which cost centre should this expense be charged to? " + strings.Join(cp.CostCentres, " or ") + "."
+	case len(missing) == 1 && missing[0] == "costCentre":
+		// The worked example's question: one field, a small closed set,
+		// offered as options.
+		q := question.Question{
+			Text:   "Which cost centre should this expense be charged to? " + strings.Join(cp.CostCentres, " or ") + ".",
+			Schema: costCentreSchema,
+		}
 		for _, cc := range cp.CostCentres {
 			q.Options = append(q.Options, question.Option{Value: cc})
 		}
-		q.Schema = mustJSON(schema)
-	} else {
-		q.Text = "To file this " + vendorOr(e.Vendor) + " receipt I need " + listNeeds(missing, cp.CostCentres) + "."
+		return askpoint.Ask(q, cp), nil
+	}
+	props := map[string]any{}
+	for _, m := range missing {
+		switch m {
+		case "amount":
+			props["amount"] = map[string]any{"type": "number", "exclusiveMinimum": 0, "description": "the amount on the receipt"}
+			props["currency"] = map[string]any{"type": "string", "enum": []string{"EUR", "USD", "GBP", "CHF"}, "description": "defaults to EUR"}
+		case "date":
+			props["date"] = map[string]any{"type": "string", "pattern": `^[0-9]{4}-[0-9]{2}-[0-9]{2}$`, "description": "the receipt's date, YYYY-MM-DD"}
+		case "costCentre":
+			props["costCentre"] = map[string]any{"type": "string", "pattern": costCentrePattern, "enum": cp.CostCentres}
+		}
+	}
+	q := question.Question{
+		Text:   "To file this " + vendorOr(e.Vendor) + " receipt I need " + listNeeds(missing, cp.CostCentres) + ".",
+		Schema: mustJSON(map[string]any{"type": "object", "required": missing, "properties": props}),
 	}
 	return askpoint.Ask(q, cp), nil
+}
+
+// costCentrePattern is what a cost centre looks like.
+const costCentrePattern = `^CC-[0-9]{4}$`
+
+// costCentreSchema is the answer schema of the question for the cost
+// centre alone: the same for every caller (the options name the caller's
+// own), so written once.
+var costCentreSchema = mustJSON(map[string]any{
+	"type": "object", "required": []string{"costCentre"},
+	"properties": map[string]any{"costCentre": map[string]any{"type": "string", "pattern": costCentrePattern}},
+})
+
+// fields is the expense as its artifact's data part carries it: the JSON
+// object of Expense, as generic values.
+func (e Expense) fields() map[string]any {
+	m := make(map[string]any, 6)
+	set := func(k, v string) {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	set("expenseId", e.ExpenseID)
+	set("currency", e.Currency)
+	set("date", e.Date)
+	set("vendor", e.Vendor)
+	set("costCentre", e.CostCentre)
+	if e.Amount != 0 {
+		m["amount"] = e.Amount
+	}
+	return m
 }
 
 func vendorOr(v string) string {

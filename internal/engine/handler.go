@@ -457,13 +457,18 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	return &next, []store.LogEntry{userEntry, e}, nil, nil
 }
 
-// partsSize is the encoded size of a message's parts.
+// partsSize is the encoded size of a message's parts (json.Marshal's),
+// counted as the encoder writes them instead of copied out.
 func partsSize(parts a2a.ContentParts) int {
-	raw, err := json.Marshal(parts)
+	var v any = parts
+	if w, ok := partsWire(parts); ok {
+		v = w
+	}
+	n, err := jsonSize(v)
 	if err != nil {
 		return 0
 	}
-	return len(raw)
+	return n - 1 // the encoder's newline
 }
 
 func withReason(text, reason string) string {

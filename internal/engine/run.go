@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,7 +75,7 @@ func (s *Engine) resumeRow(t *store.Task, in *runInput, msg *a2a.Message, note s
 	next.Runnable = true
 	next.LeaseOwner = s.cfg.NodeID
 	next.LeaseUntil = now.Add(s.cfg.LeaseDuration)
-	var entries []store.LogEntry
+	entries := make([]store.LogEntry, 0, 2)
 	if msg != nil {
 		e, err := messageEntry(msg, now)
 		if err != nil {
@@ -176,14 +177,24 @@ func (k *knownLog) artifacts(t *store.Task) ([]*a2a.Artifact, bool) {
 // nil when that is not known.
 // open is the task's open question's ID (openQuestionID); asked, when not
 // nil, is the message of t's status as this node wrote it (rowCache).
-func freshHistory(t *store.Task, open string, request, asked *a2a.Message) *knownLog {
+// paused, when not nil, is t's pause state already decoded.
+func freshHistory(t *store.Task, open string, request, asked *a2a.Message, paused *pauseState) *knownLog {
 	if request == nil || len(t.Pause) == 0 || open == "" {
 		return nil
 	}
-	var p struct {
-		Fresh string `json:"fresh"`
+	fresh := ""
+	if paused != nil {
+		fresh = paused.Fresh
+	} else {
+		var p struct {
+			Fresh string `json:"fresh"`
+		}
+		if json.Unmarshal(t.Pause, &p) != nil {
+			return nil
+		}
+		fresh = p.Fresh
 	}
-	if json.Unmarshal(t.Pause, &p) != nil || p.Fresh == "" || p.Fresh != open {
+	if fresh == "" || fresh != open {
 		return nil
 	}
 	if asked == nil {
@@ -214,7 +225,11 @@ func (k *knownLog) add(entries []store.LogEntry, version int64) *knownLog {
 	if k == nil {
 		k = &knownLog{}
 	}
-	k.entries = append(k.entries, entries...)
+	if len(k.entries) == 0 {
+		k.entries = slices.Clip(entries) // shared: an append copies
+	} else {
+		k.entries = append(k.entries, entries...)
+	}
 	k.version = version
 	return k
 }
@@ -225,7 +240,13 @@ func (k *knownLog) history(t *store.Task, last int) ([]store.LogEntry, bool) {
 	if k == nil || k.version != t.Version {
 		return nil, false
 	}
-	var hist []store.LogEntry
+	n := 0
+	for _, e := range k.entries {
+		if e.InHistory {
+			n++
+		}
+	}
+	hist := make([]store.LogEntry, 0, n)
 	for _, e := range k.entries {
 		if e.InHistory {
 			hist = append(hist, e)
@@ -609,7 +630,7 @@ func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a
 	call := &Call{
 		TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner,
 		Message: in.Message, Key: in.Key, Holds: in.Holds, Expired: in.Expired, run: r,
-		wakeToken: s.wakeToken(t.Agent, t.ID),
+		wake: s, agent: t.Agent, task: t.ID,
 	}
 	if in.Kind == inputStart {
 		call.Request = in.Message
@@ -664,60 +685,106 @@ func safeStep(ctx context.Context, agent Agent, call *Call, res *Resumption) (o 
 // taken the task over: the run no longer holds it and the step's context
 // (cancelStep) is canceled, so that a step that cannot be fenced stops.
 func (r *run) heartbeat(ctx context.Context, cancelStep context.CancelFunc) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(r.s.cfg.LeaseDuration / 3)
-		defer tick.Stop()
-		for {
+	// Most steps end long before the first renewal is due: nothing runs
+	// for them but a timer, and the renewing goroutine starts only when
+	// the first renewal is.
+	b := &beat{r: r, ctx: ctx, cancelStep: cancelStep, every: r.s.cfg.LeaseDuration / 3}
+	b.timer = time.AfterFunc(b.every, b.run)
+	return b.stop
+}
+
+// beat is a run's lease renewal (heartbeat).
+type beat struct {
+	r          *run
+	ctx        context.Context
+	cancelStep context.CancelFunc
+	every      time.Duration
+	timer      *time.Timer
+
+	mu      sync.Mutex
+	stopped bool
+	cancel  context.CancelFunc // set once the renewals started
+	done    chan struct{}
+}
+
+func (b *beat) stop() {
+	b.timer.Stop()
+	b.mu.Lock()
+	b.stopped = true
+	cancel, done := b.cancel, b.done
+	b.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// run renews the lease now (the first renewal is due) and then every
+// b.every, until stop.
+func (b *beat) run() {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(b.ctx)
+	b.cancel, b.done = cancel, make(chan struct{})
+	b.mu.Unlock()
+	defer close(b.done)
+	r := b.r
+	tick := time.NewTicker(b.every)
+	defer tick.Stop()
+	for first := true; ; first = false {
+		if !first {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
 			}
-			r.mu.Lock()
-			t := r.task
-			lost, pending := r.lost, r.pending != nil
-			r.mu.Unlock()
-			if lost {
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		r.mu.Lock()
+		t := r.task
+		lost, pending := r.lost, r.pending != nil
+		r.mu.Unlock()
+		if lost {
+			return
+		}
+		if pending {
+			continue // nothing written yet: no lease to renew
+		}
+		until := r.s.now().Add(r.s.cfg.LeaseDuration)
+		if err := r.s.extendLease(ctx, t.ID, t.Version, until); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				r.mu.Lock()
+				r.lost = true
+				r.mu.Unlock()
 				return
 			}
-			if pending {
-				continue // nothing written yet: no lease to renew
+			if ctx.Err() == nil {
+				r.s.log.Warn("renew lease", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 			}
-			until := r.s.now().Add(r.s.cfg.LeaseDuration)
-			if err := r.s.extendLease(ctx, t.ID, t.Version, until); err != nil {
-				if errors.Is(err, store.ErrConflict) {
-					r.mu.Lock()
-					r.lost = true
-					r.mu.Unlock()
-					return
-				}
-				if ctx.Err() == nil {
-					r.s.log.Warn("renew lease", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
-				}
-				if ctx.Err() == nil && !t.LeaseUntil.IsZero() && r.s.now().After(t.LeaseUntil) {
-					r.mu.Lock()
-					r.lost = true
-					r.mu.Unlock()
-					r.s.log.Warn("the lease lapsed while the store could not be reached; the step is stopped and left to whoever claims the task",
-						slog.String("task", t.ID), slog.Time("leaseUntil", t.LeaseUntil))
-					cancelStep()
-					return
-				}
-				continue
+			if ctx.Err() == nil && !t.LeaseUntil.IsZero() && r.s.now().After(t.LeaseUntil) {
+				r.mu.Lock()
+				r.lost = true
+				r.mu.Unlock()
+				r.s.log.Warn("the lease lapsed while the store could not be reached; the step is stopped and left to whoever claims the task",
+					slog.String("task", t.ID), slog.Time("leaseUntil", t.LeaseUntil))
+				b.cancelStep()
+				return
 			}
-			r.mu.Lock()
-			if r.task == t {
-				tt := *t
-				tt.LeaseUntil = until
-				r.task = &tt
-			}
-			r.mu.Unlock()
+			continue
 		}
-	}()
-	return func() { cancel(); <-done }
+		r.mu.Lock()
+		if r.task == t {
+			tt := *t
+			tt.LeaseUntil = until
+			r.task = &tt
+		}
+		r.mu.Unlock()
+	}
 }
 
 func (r *run) release() {
@@ -758,7 +825,9 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 	}
 	next := *r.task
 	now := r.s.now()
-	var entries []store.LogEntry
+	// Room for the pending message, a working status and a step's outcome
+	// (its artifacts and status), so that the list is made once.
+	entries := make([]store.LogEntry, 0, 4)
 	create := false
 	ch := commitNote{prev: r.task, cause: "step"}
 	if r.pending != nil {

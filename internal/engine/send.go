@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -353,7 +354,11 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		}
 		var prior *knownLog
 		if in != nil && in.Kind == inputAnswer {
-			prior = freshHistory(t, open, request, s.rows.statusMessage(t.ID, t.Version))
+			var paused *pauseState
+			if in.pausedRow == t {
+				paused = in.paused
+			}
+			prior = freshHistory(t, open, request, s.rows.statusMessage(t.ID, t.Version), paused)
 		}
 		if in != nil && quick && next.Runnable {
 			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, unlock: unlock, known: prior, trace: s.traceParent(ctx)}
@@ -489,6 +494,14 @@ func askedBy(taskID, qid string) bool {
 func openQuestionID(t *store.Task) string {
 	if len(t.Question) == 0 {
 		return ""
+	}
+	// The engine writes the question with json.Marshal, ID first: read it
+	// in place when it needs no unescaping.
+	const head = `{"questionId":"`
+	if rest, ok := bytes.CutPrefix(t.Question, []byte(head)); ok {
+		if i := bytes.IndexByte(rest, '"'); i >= 0 && bytes.IndexByte(rest[:i], '\\') < 0 {
+			return string(rest[:i])
+		}
 	}
 	var q struct {
 		ID string `json:"questionId"`

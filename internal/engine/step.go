@@ -71,17 +71,20 @@ type Call struct {
 	Holds      []HoldStatus
 	Expired    bool
 
-	run       *run
-	wakeToken string
+	run *run
+	// wake, agent and task derive the task's wake token when a step asks for
+	// it (most never do, and it costs an HMAC).
+	wake        *Engine
+	agent, task string
 }
 
 // WakeToken is the task's wake token (see Engine.wakeToken): the same on
 // every step and every node, stored nowhere.
 func (c *Call) WakeToken() string {
-	if c == nil {
+	if c == nil || c.wake == nil {
 		return ""
 	}
-	return c.wakeToken
+	return c.wake.wakeToken(c.agent, c.task)
 }
 
 // Progress streams a working-state status message and records it.

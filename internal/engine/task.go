@@ -21,50 +21,26 @@ func agentMessage(t *store.Task, text string) *a2a.Message {
 }
 
 // statusEntry encodes a new status for t and the log entry announcing it.
+// The status is encoded once, inside the event; the row's status is that
+// part of the event's bytes.
 func statusEntry(t *store.Task, state a2a.TaskState, msg *a2a.Message, now time.Time) (json.RawMessage, store.LogEntry, error) {
 	ts := now.UTC()
 	status := a2a.TaskStatus{State: state, Message: msg, Timestamp: &ts}
-	raw, err := json.Marshal(status)
+	body, start, end, err := wrapped(statusValue(&status),
+		[]piece{lit(`{"contextId":`), str(t.ContextID), lit(`,"status":`)},
+		[]piece{lit(`,"taskId":`), str(t.ID), lit(`}`)})
 	if err != nil {
 		return nil, store.LogEntry{}, err
 	}
-	body, err := eventJSON(`{"contextId":`, t.ContextID, `,"status":`, raw, `,"taskId":`, t.ID, `}`)
-	if err != nil {
-		return nil, store.LogEntry{}, err
-	}
+	raw := json.RawMessage(body[start:end:end])
 	// Push receivers hear of every pause and every ending; the steps in
 	// between are for streams.
 	notify := interrupted(state) || state.Terminal()
 	return raw, store.LogEntry{Kind: store.KindStatus, InHistory: msg != nil, Notify: notify, Body: body, At: ts, Message: msg}, nil
 }
 
-// eventJSON assembles an event's JSON around a part already encoded:
-// pre + quoted(s1) + mid + encoded + post1 + quoted(s2) + post2. With the
-// field names of the event in encoding/json's order it gives the same bytes
-// as json.Marshal of the event (task_test.go checks this), without encoding
-// the status or the artifact a second time.
-func eventJSON(pre, s1, mid string, encoded json.RawMessage, post1, s2, post2 string) (json.RawMessage, error) {
-	q1, err := json.Marshal(s1)
-	if err != nil {
-		return nil, err
-	}
-	q2, err := json.Marshal(s2)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, len(pre)+len(q1)+len(mid)+len(encoded)+len(post1)+len(q2)+len(post2))
-	b = append(b, pre...)
-	b = append(b, q1...)
-	b = append(b, mid...)
-	b = append(b, encoded...)
-	b = append(b, post1...)
-	b = append(b, q2...)
-	b = append(b, post2...)
-	return b, nil
-}
-
 func messageEntry(m *a2a.Message, now time.Time) (store.LogEntry, error) {
-	body, err := json.Marshal(m)
+	body, err := json.Marshal(messageValue(m))
 	if err != nil {
 		return store.LogEntry{}, errInternal(err)
 	}
@@ -80,19 +56,17 @@ func addArtifact(t *store.Task, a *a2a.Artifact, now time.Time) (store.LogEntry,
 	if cp.ID == "" {
 		cp.ID = a2a.NewArtifactID()
 	}
-	art, err := json.Marshal(&cp)
+	body, start, end, err := wrapped(artifactValue(&cp),
+		[]piece{lit(`{"artifact":`)},
+		[]piece{lit(`,"contextId":`), str(t.ContextID), lit(`,"lastChunk":true,"taskId":`), str(t.ID), lit(`}`)})
 	if err != nil {
 		return store.LogEntry{}, err
 	}
-	raw, err := appendArtifactJSON(t.Artifacts, art)
+	raw, err := appendArtifactJSON(t.Artifacts, body[start:end:end])
 	if err != nil {
 		return store.LogEntry{}, err
 	}
 	t.Artifacts = raw
-	body, err := eventJSON(`{"artifact":`+string(art)+`,"contextId":`, t.ContextID, `,"lastChunk":true,"taskId":`, nil, "", t.ID, `}`)
-	if err != nil {
-		return store.LogEntry{}, err
-	}
 	return store.LogEntry{Kind: store.KindArtifact, Body: body, At: now.UTC(), Artifact: &cp}, nil
 }
 

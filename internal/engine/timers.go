@@ -404,7 +404,7 @@ func (s *Engine) callRelease(ctx context.Context, agent Agent, t *store.Task, ke
 			err = fmt.Errorf("the release panicked: %v", p)
 		}
 	}()
-	call := &Call{TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner, Key: key, wakeToken: s.wakeToken(t.Agent, t.ID)}
+	call := &Call{TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner, Key: key, wake: s, agent: t.Agent, task: t.ID}
 	return r.Release(ctx, call, h)
 }
 

@@ -268,18 +268,26 @@ func checkEnvelope(body []byte) (env jsonrpcEnvelope, notification bool, err err
 	}
 	// The members the envelope needs (the last of each, as a decoder
 	// would), as slices of the body.
-	m := map[string]json.RawMessage{}
+	var rawID, rawVersion, rawMethod, params []byte
+	var hasID, hasVersion, hasMethod, has bool
 	_ = eachMember(trimmed, func(k string, val []byte) error {
 		switch k {
-		case "id", "jsonrpc", "method", "params":
-			m[k] = val
+		case "id":
+			rawID, hasID = val, true
+		case "jsonrpc":
+			rawVersion, hasVersion = val, true
+		case "method":
+			rawMethod, hasMethod = val, true
+		case "params":
+			params, has = val, true
 		}
 		return nil
 	})
 	var id any
-	rawID, hasID := m["id"]
 	if hasID {
-		if err := json.Unmarshal(rawID, &id); err != nil {
+		if kind(rawID) == '"' {
+			id = unquote(rawID)
+		} else if err := json.Unmarshal(rawID, &id); err != nil {
 			id = nil
 		}
 		switch id.(type) {
@@ -289,13 +297,12 @@ func checkEnvelope(body []byte) (env jsonrpcEnvelope, notification bool, err err
 		}
 	}
 	var version, method string
-	if raw, ok := m["jsonrpc"]; !ok || json.Unmarshal(raw, &version) != nil || version != "2.0" {
+	if !hasVersion || !stringValue(rawVersion, &version) || version != "2.0" {
 		return jsonrpcEnvelope{ID: id}, false, a2a.NewError(a2a.ErrInvalidRequest, `jsonrpc must be the string "2.0"`)
 	}
-	if raw, ok := m["method"]; !ok || json.Unmarshal(raw, &method) != nil || method == "" {
+	if !hasMethod || !stringValue(rawMethod, &method) || method == "" {
 		return jsonrpcEnvelope{ID: id}, false, a2a.NewError(a2a.ErrInvalidRequest, "method must be a string naming an A2A method (SendMessage, GetTask, ...)")
 	}
-	params, has := m["params"]
 	if has && string(params) != "null" {
 		if t := bytes.TrimSpace(params); len(t) == 0 || t[0] != '{' {
 			return jsonrpcEnvelope{ID: id}, !hasID, errInvalidParams("params must be an object")
@@ -304,6 +311,21 @@ func checkEnvelope(body []byte) (env jsonrpcEnvelope, notification bool, err err
 		return jsonrpcEnvelope{ID: id}, !hasID, errInvalidParams("params is required: %s takes an object of parameters", method)
 	}
 	return jsonrpcEnvelope{JSONRPC: version, Method: method, Params: params, ID: id}, !hasID, nil
+}
+
+// stringValue sets *s to raw's string as json.Unmarshal into a string
+// would, for raw a member's value (a slice of valid JSON, no space around
+// it); false where the decoder would fail (a value that is not a string).
+// null leaves *s empty, as the decoder does.
+func stringValue(raw []byte, s *string) bool {
+	switch kind(raw) {
+	case '"':
+		*s = unquote(raw)
+		return true
+	case 'n':
+		return true
+	}
+	return false
 }
 
 // needsParams are the methods whose params cannot be left out.
@@ -356,8 +378,10 @@ func walkFields(raw []byte, where, key string, maxID int) error {
 			case "metadata", "data", "parts", "extensions":
 				return nil
 			case "role":
-				var s string
-				if kind(val) == '"' && json.Unmarshal(val, &s) == nil && s != string(a2a.MessageRoleUser) && s != string(a2a.MessageRoleAgent) {
+				if kind(val) != '"' {
+					return nil
+				}
+				if s := unquote(val); s != string(a2a.MessageRoleUser) && s != string(a2a.MessageRoleAgent) {
 					return errInvalidParams("%s.role %q is not a message role: use %s (or %s)", where, s, a2a.MessageRoleUser, a2a.MessageRoleAgent)
 				}
 				return nil
@@ -372,10 +396,7 @@ func walkFields(raw []byte, where, key string, maxID int) error {
 		if !idFields[key] {
 			return nil
 		}
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return CheckID(where, s, maxID)
-		}
+		return CheckID(where, unquote(raw), maxID)
 	}
 	return nil
 }

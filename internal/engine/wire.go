@@ -1,0 +1,246 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+)
+
+// Encoding the log entries the engine stores (a status, a message, an
+// artifact) with the standard encoder, in one pass.
+//
+// The SDK's types encode their parts through MarshalJSON methods that call
+// json.Marshal again (a2a.ContentParts, a2a.Part), so every part is encoded
+// into a buffer of its own, copied out, then checked and copied again by the
+// level above. The mirror types below have the same fields in the same order
+// with the same tags as the SDK's, and no MarshalJSON of their own, so
+// json.Marshal of a mirror writes the same bytes as json.Marshal of the SDK
+// value in one pass (wire_test.go holds them to that). A message with a part
+// the mirror does not carry exactly (an empty text, a data part with a nil
+// value, raw bytes, a nil part) is encoded as the SDK value instead.
+
+// partWire mirrors the encoding of a2a.Part (its MarshalJSON's wrapper)
+// for text parts with text, data parts with a value, and URL parts.
+type partWire struct {
+	Text      string         `json:"text,omitempty"`
+	Data      any            `json:"data,omitempty"`
+	URL       a2a.URL        `json:"url,omitempty"`
+	Filename  string         `json:"filename,omitempty"`
+	MediaType string         `json:"mediaType,omitempty"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+}
+
+// messageWire mirrors a2a.Message.
+type messageWire struct {
+	ID             string          `json:"messageId"`
+	ContextID      string          `json:"contextId,omitempty"`
+	Extensions     []string        `json:"extensions,omitempty"`
+	Metadata       map[string]any  `json:"metadata,omitempty"`
+	Parts          []partWire      `json:"parts"`
+	ReferenceTasks []a2a.TaskID    `json:"referenceTaskIds,omitempty"`
+	Role           a2a.MessageRole `json:"role"`
+	TaskID         a2a.TaskID      `json:"taskId,omitempty"`
+}
+
+// statusWire mirrors a2a.TaskStatus.
+type statusWire struct {
+	Message   *messageWire  `json:"message,omitempty"`
+	State     a2a.TaskState `json:"state"`
+	Timestamp *time.Time    `json:"timestamp,omitempty"`
+}
+
+// artifactWire mirrors a2a.Artifact.
+type artifactWire struct {
+	ID          a2a.ArtifactID `json:"artifactId"`
+	Description string         `json:"description,omitempty"`
+	Extensions  []string       `json:"extensions,omitempty"`
+	Metadata    map[string]any `json:"metadata,omitempty"`
+	Name        string         `json:"name,omitempty"`
+	Parts       []partWire     `json:"parts"`
+}
+
+// partsWire is parts as mirrors, ok false when one of them has no exact
+// mirror. A nil list stays nil (encoded null, as the SDK's is).
+func partsWire(parts a2a.ContentParts) ([]partWire, bool) {
+	if parts == nil {
+		return nil, true
+	}
+	out := make([]partWire, len(parts))
+	for i, p := range parts {
+		if p == nil {
+			return nil, false
+		}
+		w := partWire{Filename: p.Filename, MediaType: p.MediaType, Metadata: p.Metadata}
+		switch c := p.Content.(type) {
+		case a2a.Text:
+			if c == "" {
+				return nil, false // the SDK writes "text":""
+			}
+			w.Text = string(c)
+		case a2a.Data:
+			if c.Value == nil {
+				return nil, false // the SDK writes "data":null
+			}
+			w.Data = c.Value
+		case a2a.URL:
+			w.URL = c // the SDK leaves an empty URL out too
+		default:
+			return nil, false
+		}
+		out[i] = w
+	}
+	return out, true
+}
+
+func messageWireOf(m *a2a.Message) (*messageWire, bool) {
+	parts, ok := partsWire(m.Parts)
+	if !ok {
+		return nil, false
+	}
+	return &messageWire{
+		ID: m.ID, ContextID: m.ContextID, Extensions: m.Extensions, Metadata: m.Metadata, Parts: parts,
+		ReferenceTasks: m.ReferenceTasks, Role: m.Role, TaskID: m.TaskID,
+	}, true
+}
+
+// statusValue is what encodes as status: its mirror, or status itself.
+func statusValue(status *a2a.TaskStatus) any {
+	w := &statusWire{State: status.State, Timestamp: status.Timestamp}
+	if status.Message != nil {
+		m, ok := messageWireOf(status.Message)
+		if !ok {
+			return status
+		}
+		w.Message = m
+	}
+	return w
+}
+
+// messageValue is what encodes as m: its mirror, or m itself.
+func messageValue(m *a2a.Message) any {
+	if w, ok := messageWireOf(m); ok {
+		return w
+	}
+	return m
+}
+
+// artifactValue is what encodes as a: its mirror, or a itself.
+func artifactValue(a *a2a.Artifact) any {
+	parts, ok := partsWire(a.Parts)
+	if !ok {
+		return a
+	}
+	return &artifactWire{ID: a.ID, Description: a.Description, Extensions: a.Extensions, Metadata: a.Metadata, Name: a.Name, Parts: parts}
+}
+
+// piece is text around an encoded value: s as it is, or quoted as a JSON
+// string.
+type piece struct {
+	s     string
+	quote bool
+}
+
+func lit(s string) piece { return piece{s: s} }
+func str(s string) piece { return piece{s: s, quote: true} }
+
+// wrapped encodes v between the pieces before and after it, in one buffer
+// of the size needed, and returns the whole and where v's JSON starts and
+// ends in it. With the names of an event's fields in encoding/json's order,
+// the whole is the bytes json.Marshal writes for the event
+// (task_encoding_test.go), with v encoded once.
+func wrapped(v any, before, after []piece) (b []byte, start, end int, err error) {
+	w := wrapWriter{before: before, after: after}
+	if err := json.NewEncoder(&w).Encode(v); err != nil {
+		return nil, 0, 0, err
+	}
+	if w.out == nil {
+		return nil, 0, 0, errors.New("the encoder wrote nothing")
+	}
+	return w.out, w.start, w.end, nil
+}
+
+// wrapWriter takes the encoder's one write (the value and a newline) and
+// assembles the pieces around it.
+type wrapWriter struct {
+	before, after []piece
+	out           []byte
+	start, end    int
+}
+
+func (w *wrapWriter) Write(p []byte) (int, error) {
+	if w.out != nil {
+		return 0, errors.New("the encoder wrote twice")
+	}
+	v := p
+	if n := len(v); n > 0 && v[n-1] == '\n' {
+		v = v[:n-1]
+	}
+	size := len(v)
+	for _, pc := range w.before {
+		size += pc.size()
+	}
+	for _, pc := range w.after {
+		size += pc.size()
+	}
+	b := make([]byte, 0, size)
+	for _, pc := range w.before {
+		b = pc.append(b)
+	}
+	w.start = len(b)
+	b = append(b, v...)
+	w.end = len(b)
+	for _, pc := range w.after {
+		b = pc.append(b)
+	}
+	w.out = b
+	return len(p), nil
+}
+
+func (pc piece) size() int {
+	if pc.quote {
+		return quotedLen(pc.s)
+	}
+	return len(pc.s)
+}
+
+func (pc piece) append(b []byte) []byte {
+	if pc.quote {
+		return appendQuoted(b, pc.s)
+	}
+	return append(b, pc.s...)
+}
+
+// plainJSONString reports whether s encodes as a JSON string by quoting
+// alone: printable ASCII without the characters encoding/json escapes.
+func plainJSONString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// quotedLen is the length of s as encoding/json quotes it.
+func quotedLen(s string) int {
+	if plainJSONString(s) {
+		return len(s) + 2
+	}
+	q, _ := json.Marshal(s)
+	return len(q)
+}
+
+// appendQuoted appends s as encoding/json quotes it.
+func appendQuoted(b []byte, s string) []byte {
+	if plainJSONString(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	q, _ := json.Marshal(s)
+	return append(b, q...)
+}

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/store"
+)
+
+// The mirrors of wire.go must write the very bytes json.Marshal writes for
+// the SDK's values, for every kind of part, with or without a mirror.
+
+func wireParts() map[string]*a2a.Part {
+	file := a2a.NewFileURLPart("https://example.com/r.pdf?a=1&b=<2>", "application/pdf")
+	file.Filename = "receipt \"1\".pdf"
+	data := a2a.NewDataPart(map[string]any{"z": 1.5, "a": []any{"x", nil, true, map[string]any{"k": "<v>"}}, "m": "\u2028"})
+	data.MediaType = "application/json"
+	data.Metadata = map[string]any{"b": "2", "a": 1.0}
+	text := a2a.NewTextPart("line\nnext \u2028 <script> & \"q\" é")
+	text.Metadata = map[string]any{"lang": "en"}
+	return map[string]*a2a.Part{
+		"text":          text,
+		"data":          data,
+		"data string":   a2a.NewDataPart("just a string"),
+		"data list":     a2a.NewDataPart([]any{1.0, "two"}),
+		"url":           file,
+		"empty text":    a2a.NewTextPart(""),
+		"nil data":      a2a.NewDataPart(nil),
+		"empty url":     {Content: a2a.URL(""), MediaType: "text/html"},
+		"raw":           a2a.NewRawPart([]byte{0, 1, 2, 0xff}),
+		"empty raw":     a2a.NewRawPart(nil),
+		"no content":    {MediaType: "text/plain"},
+		"nil":           nil,
+		"typed data":    a2a.NewDataPart(struct{ B, A int }{2, 1}),
+		"raw json data": a2a.NewDataPart(json.RawMessage(`{ "b" : 1 }`)),
+	}
+}
+
+func wireMessages() map[string]*a2a.Message {
+	out := map[string]*a2a.Message{}
+	for name, p := range wireParts() {
+		m := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("first"), p)
+		m.TaskID, m.ContextID = "task-<1>", `ctx "q"`
+		out[name] = m
+	}
+	full := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("x"))
+	full.Extensions = []string{"https://askpoint.dev/ext/question/v1"}
+	full.Metadata = map[string]any{"k": map[string]any{"b": 1.0, "a": 2.0}}
+	full.ReferenceTasks = []a2a.TaskID{"t1", "t2"}
+	out["every field"] = full
+	out["no parts"] = &a2a.Message{ID: "m", Role: a2a.MessageRoleUser}
+	out["empty parts"] = &a2a.Message{ID: "m", Role: a2a.MessageRoleUser, Parts: a2a.ContentParts{}}
+	return out
+}
+
+func TestMirrorsEncodeAsTheSDKsValues(t *testing.T) {
+	ts := time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.UTC)
+	for name, m := range wireMessages() {
+		got, err := json.Marshal(messageValue(m))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want, _ := json.Marshal(m)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: message =\n%s\nwant\n%s", name, got, want)
+		}
+		st := a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: m, Timestamp: &ts}
+		got, _ = json.Marshal(statusValue(&st))
+		want, _ = json.Marshal(st)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: status =\n%s\nwant\n%s", name, got, want)
+		}
+		a := &a2a.Artifact{ID: "a1", Name: "n <1>", Description: "d", Extensions: []string{"e"}, Metadata: map[string]any{"k": "v"}, Parts: m.Parts}
+		got, _ = json.Marshal(artifactValue(a))
+		want, _ = json.Marshal(a)
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: artifact =\n%s\nwant\n%s", name, got, want)
+		}
+	}
+	st := a2a.TaskStatus{State: a2a.TaskStateWorking}
+	got, _ := json.Marshal(statusValue(&st))
+	want, _ := json.Marshal(st)
+	if !bytes.Equal(got, want) {
+		t.Errorf("status without message = %s, want %s", got, want)
+	}
+}
+
+func TestMirrorsRefuseWhatTheSDKCannotEncode(t *testing.T) {
+	m := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewDataPart(map[string]any{"f": func() {}}))
+	if _, err := json.Marshal(messageValue(m)); err == nil {
+		t.Error("a data part holding a func encoded without error")
+	}
+	if _, _, err := statusEntry(encodingTask(), a2a.TaskStateInputRequired, m, time.Now()); err == nil {
+		t.Error("statusEntry of a message holding a func gave no error")
+	}
+}
+
+func TestQuotedStringsAreEncodingJSONs(t *testing.T) {
+	for _, s := range []string{"", "plain-id_1.2", `a"b`, `a\b`, "<>&", "\u2028\u2029", "é", "\x00\x1f", "\xff"} {
+		want, _ := json.Marshal(s)
+		if got := appendQuoted(nil, s); !bytes.Equal(got, want) {
+			t.Errorf("appendQuoted(%q) = %s, want %s", s, got, want)
+		}
+		if n := quotedLen(s); n != len(want) {
+			t.Errorf("quotedLen(%q) = %d, want %d", s, n, len(want))
+		}
+	}
+}
+
+func TestPartsSizeIsTheLengthOfJSONMarshal(t *testing.T) {
+	for name, m := range wireMessages() {
+		want, _ := json.Marshal(m.Parts)
+		if got := partsSize(m.Parts); got != len(want) {
+			t.Errorf("%s: partsSize = %d, want %d", name, got, len(want))
+		}
+	}
+	if got := partsSize(a2a.ContentParts{a2a.NewDataPart(map[string]any{"f": func() {}})}); got != 0 {
+		t.Errorf("partsSize of parts that cannot be encoded = %d, want 0", got)
+	}
+}
+
+func TestOpenQuestionIDReadsWhatTheDecoderReads(t *testing.T) {
+	for _, id := range []string{"q-1-abc", "", `q "quoted"`, "q\\back", "q<&>", "q-é-\u2028"} {
+		raw, _ := json.Marshal(&question.Question{ID: id, Text: "t", Schema: json.RawMessage(`{"type":"object"}`)})
+		if got := openQuestionID(&store.Task{Question: raw}); got != id {
+			t.Errorf("openQuestionID(%s) = %q, want %q", raw, got, id)
+		}
+	}
+	if got := openQuestionID(&store.Task{Question: json.RawMessage(`{"text":"t","questionId":"q-2"}`)}); got != "q-2" {
+		t.Errorf("openQuestionID of a question in another order = %q, want q-2", got)
+	}
+}
