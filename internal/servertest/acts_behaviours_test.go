@@ -13,7 +13,6 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/examples/conformance"
 	"github.com/askpoint/askpoint/internal/apitest"
 )
@@ -25,11 +24,7 @@ const actsLongRunning = 1500 * time.Millisecond
 // startACTSBehaviours serves the conformance agent with the ACTS timings.
 func startACTSBehaviours(t *testing.T) *apitest.Env {
 	t.Helper()
-	return apitest.Start(t, apitest.Options{Quiet: true, Agents: []askpoint.AgentSpec{{
-		Name:  conformance.Name,
-		Agent: conformance.AgentWithOptions(conformance.Options{ResubscribeDelay: tckResubscribeDelay, LongRunningDelay: actsLongRunning}),
-		Card:  conformance.Card(),
-	}}})
+	return startConformance(t, conformance.AgentWithOptions(conformance.Options{ResubscribeDelay: tckResubscribeDelay, LongRunningDelay: actsLongRunning}))
 }
 
 // eachACTS is eachServed for the conformance agent with the ACTS timings.
