@@ -373,6 +373,15 @@ func (s *stream) rest(t *testing.T, ctx context.Context) []a2a.Event {
 	}
 }
 
+// describeAll describes each of evs.
+func describeAll(evs []a2a.Event) []string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = describe(ev)
+	}
+	return out
+}
+
 // lastEvent is the final event of evs, nil when there is none.
 func lastEvent(evs []a2a.Event) a2a.Event {
 	if len(evs) == 0 {
