@@ -17,6 +17,7 @@ import (
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/store"
 )
 
 // The callers of the top server, by bearer token. alice has a default cost
@@ -235,6 +236,26 @@ const receipt = "File my taxi receipt from Tuesday, 42 euros"
 
 func userText(text string) *a2a.Message {
 	return a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
+}
+
+// receiptWaiting sends bob's receipt to the assistant and requires its task
+// to wait on a question, and the expense agent to hold one task for it,
+// which it returns with its history; bob and subC are the clients of both.
+func (w *world) receiptWaiting(t *testing.T, ctx context.Context) (bob, subC *a2aclient.Client, task, sub *a2a.Task) {
+	t.Helper()
+	bob, subC = w.bob(t), w.subClient(t, "expenses")
+	task = sendState(t, ctx, bob, userText(receipt), a2a.TaskStateInputRequired)
+	return bob, subC, task, onlyTask(t, ctx, subC)
+}
+
+// storedTask reads task id's row from env's store.
+func storedTask(t *testing.T, ctx context.Context, env *apitest.Env, id a2a.TaskID) *store.Task {
+	t.Helper()
+	row, err := env.Store.GetTask(ctx, string(id))
+	if err != nil {
+		t.Fatalf("GetTask(%s) from the store: %v", id, err)
+	}
+	return row
 }
 
 // answer is a data answer to question qid of task id.
