@@ -144,15 +144,7 @@ func intp(n int) *int { return &n }
 // sendTask sends req and requires a Task back.
 func sendTask(t *testing.T, ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest) *a2a.Task {
 	t.Helper()
-	res, err := c.SendMessage(ctx, req)
-	if err != nil {
-		t.Fatalf("SendMessage(%q) error = %v", messageText(req.Message), err)
-	}
-	task, ok := res.(*a2a.Task)
-	if !ok {
-		t.Fatalf("SendMessage(%q) = %T, want *a2a.Task", messageText(req.Message), res)
-	}
-	return task
+	return apitest.SendTask(t, ctx, c, req, fmt.Sprintf("%q", messageText(req.Message)))
 }
 
 // send is sendTask with no configuration.
@@ -174,31 +166,15 @@ func sendState(t *testing.T, ctx context.Context, c *a2aclient.Client, m *a2a.Me
 
 func getTask(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID) *a2a.Task {
 	t.Helper()
-	task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-	if err != nil {
-		t.Fatalf("GetTask(%s) error = %v", id, err)
-	}
-	return task
+	return apitest.GetTask(t, ctx, c, &a2a.GetTaskRequest{ID: id})
 }
 
 // waitState polls GetTask until the task is in state want.
 func waitState(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
 	t.Helper()
-	var last a2a.TaskState
-	for {
-		task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-		if err == nil && task.Status.State == want {
-			return task
-		}
-		if task != nil {
-			last = task.Status.State
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("GetTask(%s) state = %v, want %v before the deadline (last error %v)", id, last, want, err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	return apitest.WaitState(t, ctx, c, &a2a.GetTaskRequest{ID: id}, want, func(last *a2a.Task) string {
+		return fmt.Sprintf("status message %q", messageText(last.Status.Message))
+	})
 }
 
 // preStreamStatus is the HTTP status with which a JSON-RPC streaming call
@@ -239,24 +215,7 @@ func wantErr(t *testing.T, call string, err, want error) {
 }
 
 // messageText joins the text parts of m.
-func messageText(m *a2a.Message) string {
-	if m == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range m.Parts {
-		if p == nil {
-			continue
-		}
-		if s, ok := p.Content.(a2a.Text); ok {
-			if b.Len() > 0 {
-				b.WriteString("\n")
-			}
-			b.WriteString(string(s))
-		}
-	}
-	return b.String()
-}
+func messageText(m *a2a.Message) string { return apitest.Text(m) }
 
 // dataPart returns the first data part of parts holding a JSON object.
 func dataPart(parts a2a.ContentParts) (map[string]any, bool) {
