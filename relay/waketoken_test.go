@@ -137,10 +137,10 @@ func TestAnOlderRelayCheckpointWithItsTokenInClearStillWakes(t *testing.T) {
 
 	// The derived token no longer wakes it; the old one does.
 	event := apitest.WorkingEvent(t, sub.ID)
-	if code := apitest.PostWake(t, ctx, pc.URL, derived, event); code != http.StatusNotFound {
+	if code := apitest.PostNotification(t, ctx, pc.URL, derived, event); code != http.StatusNotFound {
 		t.Fatalf("a wake with the derived token of a task paused on an older token: HTTP %d, want 404", code)
 	}
-	if code := apitest.PostWake(t, ctx, pc.URL, old, event); code != http.StatusNoContent {
+	if code := apitest.PostNotification(t, ctx, pc.URL, old, event); code != http.StatusNoContent {
 		t.Fatalf("a wake with the older checkpoint's token: HTTP %d, want 204", code)
 	}
 	eventually(t, "the relay to look at the sub-task and pause again on its own token", func() bool {
