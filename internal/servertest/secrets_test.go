@@ -104,7 +104,7 @@ func TestPushFailureLogsNoWebhookQueryString(t *testing.T) {
 	}
 	dead := "http://" + ln.Addr().String()
 	ln.Close() // nothing listens there: every delivery fails
-	logs := &syncBuffer{}
+	logs := &apitest.SyncBuffer{}
 	env := apitest.Start(t, apitest.Options{Config: func(c *askpoint.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		c.AllowPrivateWebhooks = true
