@@ -76,3 +76,16 @@ func Text(m *a2a.Message) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// EachPush runs f as two subtests, "with push" (push true) and "without
+// push", for tests whose servers run both ways.
+func EachPush(t *testing.T, f func(t *testing.T, push bool)) {
+	t.Helper()
+	for _, push := range []bool{true, false} {
+		name := "with push"
+		if !push {
+			name = "without push"
+		}
+		t.Run(name, func(t *testing.T) { f(t, push) })
+	}
+}
