@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,17 +11,27 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 )
 
-// SendTask sends req on c and requires a Task back; what names the request
-// in failure messages.
-func SendTask(t testing.TB, ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest, what string) *a2a.Task {
-	t.Helper()
+// Send sends req on c and returns the Task it answers with; an answer of
+// another kind is an error.
+func Send(ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest) (*a2a.Task, error) {
 	res, err := c.SendMessage(ctx, req)
 	if err != nil {
-		t.Fatalf("SendMessage(%s) error = %v", what, err)
+		return nil, err
 	}
 	task, ok := res.(*a2a.Task)
 	if !ok {
-		t.Fatalf("SendMessage(%s) = %T, want *a2a.Task", what, res)
+		return nil, fmt.Errorf("SendMessage returned %T, want a task", res)
+	}
+	return task, nil
+}
+
+// SendTask is Send that fails the test on an error; what names the request
+// in failure messages.
+func SendTask(t testing.TB, ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest, what string) *a2a.Task {
+	t.Helper()
+	task, err := Send(ctx, c, req)
+	if err != nil {
+		t.Fatalf("SendMessage(%s): %v", what, err)
 	}
 	return task
 }

@@ -177,15 +177,7 @@ func benchRoundTrip(ctx context.Context, c *a2aclient.Client) error {
 }
 
 func benchSend(ctx context.Context, c *a2aclient.Client, m *a2a.Message) (*a2a.Task, error) {
-	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m})
-	if err != nil {
-		return nil, err
-	}
-	t, ok := res.(*a2a.Task)
-	if !ok {
-		return nil, fmt.Errorf("SendMessage returned %T, want a task", res)
-	}
-	return t, nil
+	return apitest.Send(ctx, c, &a2a.SendMessageRequest{Message: m})
 }
 
 // benchCPU is the process's user+system CPU time so far (client and
