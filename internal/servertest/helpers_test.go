@@ -147,6 +147,13 @@ func sendTask(t *testing.T, ctx context.Context, c *a2aclient.Client, req *a2a.S
 	return apitest.SendTask(t, ctx, c, req, fmt.Sprintf("%q", messageText(req.Message)))
 }
 
+// sendPushed sends text with the push configuration pc and requires a Task
+// back.
+func sendPushed(t *testing.T, ctx context.Context, c *a2aclient.Client, text string, pc a2a.PushConfig) *a2a.Task {
+	t.Helper()
+	return sendTask(t, ctx, c, &a2a.SendMessageRequest{Message: userText(text), Config: &a2a.SendMessageConfig{PushConfig: &pc}})
+}
+
 // send is sendTask with no configuration.
 func send(t *testing.T, ctx context.Context, c *a2aclient.Client, m *a2a.Message) *a2a.Task {
 	t.Helper()
