@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/inbox"
@@ -70,8 +71,11 @@ func TestPersonDefersToTheInboxAndResumeCompletesAfterARestart(t *testing.T) {
 	}
 }
 
-func TestResumeRefusesAnInvalidAnswerAndSendsNothing(t *testing.T) {
-	t.Parallel()
+// deferredReceipt serves the expense agent and runs the receipt on a
+// client of it with only a person to answer, through a new inbox; it
+// requires the run to end deferred to that inbox.
+func deferredReceipt(t *testing.T) (*a2aclient.Client, *inbox.Inbox, *client.DeferredError) {
+	t.Helper()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 	ib := openInbox(t, "")
@@ -79,9 +83,15 @@ func TestResumeRefusesAnInvalidAnswerAndSendsNothing(t *testing.T) {
 	_, err := client.Run(ctx(t), c, textMessage(receipt), client.WithAgentURL(url), client.WithResolvers(client.Person{Inbox: ib}))
 	var d *client.DeferredError
 	if !errors.As(err, &d) {
-		t.Fatalf("Run = %v", err)
+		t.Fatalf("Run = %v; want a DeferredError", err)
 	}
-	_, err = client.Resume(ctx(t), ib, d.Item.ID, client.Answer{Fields: map[string]any{"costCentre": "CC-9999"}})
+	return c, ib, d
+}
+
+func TestResumeRefusesAnInvalidAnswerAndSendsNothing(t *testing.T) {
+	t.Parallel()
+	c, ib, d := deferredReceipt(t)
+	_, err := client.Resume(ctx(t), ib, d.Item.ID, client.Answer{Fields: map[string]any{"costCentre": "CC-9999"}})
 	var invalid *client.InvalidAnswerError
 	if !errors.As(err, &invalid) || len(invalid.Errors) != 1 || invalid.Errors[0].Message != "expected one of CC-4410, CC-4420" {
 		t.Fatalf("Resume = %v; want an InvalidAnswerError naming the options", err)
@@ -100,15 +110,7 @@ func TestResumeRefusesAnInvalidAnswerAndSendsNothing(t *testing.T) {
 
 func TestResumeOfAQuestionAnsweredElsewhereClosesTheItem(t *testing.T) {
 	t.Parallel()
-	env := apitest.Start(t, apitest.Options{Quiet: true})
-	url := env.AgentURL("expense")
-	ib := openInbox(t, "")
-	c := dial(t, url, nil)
-	_, err := client.Run(ctx(t), c, textMessage(receipt), client.WithAgentURL(url), client.WithResolvers(client.Person{Inbox: ib}))
-	var d *client.DeferredError
-	if !errors.As(err, &d) {
-		t.Fatalf("Run = %v", err)
-	}
+	c, ib, d := deferredReceipt(t)
 	// Someone answers through another client.
 	other := textMessage("CC-4410")
 	other.TaskID = a2a.TaskID(d.Item.TaskID)
@@ -130,14 +132,7 @@ func TestResumeOfAQuestionAnsweredElsewhereClosesTheItem(t *testing.T) {
 
 func TestResumeOfAReAskPromptsAgainThroughTheChain(t *testing.T) {
 	t.Parallel()
-	env := apitest.Start(t, apitest.Options{Quiet: true})
-	url := env.AgentURL("expense")
-	ib := openInbox(t, "")
-	_, err := client.Run(ctx(t), dial(t, url, nil), textMessage(receipt), client.WithAgentURL(url), client.WithResolvers(client.Person{Inbox: ib}))
-	var d *client.DeferredError
-	if !errors.As(err, &d) {
-		t.Fatalf("Run = %v", err)
-	}
+	_, ib, d := deferredReceipt(t)
 	// The person's words are not an option: the agent re-asks, and the
 	// re-ask goes back to the inbox as a new item.
 	res, err := client.Resume(ctx(t), ib, d.Item.ID, client.Answer{Text: "engineering"},

@@ -437,15 +437,7 @@ func crashSend(ctx context.Context, c *a2aclient.Client, m *a2a.Message, immedia
 	if immediately {
 		req.Config = &a2a.SendMessageConfig{ReturnImmediately: true}
 	}
-	res, err := c.SendMessage(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	task, ok := res.(*a2a.Task)
-	if !ok {
-		return nil, fmt.Errorf("SendMessage returned %T, want a task", res)
-	}
-	return task, nil
+	return apitest.Send(ctx, c, req)
 }
 
 func crashSendOK(ctx context.Context, t *testing.T, c *a2aclient.Client, m *a2a.Message, immediately bool) *a2a.Task {

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/askpoint/askpoint/internal/apitest"
 )
 
 const (
@@ -150,7 +152,7 @@ func readJSON(t *testing.T, path string, v any) {
 func startServe(t *testing.T, bin, db string) string {
 	t.Helper()
 	out := &lineWatcher{prefix: "askpoint: listening on ", found: make(chan string, 1)}
-	errOut := &lockedBuffer{}
+	errOut := &apitest.SyncBuffer{}
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
 	cmd.Stdout, cmd.Stderr = out, errOut
 	if err := cmd.Start(); err != nil {
@@ -235,21 +237,4 @@ func (w *lineWatcher) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.buf.String()
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

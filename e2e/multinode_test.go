@@ -96,7 +96,7 @@ func TestThreeNodesOnPostgres(t *testing.T) {
 	if got, want := mnKinds(events), []string{"working", "artifact:expense", "completed"}; !slices.Equal(got, want) {
 		t.Errorf("stream on C after the answer on B: %v, want %v", got, want)
 	}
-	viaA := mnGet(ctx, t, a, task.ID)
+	viaA := crashGet(ctx, t, a, string(task.ID))
 	crashWantExpense(t, viaA)
 	crashWantRoles(t, viaA, a2a.MessageRoleUser, a2a.MessageRoleAgent, a2a.MessageRoleUser, a2a.MessageRoleAgent)
 
@@ -181,7 +181,7 @@ func TestThreeNodesOnPostgres(t *testing.T) {
 		if i%2 == 1 {
 			cl = c
 		}
-		tk := mnWaitState(ctx, t, cl, id, a2a.TaskStateCompleted)
+		tk := crashWaitState(ctx, t, cl, string(id), a2a.TaskStateCompleted)
 		crashWantExpense(t, tk)
 		// request, question, answer, completion: nothing ran twice.
 		crashWantRoles(t, tk, a2a.MessageRoleUser, a2a.MessageRoleAgent, a2a.MessageRoleUser, a2a.MessageRoleAgent)
@@ -355,30 +355,6 @@ func mnSend(ctx context.Context, t *testing.T, c *a2aclient.Client, m *a2a.Messa
 		t.Fatalf("SendMessage(task %q): %v", m.TaskID, err)
 	}
 	return task
-}
-
-func mnGet(ctx context.Context, t *testing.T, c *a2aclient.Client, id a2a.TaskID) *a2a.Task {
-	t.Helper()
-	task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-	if err != nil {
-		t.Fatalf("GetTask(%s): %v", id, err)
-	}
-	return task
-}
-
-func mnWaitState(ctx context.Context, t *testing.T, c *a2aclient.Client, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		task := mnGet(ctx, t, c, id)
-		if task.Status.State == want {
-			return task
-		}
-		if task.Status.State.Terminal() || time.Now().After(deadline) {
-			t.Fatalf("task %s: state %s (%s), want %s", id, task.Status.State, crashStatusText(task), want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func mnQuestion(t *testing.T, task *a2a.Task) *question.Question {

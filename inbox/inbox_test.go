@@ -1,7 +1,6 @@
 package inbox_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -149,7 +149,9 @@ func TestConcurrentWritersOnOneFile(t *testing.T) {
 	}
 }
 
-func post(t *testing.T, url, token string, body any) *http.Response {
+// post posts body (JSON, or the bytes as they are) to the inbox's push
+// endpoint url with token and returns the HTTP status.
+func post(t *testing.T, url, token string, body any) int {
 	t.Helper()
 	raw, ok := body.([]byte)
 	if !ok {
@@ -159,20 +161,7 @@ func post(t *testing.T, url, token string, body any) *http.Response {
 			t.Fatal(err)
 		}
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set(inbox.TokenHeader, token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp
+	return apitest.PostNotification(t, t.Context(), url, token, raw)
 }
 
 func TestPushNotificationsTeachTheInbox(t *testing.T) {
@@ -192,8 +181,8 @@ func TestPushNotificationsTeachTheInbox(t *testing.T) {
 
 	// A task snapshot at input-required adds the question, with the agent
 	// from the URL.
-	if r := post(t, srv.URL+"/?agent="+agent, tok, a2a.StreamResponse{Event: pausedTask("task-1", "q-1")}); r.StatusCode != http.StatusNoContent {
-		t.Fatalf("POST task: %s", r.Status)
+	if code := post(t, srv.URL+"/?agent="+agent, tok, a2a.StreamResponse{Event: pausedTask("task-1", "q-1")}); code != http.StatusNoContent {
+		t.Fatalf("POST task: HTTP %d, want 204", code)
 	}
 	items, _ := ib.List(t.Context(), inbox.ListOptions{})
 	if len(items) != 1 || items[0].AgentURL != agent || items[0].Key != "q-1" || items[0].Source != inbox.SourcePush {
@@ -204,8 +193,8 @@ func TestPushNotificationsTeachTheInbox(t *testing.T) {
 	post(t, srv.URL+"/?agent="+agent, tok, a2a.StreamResponse{Event: pausedTask("task-1", "q-1")})
 	reask := &a2a.TaskStatusUpdateEvent{TaskID: "task-1", ContextID: "ctx-task-1",
 		Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: costCentreQuestion("q-2")}}
-	if r := post(t, srv.URL+"/", tok, a2a.StreamResponse{Event: reask}); r.StatusCode != http.StatusNoContent {
-		t.Fatalf("POST statusUpdate: %s", r.Status)
+	if code := post(t, srv.URL+"/", tok, a2a.StreamResponse{Event: reask}); code != http.StatusNoContent {
+		t.Fatalf("POST statusUpdate: HTTP %d, want 204", code)
 	}
 	items, _ = ib.List(t.Context(), inbox.ListOptions{})
 	if len(items) != 1 || items[0].Key != "q-2" || items[0].AgentURL != agent {
@@ -236,8 +225,8 @@ func TestPushNotificationsTeachTheInbox(t *testing.T) {
 		{"input-required without a question", tok, a2a.StreamResponse{Event: &a2a.Task{ID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired}}}, http.StatusBadRequest},
 		{"artifact update", tok, a2a.StreamResponse{Event: &a2a.TaskArtifactUpdateEvent{TaskID: "t", Artifact: &a2a.Artifact{ID: "a"}}}, http.StatusNoContent},
 	} {
-		if r := post(t, srv.URL+"/", tt.token, tt.body); r.StatusCode != tt.want {
-			t.Errorf("%s: %s, want %d", tt.name, r.Status, tt.want)
+		if code := post(t, srv.URL+"/", tt.token, tt.body); code != tt.want {
+			t.Errorf("%s: HTTP %d, want %d", tt.name, code, tt.want)
 		}
 	}
 	resp, err := http.Get(srv.URL + "/")

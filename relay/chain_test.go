@@ -13,6 +13,7 @@ import (
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/askpointtest"
 	"github.com/askpoint/askpoint/examples/approval"
+	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/relay"
 )
@@ -165,21 +166,11 @@ func settleTop(t *testing.T, c *a2aclient.Client, task *a2a.Task, want a2a.TaskS
 	return waitState(t, testCtx(t), c, task.ID, want)
 }
 
-func eachPush(t *testing.T, f func(t *testing.T, push bool)) {
-	for _, push := range []bool{true, false} {
-		name := "with push"
-		if !push {
-			name = "without push"
-		}
-		t.Run(name, func(t *testing.T) { f(t, push) })
-	}
-}
-
 // A three-level chain on three servers carries the leaf's question up
 // (labelled boolean options, the field they are for, the subject), the
 // top's text answer down, and the leaf's artifact up.
 func TestThreeServerChainCarriesTheQuestionUpTheAnswerDownAndTheArtifactUp(t *testing.T) {
-	eachPush(t, func(t *testing.T, push bool) {
+	apitest.EachPush(t, func(t *testing.T, push bool) {
 		ch := startChain(t, push, false, approvalSpec(), nil, nil)
 		c := ch.top.Client(t, "top")
 		task := sendState(t, testCtx(t), c, userText("Pay invoice INV-7: 80 EUR to ACME"), a2a.TaskStateInputRequired)
@@ -215,7 +206,7 @@ func TestThreeServerChainCarriesTheQuestionUpTheAnswerDownAndTheArtifactUp(t *te
 // A decline, a cancel and an expiry at the top mean the same at every
 // level, and no task below is left paused.
 func TestThreeServerChainEndsWithOneMeaningAtEveryLevel(t *testing.T) {
-	eachPush(t, func(t *testing.T, push bool) {
+	apitest.EachPush(t, func(t *testing.T, push bool) {
 		t.Run("decline", func(t *testing.T) {
 			ch := startChain(t, push, false, approvalSpec(), nil, nil)
 			c := ch.top.Client(t, "top")

@@ -17,6 +17,7 @@ import (
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/store"
 )
 
 // The callers of the top server, by bearer token. alice has a default cost
@@ -237,6 +238,26 @@ func userText(text string) *a2a.Message {
 	return a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
 }
 
+// receiptWaiting sends bob's receipt to the assistant and requires its task
+// to wait on a question, and the expense agent to hold one task for it,
+// which it returns with its history; bob and subC are the clients of both.
+func (w *world) receiptWaiting(t *testing.T, ctx context.Context) (bob, subC *a2aclient.Client, task, sub *a2a.Task) {
+	t.Helper()
+	bob, subC = w.bob(t), w.subClient(t, "expenses")
+	task = sendState(t, ctx, bob, userText(receipt), a2a.TaskStateInputRequired)
+	return bob, subC, task, onlyTask(t, ctx, subC)
+}
+
+// storedTask reads task id's row from env's store.
+func storedTask(t *testing.T, ctx context.Context, env *apitest.Env, id a2a.TaskID) *store.Task {
+	t.Helper()
+	row, err := env.Store.GetTask(ctx, string(id))
+	if err != nil {
+		t.Fatalf("GetTask(%s) from the store: %v", id, err)
+	}
+	return row
+}
+
 // answer is a data answer to question qid of task id.
 func answer(id a2a.TaskID, qid string, fields map[string]any) *a2a.Message {
 	obj := map[string]any{"questionId": qid}
@@ -252,15 +273,7 @@ func answer(id a2a.TaskID, qid string, fields map[string]any) *a2a.Message {
 
 func send(t *testing.T, ctx context.Context, c *a2aclient.Client, m *a2a.Message) *a2a.Task {
 	t.Helper()
-	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m})
-	if err != nil {
-		t.Fatalf("SendMessage(%s) error = %v", describeMsg(m), err)
-	}
-	task, ok := res.(*a2a.Task)
-	if !ok {
-		t.Fatalf("SendMessage(%s) = %T, want *a2a.Task", describeMsg(m), res)
-	}
-	return task
+	return apitest.SendTask(t, ctx, c, &a2a.SendMessageRequest{Message: m}, describeMsg(m))
 }
 
 // sendState sends m and requires the task it returns to be in state want.
@@ -278,34 +291,16 @@ func intp(n int) *int { return &n }
 // getTask reads a task with its whole history.
 func getTask(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID) *a2a.Task {
 	t.Helper()
-	task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id, HistoryLength: intp(100)})
-	if err != nil {
-		t.Fatalf("GetTask(%s) error = %v", id, err)
-	}
-	return task
+	return apitest.GetTask(t, ctx, c, &a2a.GetTaskRequest{ID: id, HistoryLength: intp(100)})
 }
 
-// waitState polls the task until it is in state want.
+// waitState polls the task, with its whole history, until it is in state
+// want.
 func waitState(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
 	t.Helper()
-	var last *a2a.Task
-	for {
-		task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id, HistoryLength: intp(100)})
-		if err == nil && task.Status.State == want {
-			return task
-		}
-		if err == nil {
-			last = task
-		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				t.Fatalf("task %s: state %v (status %q), want %v before the deadline; history:%s", id, last.Status.State, statusText(last), want, historyText(last))
-			}
-			t.Fatalf("task %s: want %v before the deadline (last error %v)", id, want, err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	return apitest.WaitState(t, ctx, c, &a2a.GetTaskRequest{ID: id, HistoryLength: intp(100)}, want, func(last *a2a.Task) string {
+		return fmt.Sprintf("status %q; history:%s", statusText(last), historyText(last))
+	})
 }
 
 // onlyTask lists the tasks an anonymous client sees and requires exactly
@@ -354,18 +349,7 @@ func questionData(t *testing.T, m *a2a.Message) map[string]any {
 
 func statusText(task *a2a.Task) string { return messageText(task.Status.Message) }
 
-func messageText(m *a2a.Message) string {
-	if m == nil {
-		return ""
-	}
-	var out []string
-	for _, p := range m.Parts {
-		if s, ok := p.Content.(a2a.Text); ok {
-			out = append(out, string(s))
-		}
-	}
-	return strings.Join(out, "\n")
-}
+func messageText(m *a2a.Message) string { return apitest.Text(m) }
 
 func describeMsg(m *a2a.Message) string {
 	if m == nil {

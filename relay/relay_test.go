@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
@@ -109,13 +109,8 @@ func TestAssistantAnswersFromItsOwnContext(t *testing.T) {
 func TestAssistantRelaysTheCostCentreQuestionInItsOwnTerms(t *testing.T) {
 	w := startWorld(t, nil, nil, nil)
 	ctx := testCtx(t)
-	bob := w.bob(t)
-
-	task := sendState(t, ctx, bob, userText(receipt), a2a.TaskStateInputRequired)
-	topQ := questionOf(t, task)
-	subC := w.subClient(t, "expenses")
-	sub := onlyTask(t, ctx, subC)
-	subQ := questionOf(t, sub)
+	bob, subC, task, sub := w.receiptWaiting(t, ctx)
+	topQ, subQ := questionOf(t, task), questionOf(t, sub)
 
 	if topQ.ID == subQ.ID {
 		t.Fatalf("the assistant's question has the expense agent's ID %s; want its own", topQ.ID)
@@ -166,17 +161,9 @@ func leaks(t *testing.T, subBase string, sub *a2a.Task, subQ *question.Question)
 func TestWrongAnswerAtTheTopIsReAskedAtTheTopWithoutReachingTheExpenseAgent(t *testing.T) {
 	w := startWorld(t, nil, nil, nil)
 	ctx := testCtx(t)
-	bob := w.bob(t)
-
-	task := sendState(t, ctx, bob, userText(receipt), a2a.TaskStateInputRequired)
-	topQ := questionOf(t, task)
-	subC := w.subClient(t, "expenses")
-	before := onlyTask(t, ctx, subC)
-	subQ := questionOf(t, before)
-	beforeRow, err := w.sub.Store.GetTask(ctx, string(before.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
+	bob, subC, task, before := w.receiptWaiting(t, ctx)
+	topQ, subQ := questionOf(t, task), questionOf(t, before)
+	beforeRow := storedTask(t, ctx, w.sub, before.ID)
 
 	again := sendState(t, ctx, bob, answer(task.ID, topQ.ID, map[string]any{"costCentre": "CC-9999"}), a2a.TaskStateInputRequired)
 	q2 := questionOf(t, again)
@@ -186,10 +173,7 @@ func TestWrongAnswerAtTheTopIsReAskedAtTheTopWithoutReachingTheExpenseAgent(t *t
 
 	w.settle(t) // anything sent down has landed, and anything it caused
 	after := getTask(t, ctx, subC, before.ID)
-	afterRow, err := w.sub.Store.GetTask(ctx, string(before.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
+	afterRow := storedTask(t, ctx, w.sub, before.ID)
 	if len(after.History) != len(before.History) || afterRow.LastSeq != beforeRow.LastSeq {
 		t.Fatalf("the expense agent's task changed: history %d -> %d messages, log seq %d -> %d:%s",
 			len(before.History), len(after.History), beforeRow.LastSeq, afterRow.LastSeq, historyText(after))
@@ -258,12 +242,22 @@ func pickyWorld(t *testing.T) (*world, *picky) {
 	return w, p
 }
 
+// bookP2 answers question qid of bob's task with project P-2, the one the
+// picky agent takes, and requires the task to complete with the picky agent
+// having got P-1 and then P-2.
+func (p *picky) bookP2(t *testing.T, ctx context.Context, bob *a2aclient.Client, task a2a.TaskID, qid string) *a2a.Task {
+	t.Helper()
+	done := sendState(t, ctx, bob, answer(task, qid, map[string]any{"project": "P-2"}), a2a.TaskStateCompleted)
+	if got := p.got(); !slices.Equal(got, []string{"P-1", "P-2"}) {
+		t.Fatalf("the sub-agent got answers %v, want [P-1 P-2]", got)
+	}
+	return done
+}
+
 func TestSubAgentReAskIsRelayedUpWithItsErrors(t *testing.T) {
 	w, p := pickyWorld(t)
 	ctx := testCtx(t)
-	bob := w.bob(t)
-	subC := w.subClient(t, "picky")
-
+	bob, subC := w.bob(t), w.subClient(t, "picky")
 	task := sendState(t, ctx, bob, userText("Book my train ticket"), a2a.TaskStateInputRequired)
 	q1 := questionOf(t, task)
 	if len(q1.Errors) != 0 {
@@ -292,10 +286,7 @@ func TestSubAgentReAskIsRelayedUpWithItsErrors(t *testing.T) {
 	}
 
 	pushSettled(t, w.sub, sub.ID)
-	done := sendState(t, ctx, bob, answer(task.ID, q2.ID, map[string]any{"project": "P-2"}), a2a.TaskStateCompleted)
-	if got := p.got(); !slices.Equal(got, []string{"P-1", "P-2"}) {
-		t.Fatalf("the sub-agent got answers %v, want [P-1 P-2]", got)
-	}
+	done := p.bookP2(t, ctx, bob, task.ID, q2.ID)
 	if len(done.Artifacts) != 1 || !strings.Contains(messageText(&a2a.Message{Parts: done.Artifacts[0].Parts}), "Booked to P-2") {
 		t.Fatalf("artifacts %+v, want the booking", done.Artifacts)
 	}
@@ -308,9 +299,7 @@ func TestSubAgentReAskIsRelayedUpWithItsErrors(t *testing.T) {
 func TestLateNotificationOfAnAnsweredSubQuestionLeavesTheCallersQuestionOpen(t *testing.T) {
 	w, p := pickyWorld(t)
 	ctx := testCtx(t)
-	bob := w.bob(t)
-	subC := w.subClient(t, "picky")
-
+	bob, subC := w.bob(t), w.subClient(t, "picky")
 	task := sendState(t, ctx, bob, userText("Book my train ticket"), a2a.TaskStateInputRequired)
 	q1 := questionOf(t, task)
 	sub := onlyTask(t, ctx, subC)
@@ -320,10 +309,7 @@ func TestLateNotificationOfAnAnsweredSubQuestionLeavesTheCallersQuestionOpen(t *
 	q2 := questionOf(t, again)
 	pushSettled(t, w.sub, sub.ID)
 
-	before, err := w.top.Store.GetTask(ctx, string(task.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := storedTask(t, ctx, w.top, task.ID)
 
 	// The sub-agent's outbox delivers its notification of the first
 	// question once more, late, exactly as it would on a retry.
@@ -333,10 +319,7 @@ func TestLateNotificationOfAnAnsweredSubQuestionLeavesTheCallersQuestionOpen(t *
 	// Old news is dropped without a write (askpoint.Waker): had it woken
 	// the task, an answer bob sent meanwhile would meet a busy task and
 	// not be taken.
-	after, err := w.top.Store.GetTask(ctx, string(task.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
+	after := storedTask(t, ctx, w.top, task.ID)
 	if after.LastSeq != before.LastSeq {
 		entries, _ := w.top.Store.ReadLog(ctx, string(task.ID), before.LastSeq, 0)
 		var kinds []string
@@ -352,10 +335,7 @@ func TestLateNotificationOfAnAnsweredSubQuestionLeavesTheCallersQuestionOpen(t *
 		t.Fatalf("after a late notification of the answered sub-question %s the relay withdrew bob's question %s and asked %s instead; an answer bob sends to %s now is refused:%s",
 			subQ1.ID, q2.ID, open.ID, q2.ID, historyText(now))
 	}
-	sendState(t, ctx, bob, answer(task.ID, q2.ID, map[string]any{"project": "P-2"}), a2a.TaskStateCompleted)
-	if got := p.got(); !slices.Equal(got, []string{"P-1", "P-2"}) {
-		t.Fatalf("the sub-agent got answers %v, want [P-1 P-2]", got)
-	}
+	p.bookP2(t, ctx, bob, task.ID, q2.ID)
 }
 
 // redeliver posts again, to each push configuration of the sub-task, the
@@ -414,13 +394,8 @@ func TestSubQuestionExpiresFirstAndTheAssistantsTaskFailsSayingSo(t *testing.T) 
 	subClock := newFakeClock(time.Now().UTC())
 	w := startWorld(t, subClock, nil, nil)
 	ctx := testCtx(t)
-	bob := w.bob(t)
-
-	task := sendState(t, ctx, bob, userText(receipt), a2a.TaskStateInputRequired)
-	topQ := questionOf(t, task)
-	subC := w.subClient(t, "expenses")
-	sub := onlyTask(t, ctx, subC)
-	subQ := questionOf(t, sub)
+	bob, subC, task, sub := w.receiptWaiting(t, ctx)
+	topQ, subQ := questionOf(t, task), questionOf(t, sub)
 
 	subClock.Advance(subQ.Expires.Sub(subClock.Now()) + time.Second)
 	ended := waitState(t, ctx, subC, sub.ID, a2a.TaskStateFailed)
@@ -580,12 +555,8 @@ func TestRestartingTheTopServerWhileItsTaskWaitsOnTheCallerLosesNothing(t *testi
 func TestUpwardQuestionIsWithdrawnWhenTheSubQuestionIsAnsweredAnotherWay(t *testing.T) {
 	w := startWorld(t, nil, nil, nil)
 	ctx := testCtx(t)
-	bob := w.bob(t)
-	task := sendState(t, ctx, bob, userText(receipt), a2a.TaskStateInputRequired)
-	topQ := questionOf(t, task)
-	subC := w.subClient(t, "expenses")
-	sub := onlyTask(t, ctx, subC)
-	subQ := questionOf(t, sub)
+	bob, subC, task, sub := w.receiptWaiting(t, ctx)
+	topQ, subQ := questionOf(t, task), questionOf(t, sub)
 
 	sendState(t, ctx, subC, answer(sub.ID, subQ.ID, map[string]any{"costCentre": "CC-4410"}), a2a.TaskStateCompleted)
 	got := waitState(t, ctx, bob, task.ID, a2a.TaskStateCompleted)
@@ -652,10 +623,7 @@ func TestCancelingAtTheTopCancelsTheSubTask(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			w := startWorld(t, nil, nil, nil)
 			ctx := testCtx(t)
-			bob := w.bob(t)
-			task := sendState(t, ctx, bob, userText(receipt), a2a.TaskStateInputRequired)
-			subC := w.subClient(t, "expenses")
-			sub := onlyTask(t, ctx, subC)
+			bob, subC, task, sub := w.receiptWaiting(t, ctx)
 			if how == "CancelTask" {
 				if _, err := bob.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err != nil {
 					t.Fatalf("CancelTask: %v", err)

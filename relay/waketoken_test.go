@@ -47,10 +47,7 @@ func TestTheRelaysWakeTokenIsStoredNowhereAndStillWakesAfterARestart(t *testing.
 			}
 			w := startWorldOn(t, pg, nil, nil, nil)
 			ctx := testCtx(t)
-			bob := w.bob(t)
-			task := sendState(t, ctx, bob, userText(receipt), a2a.TaskStateInputRequired)
-			subC := w.subClient(t, "expenses")
-			sub := onlyTask(t, ctx, subC)
+			bob, subC, task, sub := w.receiptWaiting(t, ctx)
 			subQ := questionOf(t, sub)
 			token := w.sub.WakePush(t, ctx, sub.ID).Token
 			wantNotStored(t, w.top, "the wake token", token)
@@ -104,10 +101,7 @@ func TestARerunOfTheRelaysFirstStepWaitsOnTheTokenTheSubAgentWasGiven(t *testing
 			return []askpoint.AgentSpec{spec}
 		})
 	ctx := testCtx(t)
-	bob := w.bob(t)
-	task := sendState(t, ctx, bob, userText(receipt), a2a.TaskStateInputRequired)
-	subC := w.subClient(t, "expenses")
-	sub := onlyTask(t, ctx, subC)
+	bob, subC, task, sub := w.receiptWaiting(t, ctx)
 	subQ := questionOf(t, sub)
 	sendState(t, ctx, subC, answer(sub.ID, subQ.ID, map[string]any{"costCentre": "CC-4420"}), a2a.TaskStateCompleted)
 	waitState(t, ctx, bob, task.ID, a2a.TaskStateCompleted)
@@ -122,22 +116,15 @@ func TestARerunOfTheRelaysFirstStepWaitsOnTheTokenTheSubAgentWasGiven(t *testing
 func TestAnOlderRelayCheckpointWithItsTokenInClearStillWakes(t *testing.T) {
 	w := startWorld(t, nil, nil, nil)
 	ctx := testCtx(t)
-	bob := w.bob(t)
-	task := sendState(t, ctx, bob, userText(receipt), a2a.TaskStateInputRequired)
-	topQ := questionOf(t, task)
-	subC := w.subClient(t, "expenses")
-	sub := onlyTask(t, ctx, subC)
-	subQ := questionOf(t, sub)
+	bob, subC, task, sub := w.receiptWaiting(t, ctx)
+	topQ, subQ := questionOf(t, task), questionOf(t, sub)
 	pushSettled(t, w.sub, sub.ID)
 
 	// Make it what an older version wrote: the token in the checkpoint,
 	// its digest in the pause, the sub-agent's configuration carrying it.
 	const old = "older-relay-wake-token-0123456789abcdef"
 	derived := w.sub.WakePush(t, ctx, sub.ID).Token
-	row, err := w.top.Store.GetTask(ctx, string(task.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
+	row := storedTask(t, ctx, w.top, task.ID)
 	row.Checkpoint = withField(t, row.Checkpoint, "token", old)
 	sum := sha256.Sum256([]byte(old))
 	row.Pause = withField(t, row.Pause, "wakeDigest", hex.EncodeToString(sum[:]))
@@ -150,10 +137,10 @@ func TestAnOlderRelayCheckpointWithItsTokenInClearStillWakes(t *testing.T) {
 
 	// The derived token no longer wakes it; the old one does.
 	event := apitest.WorkingEvent(t, sub.ID)
-	if code := apitest.PostWake(t, ctx, pc.URL, derived, event); code != http.StatusNotFound {
+	if code := apitest.PostNotification(t, ctx, pc.URL, derived, event); code != http.StatusNotFound {
 		t.Fatalf("a wake with the derived token of a task paused on an older token: HTTP %d, want 404", code)
 	}
-	if code := apitest.PostWake(t, ctx, pc.URL, old, event); code != http.StatusNoContent {
+	if code := apitest.PostNotification(t, ctx, pc.URL, old, event); code != http.StatusNoContent {
 		t.Fatalf("a wake with the older checkpoint's token: HTTP %d, want 204", code)
 	}
 	eventually(t, "the relay to look at the sub-task and pause again on its own token", func() bool {
@@ -165,10 +152,7 @@ func TestAnOlderRelayCheckpointWithItsTokenInClearStillWakes(t *testing.T) {
 	}
 	// The file still has the row this test wrote in older pages; the
 	// task as it stands must not.
-	now, err := w.top.Store.GetTask(ctx, string(task.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
+	now := storedTask(t, ctx, w.top, task.ID)
 	if raw, _ := json.Marshal(now); bytes.Contains(raw, []byte(old)) {
 		t.Fatalf("after the wake the relay's task still keeps the older checkpoint's token in clear: checkpoint %s", now.Checkpoint)
 	}

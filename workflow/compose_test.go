@@ -14,6 +14,7 @@ import (
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/askpointtest"
 	"github.com/askpoint/askpoint/examples/approval"
+	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/relay"
 	"github.com/askpoint/askpoint/workflow"
 )
@@ -146,21 +147,11 @@ func (pf *payFlow) suspend(t *testing.T, c *a2aclient.Client, request string) *a
 	return task
 }
 
-func eachPushMode(t *testing.T, f func(t *testing.T, push bool)) {
-	for _, push := range []bool{true, false} {
-		name := "with push"
-		if !push {
-			name = "without push"
-		}
-		t.Run(name, func(t *testing.T) { f(t, push) })
-	}
-}
-
 // A sequence of a participant that replies with data only and one that
 // asks: the second gets the first's data, its question goes up with its
 // options, the answer comes down, and both participants' artifacts come up.
 func TestWorkflowCarriesDataQuestionsAnswersAndArtifacts(t *testing.T) {
-	eachPushMode(t, func(t *testing.T, push bool) {
+	apitest.EachPush(t, func(t *testing.T, push bool) {
 		pf := startPayFlow(t, workflow.Sequential, push, false, "clerk", "approver")
 		c := pf.flow.Client(t, "pay")
 		task := pf.suspend(t, c, "Pay invoice INV-7: 80 EUR to ACME")
@@ -205,7 +196,7 @@ func TestGroupChatKeepsADataOnlyReply(t *testing.T) {
 // A decline, a cancel and an expiry at the workflow mean the same for the
 // waiting participant, and no participant's task is left paused.
 func TestWorkflowEndsWithOneMeaningAtEveryLevel(t *testing.T) {
-	eachPushMode(t, func(t *testing.T, push bool) {
+	apitest.EachPush(t, func(t *testing.T, push bool) {
 		t.Run("decline", func(t *testing.T) {
 			pf := startPayFlow(t, workflow.Sequential, push, false, "clerk", "approver")
 			c := pf.flow.Client(t, "pay")

@@ -290,15 +290,7 @@ func stream(t *testing.T, ctx context.Context, c *a2aclient.Client, req *a2a.Sen
 
 func send(t *testing.T, ctx context.Context, c *a2aclient.Client, m *a2a.Message) *a2a.Task {
 	t.Helper()
-	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m})
-	if err != nil {
-		t.Fatalf("SendMessage(%s) error = %v", describeMessage(m), err)
-	}
-	task, ok := res.(*a2a.Task)
-	if !ok {
-		t.Fatalf("SendMessage(%s) = %T, want a task", describeMessage(m), res)
-	}
-	return task
+	return apitest.SendTask(t, ctx, c, &a2a.SendMessageRequest{Message: m}, describeMessage(m))
 }
 
 // answer is the caller's answer to question id of task.
@@ -313,34 +305,15 @@ func answer(task a2a.TaskID, fields map[string]any) *a2a.Message {
 func getHistory(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID) *a2a.Task {
 	t.Helper()
 	n := 100
-	task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id, HistoryLength: &n})
-	if err != nil {
-		t.Fatalf("GetTask(%s) error = %v", id, err)
-	}
-	return task
+	return apitest.GetTask(t, ctx, c, &a2a.GetTaskRequest{ID: id, HistoryLength: &n})
 }
 
 // waitState polls the task until it is in state want.
 func waitState(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
 	t.Helper()
-	var last *a2a.Task
-	for {
-		task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-		if err == nil && task.Status.State == want {
-			return task
-		}
-		if err == nil {
-			last = task
-		}
-		select {
-		case <-ctx.Done():
-			if last != nil {
-				t.Fatalf("task %s is %v (%q), want %v", id, last.Status.State, textOf(last.Status.Message), want)
-			}
-			t.Fatalf("task %s: not %v before the deadline (last error %v)", id, want, err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	return apitest.WaitState(t, ctx, c, &a2a.GetTaskRequest{ID: id}, want, func(last *a2a.Task) string {
+		return fmt.Sprintf("%q", textOf(last.Status.Message))
+	})
 }
 
 // mustQuestion decodes the question of an input-required status.
@@ -412,21 +385,7 @@ func dataOf(m *a2a.Message) map[string]any {
 	return nil
 }
 
-func textOf(m *a2a.Message) string {
-	if m == nil {
-		return ""
-	}
-	var out []string
-	for _, p := range m.Parts {
-		if p == nil {
-			continue
-		}
-		if s, ok := p.Content.(a2a.Text); ok {
-			out = append(out, string(s))
-		}
-	}
-	return strings.Join(out, "\n")
-}
+func textOf(m *a2a.Message) string { return apitest.Text(m) }
 
 func describeMessage(m *a2a.Message) string {
 	if m == nil {

@@ -196,7 +196,7 @@ func TestAnOlderWorkflowStateWithItsTokenInClearStillWakes(t *testing.T) {
 	pc.Token = old
 	s.parts.SetPushConfig(t, ctx, askerTask, pc)
 
-	if code := apitest.PostWake(t, ctx, pc.URL, old, apitest.WorkingEvent(t, askerTask)); code != http.StatusNoContent {
+	if code := apitest.PostNotification(t, ctx, pc.URL, old, apitest.WorkingEvent(t, askerTask)); code != http.StatusNoContent {
 		t.Fatalf("a wake with the older state's token: HTTP %d, want 204", code)
 	}
 	flow := s.flow.Client(t, "flow", a2a.TransportProtocolJSONRPC)

@@ -68,6 +68,45 @@ func suspendedRun(t *testing.T, r *rig, flow, text string) (task *a2a.Task, requ
 	return got.task, q.ID, askerTask
 }
 
+// askerThenChatter is the workflow agent "flow" in mode over the asker and
+// then the chatter.
+func askerThenChatter(mode workflow.Mode) map[string]workflow.Config {
+	return map[string]workflow.Config{"flow": {Mode: mode, Participants: participants("asker", "chatter")}}
+}
+
+// suspend starts a rig serving askerThenChatter(mode) and a run of it that
+// the asker's question stops (suspendedRun, which says what it returns).
+func suspend(t *testing.T, mode workflow.Mode) (r *rig, task *a2a.Task, requestID string, askerTask a2a.TaskID) {
+	t.Helper()
+	r = newRig(t, "", askerThenChatter(mode))
+	task, requestID, askerTask = suspendedRun(t, r, "flow", "Book the 9:40 train to Lyon")
+	return r, task, requestID, askerTask
+}
+
+// answerToEnd answers request reqID of run task with confirm value, waits
+// for the run to complete and requires value to be the one answer the
+// asker got.
+func answerToEnd(t *testing.T, r *rig, ctx context.Context, task a2a.TaskID, reqID, value string) *a2a.Task {
+	t.Helper()
+	flow := r.client("flow")
+	send(t, ctx, flow, answer(task, map[string]any{"questionId": reqID, "confirm": value}))
+	done := waitState(t, ctx, flow, task, a2a.TaskStateCompleted)
+	if got := r.asker.answerValues(); !slices.Equal(got, []string{value}) {
+		t.Fatalf("the asker got answers %q, want exactly the caller's [%q]", got, value)
+	}
+	return done
+}
+
+// wantChatterSilent requires the chatter never to have been invoked once
+// the server has settled; when says after what.
+func wantChatterSilent(t *testing.T, r *rig, when string) {
+	t.Helper()
+	r.settle()
+	if n := r.chatter.count(); n != 0 {
+		t.Fatalf("the chatter was invoked %d times %s (with %q), want never", n, when, r.chatter.startTexts())
+	}
+}
+
 // TestParticipantQuestionSuspendsTheWorkflow is the regression for
 // auto-answering: in every mode the chatter speaks right after the asker,
 // and its reply ("yes, confirmed") would be taken as the asker's answer by
@@ -123,12 +162,8 @@ func TestParticipantQuestionSuspendsTheWorkflow(t *testing.T) {
 
 			// The caller answers the request: exactly that reaches the asker.
 			const value = "the caller says go"
-			send(t, ctx, flow, answer(task.ID, map[string]any{"questionId": reqID, "confirm": value}))
-			done := waitState(t, ctx, flow, task.ID, a2a.TaskStateCompleted)
+			done := answerToEnd(t, r, ctx, task.ID, reqID, value)
 
-			if got := r.asker.answerValues(); !slices.Equal(got, []string{value}) {
-				t.Fatalf("the asker got answers %q, want exactly the caller's [%q]", got, value)
-			}
 			at = getHistory(t, ctx, askerC, askerTask)
 			answers := userAnswers(at)
 			if len(answers) != 1 {
@@ -218,9 +253,7 @@ func TestSuspendedTurnConsumesNoRound(t *testing.T) {
 // caller's answer, the run completes, and the request was emitted once.
 func TestRestartBetweenSuspensionAndResume(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", map[string]workflow.Config{
-		"flow": {Mode: workflow.Sequential, Participants: participants("asker", "chatter")},
-	})
+	r := newRig(t, "", askerThenChatter(workflow.Sequential))
 	task, reqID, askerTask := suspendedRun(t, r, "flow", "Renew the parking permit")
 	eventually(t, "the request's notification", func() bool { return len(r.hook.requestIDs(task.ID)) >= 1 })
 
@@ -238,13 +271,9 @@ func TestRestartBetweenSuspensionAndResume(t *testing.T) {
 	if q := mustQuestion(t, getHistory(t, ctx, flow, task.ID).Status); q.ID != reqID {
 		t.Fatalf("after the restart the open request is %s, want %s", q.ID, reqID)
 	}
-	send(t, ctx, flow, answer(task.ID, map[string]any{"questionId": reqID, "confirm": "after the restart"}))
-	done := waitState(t, ctx, flow, task.ID, a2a.TaskStateCompleted)
+	done := answerToEnd(t, r, ctx, task.ID, reqID, "after the restart")
 	if got := speakers(transcriptOf(t, done).Transcript); got != "caller,asker,chatter" {
 		t.Fatalf("transcript speakers = %s, want caller,asker,chatter", got)
-	}
-	if got := r.asker.answerValues(); !slices.Equal(got, []string{"after the restart"}) {
-		t.Fatalf("the asker got %q, want exactly the caller's answer", got)
 	}
 	if a := userAnswers(getHistory(t, ctx, r.client("asker"), askerTask)); len(a) != 1 {
 		t.Fatalf("the asker's task has %d answers, want 1", len(a))
@@ -270,7 +299,7 @@ func TestAutoAnswerIsOptInAndRecorded(t *testing.T) {
 	auto[0].AutoAnswer = []client.Resolver{client.Facts(map[string]any{"confirm": fact})}
 	r := newRig(t, "", map[string]workflow.Config{
 		"auto":   {Mode: workflow.Sequential, Participants: auto},
-		"manual": {Mode: workflow.Sequential, Participants: participants("asker", "chatter")},
+		"manual": askerThenChatter(workflow.Sequential)["flow"],
 	})
 	ctx := testCtx(t)
 	flow := r.client("auto")
@@ -334,22 +363,16 @@ func TestParticipantWithNoMessageFailsTheWorkflow(t *testing.T) {
 	if n := r.silent.count(); n != 1 {
 		t.Fatalf("the silent participant was invoked %d times, want 1", n)
 	}
-	r.settle()
-	if n := r.chatter.count(); n != 0 {
-		t.Fatalf("the chatter was invoked %d times (with %q), want never", n, r.chatter.startTexts())
-	}
+	wantChatterSilent(t, r, "by the run")
 }
 
 // TestPendingRequestsAreListed: the suspended runs are the workflow agent's
 // tasks in input-required.
 func TestPendingRequestsAreListed(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", map[string]workflow.Config{
-		"flow": {Mode: workflow.Sequential, Participants: participants("asker", "chatter")},
-	})
+	r, pending, reqID, askerTask := suspend(t, workflow.Sequential)
 	ctx := testCtx(t)
 	flow := r.client("flow")
-	pending, reqID, askerTask := suspendedRun(t, r, "flow", "Book the 9:40 train to Lyon")
 	other, otherReq, _ := suspendedRun(t, r, "flow", "Book the 18:02 back")
 	send(t, ctx, flow, answer(other.ID, map[string]any{"questionId": otherReq, "confirm": "yes"}))
 	waitState(t, ctx, flow, other.ID, a2a.TaskStateCompleted)
@@ -376,12 +399,9 @@ func TestPendingRequestsAreListed(t *testing.T) {
 // never invoked.
 func TestCallerDeclineEndsTheWorkflowWithoutTheNextParticipant(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", map[string]workflow.Config{
-		"flow": {Mode: workflow.GroupChat, Participants: participants("asker", "chatter")},
-	})
+	r, task, reqID, askerTask := suspend(t, workflow.GroupChat)
 	ctx := testCtx(t)
 	flow := r.client("flow")
-	task, reqID, askerTask := suspendedRun(t, r, "flow", "Book the 9:40 train to Lyon")
 	send(t, ctx, flow, answer(task.ID, map[string]any{"questionId": reqID, "action": "decline", "reason": "not this week"}))
 	end := waitState(t, ctx, flow, task.ID, a2a.TaskStateRejected) // a decline means the same at every level
 	if msg := textOf(end.Status.Message); !strings.Contains(strings.ToLower(msg), "asker") {
@@ -395,10 +415,7 @@ func TestCallerDeclineEndsTheWorkflowWithoutTheNextParticipant(t *testing.T) {
 	if len(answers) != 1 || dataOf(answers[0])["action"] != "decline" || answeredBy(answers[0]) != "caller" {
 		t.Fatalf("asker's answers = %s, want the caller's decline", historyText(at))
 	}
-	r.settle()
-	if n := r.chatter.count(); n != 0 {
-		t.Fatalf("the chatter was invoked %d times after the decline, want never", n)
-	}
+	wantChatterSilent(t, r, "after the decline")
 }
 
 // TestParticipantTaskEndedElsewhereWithdrawsTheRequest: when the waiting
@@ -407,12 +424,9 @@ func TestCallerDeclineEndsTheWorkflowWithoutTheNextParticipant(t *testing.T) {
 // chatter is never invoked.
 func TestParticipantTaskEndedElsewhereWithdrawsTheRequest(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", map[string]workflow.Config{
-		"flow": {Mode: workflow.Sequential, Participants: participants("asker", "chatter")},
-	})
+	r, task, _, askerTask := suspend(t, workflow.Sequential)
 	ctx := testCtx(t)
 	flow := r.client("flow")
-	task, _, askerTask := suspendedRun(t, r, "flow", "Book the 9:40 train to Lyon")
 	if _, err := r.client("asker").CancelTask(ctx, &a2a.CancelTaskRequest{ID: askerTask}); err != nil {
 		t.Fatalf("CancelTask(asker's task) error = %v", err)
 	}
@@ -420,10 +434,7 @@ func TestParticipantTaskEndedElsewhereWithdrawsTheRequest(t *testing.T) {
 	if msg := textOf(end.Status.Message); !strings.Contains(strings.ToLower(msg), "asker") {
 		t.Errorf("status message = %q, want it to name the asker", msg)
 	}
-	r.settle()
-	if n := r.chatter.count(); n != 0 {
-		t.Fatalf("the chatter was invoked %d times, want never", n)
-	}
+	wantChatterSilent(t, r, "after the asker's task ended")
 }
 
 // TestReAskedRequestStillSaysWhoAsks: an answer the request's schema
@@ -431,12 +442,9 @@ func TestParticipantTaskEndedElsewhereWithdrawsTheRequest(t *testing.T) {
 // and its task, and the next valid answer reaches the asker.
 func TestReAskedRequestStillSaysWhoAsks(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", map[string]workflow.Config{
-		"flow": {Mode: workflow.Sequential, Participants: participants("asker", "chatter")},
-	})
+	r, task, reqID, askerTask := suspend(t, workflow.Sequential)
 	ctx := testCtx(t)
 	flow := r.client("flow")
-	task, reqID, askerTask := suspendedRun(t, r, "flow", "Book the 9:40 train to Lyon")
 	again := send(t, ctx, flow, answer(task.ID, map[string]any{"questionId": reqID, "confirm": ""}))
 	q := mustQuestion(t, again.Status)
 	if q.ID == reqID || len(q.Errors) == 0 {
@@ -448,11 +456,7 @@ func TestReAskedRequestStillSaysWhoAsks(t *testing.T) {
 	if n := len(r.asker.answerValues()); n != 0 {
 		t.Fatalf("the refused answer reached the asker (%d answers)", n)
 	}
-	send(t, ctx, flow, answer(task.ID, map[string]any{"questionId": q.ID, "confirm": "second try"}))
-	waitState(t, ctx, flow, task.ID, a2a.TaskStateCompleted)
-	if got := r.asker.answerValues(); !slices.Equal(got, []string{"second try"}) {
-		t.Fatalf("the asker got %q, want only the valid answer", got)
-	}
+	answerToEnd(t, r, ctx, task.ID, q.ID, "second try")
 }
 
 // TestLateParticipantNotificationKeepsTheRequest: a participant's
@@ -462,12 +466,9 @@ func TestReAskedRequestStillSaysWhoAsks(t *testing.T) {
 // request keeps its ID and the caller's answer to it still works.
 func TestLateParticipantNotificationKeepsTheRequest(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", map[string]workflow.Config{
-		"flow": {Mode: workflow.Sequential, Participants: participants("asker", "chatter")},
-	})
+	r, task, reqID, askerTask := suspend(t, workflow.Sequential)
 	ctx := testCtx(t)
 	flow := r.client("flow")
-	task, reqID, askerTask := suspendedRun(t, r, "flow", "Book the 9:40 train to Lyon")
 
 	// The workflow's own push configuration on the asker's task says where
 	// and with which token the asker's notifications go.
@@ -503,11 +504,7 @@ func TestLateParticipantNotificationKeepsTheRequest(t *testing.T) {
 	if ids := slices.Compact(r.hook.requestIDs(task.ID)); len(ids) != 1 {
 		t.Errorf("the caller was notified of requests %q, want one request", ids)
 	}
-	send(t, ctx, flow, answer(task.ID, map[string]any{"questionId": reqID, "confirm": "go"}))
-	waitState(t, ctx, flow, task.ID, a2a.TaskStateCompleted)
-	if got := r.asker.answerValues(); !slices.Equal(got, []string{"go"}) {
-		t.Fatalf("the asker got %q, want the caller's answer", got)
-	}
+	answerToEnd(t, r, ctx, task.ID, reqID, "go")
 }
 
 // TestCancelingASuspendedRunCancelsTheWaitingParticipantsTask: the
@@ -517,20 +514,14 @@ func TestLateParticipantNotificationKeepsTheRequest(t *testing.T) {
 // never invoked.
 func TestCancelingASuspendedRunCancelsTheWaitingParticipantsTask(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, "", map[string]workflow.Config{
-		"flow": {Mode: workflow.GroupChat, Participants: participants("asker", "chatter")},
-	})
+	r, task, _, askerTask := suspend(t, workflow.GroupChat)
 	ctx := testCtx(t)
 	flow := r.client("flow")
-	task, _, askerTask := suspendedRun(t, r, "flow", "Book the 9:40 train to Lyon")
 	if _, err := flow.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err != nil {
 		t.Fatalf("CancelTask: %v", err)
 	}
 	waitState(t, ctx, r.client("asker"), askerTask, a2a.TaskStateCanceled)
-	r.settle()
-	if n := r.chatter.count(); n != 0 {
-		t.Fatalf("the chatter was invoked %d times after the cancel, want never", n)
-	}
+	wantChatterSilent(t, r, "after the cancel")
 }
 
 // A participant's notifications that come after its turn (and after the run

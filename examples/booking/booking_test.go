@@ -379,35 +379,36 @@ func TestReleaseWithoutAReservationIsAnError(t *testing.T) {
 	}
 }
 
-func TestDecliningReleasesTheSeat(t *testing.T) {
-	inv := booking.NewInventory()
-	a := agent(inv)
-	ask, cp := ask(t, a)
-	out := resume(t, a, ask, &question.Answer{Action: question.ActionDecline, Reason: "plans changed"}, "t-1/q-1", holds(t, ask, false, false))
-	if out.Kind() != askpoint.OutcomeReject {
-		t.Fatalf("outcome = %q (%s), want reject", out.Kind(), out.Text())
-	}
-	if !strings.Contains(out.Text(), "plans changed") || !strings.Contains(out.Text(), "nothing was booked") {
-		t.Errorf("reason %q does not give the caller's reason and say nothing was booked", out.Text())
-	}
-	if !inv.Available("AP123", "14C") || state(t, inv, cp.ReservationID) != booking.Released {
-		t.Errorf("declining left seat 14C on AP123 held")
-	}
-}
-
-func TestNotConfirmingReleasesTheSeat(t *testing.T) {
-	inv := booking.NewInventory()
-	a := agent(inv)
-	ask, cp := ask(t, a)
-	out := resume(t, a, ask, confirm(false), "t-1/q-1", holds(t, ask, false, false))
-	if out.Kind() != askpoint.OutcomeComplete || len(out.Artifacts()) != 0 {
-		t.Fatalf("outcome = %q with %d artifacts, want complete with none", out.Kind(), len(out.Artifacts()))
-	}
-	if !strings.Contains(out.Text(), "Nothing was booked") {
-		t.Errorf("message %q does not say nothing was booked", out.Text())
-	}
-	if !inv.Available("AP123", "14C") || state(t, inv, cp.ReservationID) != booking.Released {
-		t.Errorf("not confirming left seat 14C on AP123 held")
+// Declining and not confirming both end the booking with nothing booked and
+// the held seat released.
+func TestAnswersThatBookNothingReleaseTheSeat(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		answer *question.Answer
+		kind   askpoint.OutcomeKind
+		texts  []string // what its text must say
+	}{
+		{"Declining", &question.Answer{Action: question.ActionDecline, Reason: "plans changed"}, askpoint.OutcomeReject,
+			[]string{"plans changed", "nothing was booked"}}, // the caller's reason, and that nothing was booked
+		{"NotConfirming", confirm(false), askpoint.OutcomeComplete, []string{"Nothing was booked"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inv := booking.NewInventory()
+			a := agent(inv)
+			ask, cp := ask(t, a)
+			out := resume(t, a, ask, tc.answer, "t-1/q-1", holds(t, ask, false, false))
+			if out.Kind() != tc.kind || len(out.Artifacts()) != 0 {
+				t.Fatalf("outcome = %q (%s) with %d artifacts, want %s with none", out.Kind(), out.Text(), len(out.Artifacts()), tc.kind)
+			}
+			for _, want := range tc.texts {
+				if !strings.Contains(out.Text(), want) {
+					t.Errorf("outcome text %q does not say %q", out.Text(), want)
+				}
+			}
+			if !inv.Available("AP123", "14C") || state(t, inv, cp.ReservationID) != booking.Released {
+				t.Errorf("%s left seat 14C on AP123 held", tc.name)
+			}
+		})
 	}
 }
 

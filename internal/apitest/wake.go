@@ -61,16 +61,19 @@ func WorkingEvent(t testing.TB, id a2a.TaskID) []byte {
 	return body
 }
 
-// PostWake posts event to a wake URL with token, as a sub-agent's push
-// delivery does, and returns the HTTP status.
-func PostWake(t testing.TB, ctx context.Context, url, token string, event []byte) int {
+// PostNotification posts a push notification's body to url with token, as
+// an A2A server's push delivery does (no token header when token is ""),
+// and returns the HTTP status.
+func PostNotification(t testing.TB, ctx context.Context, url, token string, body []byte) int {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(event))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("A2A-Notification-Token", token)
+	if token != "" {
+		req.Header.Set("A2A-Notification-Token", token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("POST %s: %v", url, err)

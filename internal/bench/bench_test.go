@@ -22,14 +22,30 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func TestBenchPrintsTheTableForSDKAndSQLite(t *testing.T) {
-	var out, errs bytes.Buffer
-	args := []string{"--duration", "1s", "--callers", "2", "--warmup", "0s", "--probe", "300ms", "--paused", "1000", "--pg", ""}
-	if code := Main(args, &out, &errs); code != 0 {
-		t.Fatalf("askpoint bench %s = exit %d\nstderr:\n%s", strings.Join(args, " "), code, errs.String())
+// runBench runs the bench command with args and requires it to exit 0; it
+// returns what it printed.
+func runBench(t *testing.T, args ...string) (out, errs string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	if code := Main(args, &o, &e); code != 0 {
+		t.Fatalf("askpoint bench %s = exit %d\nstderr:\n%s", strings.Join(args, " "), code, e.String())
 	}
-	got := out.String()
-	for _, want := range []string{
+	return o.String(), e.String()
+}
+
+// wantOutput requires the bench's output to contain each of wants.
+func wantOutput(t *testing.T, out, errs string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q\noutput:\n%s\nstderr:\n%s", want, out, errs)
+		}
+	}
+}
+
+func TestBenchPrintsTheTableForSDKAndSQLite(t *testing.T) {
+	got, errs := runBench(t, "--duration", "1s", "--callers", "2", "--warmup", "0s", "--probe", "300ms", "--paused", "1000", "--pg", "")
+	wantOutput(t, got, errs,
 		"### askpoint bench, ",
 		"Command: `askpoint bench --duration 1s --callers 2 --warmup 0s --probe 300ms --paused 1000 --pg ''`",
 		"cores (GOMAXPROCS",
@@ -41,13 +57,9 @@ func TestBenchPrintsTheTableForSDKAndSQLite(t *testing.T) {
 		"| (b) | askpoint, SQLite (WAL, synchronous=FULL) | 1,000 | ",
 		"Store calls per round trip, (b): ",
 		"Sweep cost (question expiry, reminders): measured by BenchmarkDueTasks",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("output lacks %q\noutput:\n%s\nstderr:\n%s", want, got, errs.String())
-		}
-	}
+	)
 	if strings.Contains(got, "failed") || strings.Contains(got, "error:") {
-		t.Errorf("output reports a failure:\n%s\nstderr:\n%s", got, errs.String())
+		t.Errorf("output reports a failure:\n%s\nstderr:\n%s", got, errs)
 	}
 	// Row (b) carries its ratios to (a).
 	for line := range strings.SplitSeq(got, "\n") {
@@ -62,38 +74,21 @@ func TestBenchPostgres(t *testing.T) {
 	if u == "" {
 		t.Skip("needs PostgreSQL: set TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable)")
 	}
-	var out, errs bytes.Buffer
-	args := []string{"--servers", "postgres", "--duration", "1s", "--callers", "2", "--warmup", "0s", "--probe", "300ms", "--paused", "500", "--pg", u}
-	if code := Main(args, &out, &errs); code != 0 {
-		t.Fatalf("askpoint bench = exit %d\nstderr:\n%s", code, errs.String())
-	}
-	for _, want := range []string{"| (c) | askpoint, PostgreSQL | ", "| (c) | askpoint, PostgreSQL | 500 | "} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q\noutput:\n%s\nstderr:\n%s", want, out.String(), errs.String())
-		}
-	}
+	out, errs := runBench(t, "--servers", "postgres", "--duration", "1s", "--callers", "2", "--warmup", "0s", "--probe", "300ms", "--paused", "500", "--pg", u)
+	wantOutput(t, out, errs, "| (c) | askpoint, PostgreSQL | ", "| (c) | askpoint, PostgreSQL | 500 | ")
 }
 
 func TestBenchTelemetryAlternatesOffAndOnWindows(t *testing.T) {
-	var out, errs bytes.Buffer
-	args := []string{"--servers", "sqlite", "--paused", "", "--telemetry", "--telemetry-rounds", "2", "--duration", "300ms", "--callers", "2", "--warmup", "0s", "--probe", "100ms", "--pg", ""}
-	if code := Main(args, &out, &errs); code != 0 {
-		t.Fatalf("askpoint bench %s = exit %d\nstderr:\n%s", strings.Join(args, " "), code, errs.String())
-	}
-	got := out.String()
-	for _, want := range []string{
+	got, errs := runBench(t, "--servers", "sqlite", "--paused", "", "--telemetry", "--telemetry-rounds", "2", "--duration", "300ms", "--callers", "2", "--warmup", "0s", "--probe", "100ms", "--pg", "")
+	wantOutput(t, got, errs,
 		"| (bT) | askpoint, SQLite (WAL, synchronous=FULL), metrics and tracing on | ",
 		"in 5 windows of 300ms (off, on, off, ..., off: 2 on, 3 off)",
 		"| 1 | off | ", "| 2 | on | ", "| 3 | off | ", "| 4 | on | ", "| 5 | off | ",
 		"each on window against the mean of the off windows either side: ",
 		"Summed over all windows (server CPU over round trips): on ",
 		"allocated per round trip on ",
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("output lacks %q\noutput:\n%s\nstderr:\n%s", want, got, errs.String())
-		}
-	}
-	if strings.Contains(got, "| 6 |") || strings.Contains(got, "stopped") {
+	)
+	if strings.Contains(got, "\n| 6 | ") || strings.Contains(got, "stopped") { // a sixth window row, not a cell that holds 6
 		t.Errorf("output has more windows than 2 on and 3 off, or stopped short:\n%s", got)
 	}
 }

@@ -85,10 +85,7 @@ var waitingLine = regexp.MustCompile(`(?m)^waiting: inbox item (\d+): `)
 // answer but the inbox, and returns the inbox item ID and task ID.
 func deferExpense(t *testing.T, bin, url, inboxPath, text string) (item, task string) {
 	t.Helper()
-	out, stderr, code := exe(t, bin, "", "ask", url, text, "--inbox", inboxPath)
-	if code != 3 {
-		t.Fatalf("askpoint ask: exit %d, want 3 (waiting on a person)\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
-	}
+	out, _ := exeCode(t, 3, bin, "", "ask", url, text, "--inbox", inboxPath)
 	m := waitingLine.FindStringSubmatch(out)
 	tm := taskLine.FindStringSubmatch(out)
 	if m == nil || tm == nil {
@@ -98,43 +95,63 @@ func deferExpense(t *testing.T, bin, url, inboxPath, text string) (item, task st
 	return m[1], tm[1]
 }
 
+// exeCode runs the built binary as exe does and requires exit code want.
+func exeCode(t *testing.T, want int, bin, stdin string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	stdout, stderr, code := exe(t, bin, stdin, args...)
+	if code != want {
+		t.Fatalf("askpoint %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, code, want, stdout, stderr)
+	}
+	return stdout, stderr
+}
+
+// inboxed is an expense question that "askpoint ask" left in an inbox for
+// a person.
+type inboxed struct {
+	bin   string       // the askpoint binary
+	env   *apitest.Env // serving the expense agent
+	url   string       // the expense agent's
+	inbox string       // the inbox file
+	item  string       // the question's inbox item ID
+	task  string       // the question's task ID
+}
+
+// askIntoInbox builds askpoint, serves the expense agent and asks it text
+// with no way to answer but a new inbox (deferExpense).
+func askIntoInbox(t *testing.T, text string) inboxed {
+	t.Helper()
+	in := inboxed{bin: buildAskpoint(t), env: apitest.Start(t, apitest.Options{Quiet: true}), inbox: filepath.Join(t.TempDir(), "inbox.db")}
+	in.url = in.env.AgentURL("expense")
+	in.item, in.task = deferExpense(t, in.bin, in.url, in.inbox, text)
+	return in
+}
+
 func TestAPersonAnswersThroughAskpointAnswerInASeparateProcess(t *testing.T) {
 	t.Parallel()
-	bin := buildAskpoint(t)
-	env := apitest.Start(t, apitest.Options{Quiet: true})
-	url := env.AgentURL("expense")
-	inboxPath := filepath.Join(t.TempDir(), "inbox.db")
-
 	// First process: asks, finds nobody to answer, records the question
 	// in the inbox and exits.
-	item, taskID := deferExpense(t, bin, url, inboxPath, taxiReceipt)
-	c := env.Client(t, "expense", a2a.TransportProtocolJSONRPC)
-	task, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)})
+	in := askIntoInbox(t, taxiReceipt)
+	c := in.env.Client(t, "expense", a2a.TransportProtocolJSONRPC)
+	task, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: a2a.TaskID(in.task)})
 	if err != nil || task.Status.State != a2a.TaskStateInputRequired {
 		t.Fatalf("after askpoint ask exited the task is %v (%v); want input-required", task, err)
 	}
 
 	// The person looks at the inbox...
-	out, stderr, code := exe(t, bin, "", "inbox", "--inbox", inboxPath)
-	if code != 0 {
-		t.Fatalf("askpoint inbox: exit %d: %s", code, stderr)
-	}
-	mustContain(t, "askpoint inbox", out, item+"  ", url, "Which cost centre should this expense be charged to?",
-		"options: 1) CC-4410  2) CC-4420", "23h5", "askpoint answer ID --inbox "+inboxPath)
+	out, _ := exeCode(t, 0, in.bin, "", "inbox", "--inbox", in.inbox)
+	mustContain(t, "askpoint inbox", out, in.item+"  ", in.url, "Which cost centre should this expense be charged to?",
+		"options: 1) CC-4410  2) CC-4420", "23h5", "askpoint answer ID --inbox "+in.inbox)
 
 	// ...and answers in a second process: a number out of range is asked
 	// again, then option 2.
-	out, stderr, code = exe(t, bin, "7\n2\n", "answer", item, "--inbox", inboxPath)
-	if code != 0 {
-		t.Fatalf("askpoint answer: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
-	}
+	out, _ = exeCode(t, 0, in.bin, "7\n2\n", "answer", in.item, "--inbox", in.inbox)
 	mustContain(t, "askpoint answer", out,
 		"Which cost centre should this expense be charged to?", "Expires in 23h5",
 		"  1) CC-4410\n  2) CC-4420\n", "Choose 1-2> ", "costCentre: expected one of CC-4410, CC-4420. Choose a number from 1 to 2.",
 		"by person (erin): {\"costCentre\":\"CC-4420\"}",
 		"state:   TASK_STATE_COMPLETED", "artifact: expense", `"costCentre":"CC-4420"`)
 
-	task, err = c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)})
+	task, err = c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: a2a.TaskID(in.task)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,9 +166,9 @@ func TestAPersonAnswersThroughAskpointAnswerInASeparateProcess(t *testing.T) {
 		t.Errorf("task %s, last history entry %+v; want completed, answered by the person erin", task.Status.State, last)
 	}
 
-	out, _, _ = exe(t, bin, "", "inbox", "--inbox", inboxPath)
+	out, _, _ = exe(t, in.bin, "", "inbox", "--inbox", in.inbox)
 	mustContain(t, "askpoint inbox after the answer", out, "No open questions")
-	_, stderr, code = exe(t, bin, "1\n", "answer", item, "--inbox", inboxPath)
+	_, stderr, code := exe(t, in.bin, "1\n", "answer", in.item, "--inbox", in.inbox)
 	if code != 1 || !strings.Contains(stderr, "answered already (by person (erin))") {
 		t.Errorf("answering again: exit %d, stderr %q; want 1 and who answered", code, stderr)
 	}
@@ -159,21 +176,14 @@ func TestAPersonAnswersThroughAskpointAnswerInASeparateProcess(t *testing.T) {
 
 func TestAnswerPromptsFieldsOneByOneAndChecksThemLocally(t *testing.T) {
 	t.Parallel()
-	bin := buildAskpoint(t)
-	env := apitest.Start(t, apitest.Options{Quiet: true})
-	url := env.AgentURL("expense")
-	inboxPath := filepath.Join(t.TempDir(), "inbox.db")
 	// No amount and no date: the agent asks for both and the cost centre.
-	item, _ := deferExpense(t, bin, url, inboxPath, "File my taxi receipt")
+	in := askIntoInbox(t, "File my taxi receipt")
 
 	// amount "abc" is not a number; -5 parses but the schema wants > 0;
 	// "yesterday" fails the date pattern; currency is optional (left
 	// empty). Then the two refused fields are asked again.
 	stdin := "abc\n-5\nyesterday\nCC-4410\n\n42\n2026-11-24\n"
-	out, stderr, code := exe(t, bin, stdin, "answer", item, "--inbox", inboxPath)
-	if code != 0 {
-		t.Fatalf("askpoint answer: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
-	}
+	out, _ := exeCode(t, 0, in.bin, stdin, "answer", in.item, "--inbox", in.inbox)
 	mustContain(t, "askpoint answer", out,
 		"amount (number, > 0, required) — the amount on the receipt> ",
 		"amount: expected a number",
@@ -196,18 +206,11 @@ func TestAnswerPromptsFieldsOneByOneAndChecksThemLocally(t *testing.T) {
 
 func TestAnswerShowsAReAskWithItsErrorsAndPromptsAgain(t *testing.T) {
 	t.Parallel()
-	bin := buildAskpoint(t)
-	env := apitest.Start(t, apitest.Options{Quiet: true})
-	url := env.AgentURL("expense")
-	inboxPath := filepath.Join(t.TempDir(), "inbox.db")
-	item, _ := deferExpense(t, bin, url, inboxPath, taxiReceipt)
+	in := askIntoInbox(t, taxiReceipt)
 
 	// The person types words the agent cannot map to an option; the agent
 	// re-asks and the same process shows the re-ask and prompts again.
-	out, stderr, code := exe(t, bin, "1\n", "answer", item, "--inbox", inboxPath, "--text", "engineering")
-	if code != 0 {
-		t.Fatalf("askpoint answer: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
-	}
+	out, _ := exeCode(t, 0, in.bin, "1\n", "answer", in.item, "--inbox", in.inbox, "--text", "engineering")
 	mustContain(t, "askpoint answer", out,
 		"Your previous answer was not accepted (attempt 2 of 3):",
 		"  - costCentre: expected one of CC-4410, CC-4420",
@@ -219,19 +222,12 @@ func TestAnswerShowsAReAskWithItsErrorsAndPromptsAgain(t *testing.T) {
 
 func TestAnswerDataIsCheckedBeforeItIsSent(t *testing.T) {
 	t.Parallel()
-	bin := buildAskpoint(t)
-	env := apitest.Start(t, apitest.Options{Quiet: true})
-	url := env.AgentURL("expense")
-	inboxPath := filepath.Join(t.TempDir(), "inbox.db")
-	item, taskID := deferExpense(t, bin, url, inboxPath, taxiReceipt)
+	in := askIntoInbox(t, taxiReceipt)
 
-	_, stderr, code := exe(t, bin, "", "answer", item, "--inbox", inboxPath, "--data", `{"costCentre":"CC-9999"}`)
-	if code != 1 {
-		t.Fatalf("askpoint answer with an invalid --data: exit %d, want 1; stderr %s", code, stderr)
-	}
+	_, stderr := exeCode(t, 1, in.bin, "", "answer", in.item, "--inbox", in.inbox, "--data", `{"costCentre":"CC-9999"}`)
 	mustContain(t, "stderr", stderr, "nothing was sent", "costCentre: expected one of CC-4410, CC-4420")
-	c := env.Client(t, "expense", a2a.TransportProtocolJSONRPC)
-	task, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: a2a.TaskID(taskID)})
+	c := in.env.Client(t, "expense", a2a.TransportProtocolJSONRPC)
+	task, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: a2a.TaskID(in.task)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,37 +235,25 @@ func TestAnswerDataIsCheckedBeforeItIsSent(t *testing.T) {
 		t.Errorf("the refused answer reached the agent: %d history entries, state %s", len(task.History), task.Status.State)
 	}
 
-	out, stderr, code := exe(t, bin, "", "answer", item, "--inbox", inboxPath, "--data", `{"costCentre":"CC-4410"}`)
-	if code != 0 {
-		t.Fatalf("askpoint answer --data: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
-	}
+	out, _ := exeCode(t, 0, in.bin, "", "answer", in.item, "--inbox", in.inbox, "--data", `{"costCentre":"CC-4410"}`)
 	mustContain(t, "askpoint answer --data", out, "state:   TASK_STATE_COMPLETED", `"costCentre":"CC-4410"`)
 }
 
 func TestAnswerWithoutInputLeavesTheItemOpen(t *testing.T) {
 	t.Parallel()
-	bin := buildAskpoint(t)
-	env := apitest.Start(t, apitest.Options{Quiet: true})
-	inboxPath := filepath.Join(t.TempDir(), "inbox.db")
-	item, _ := deferExpense(t, bin, env.AgentURL("expense"), inboxPath, taxiReceipt)
-	_, stderr, code := exe(t, bin, "", "answer", item, "--inbox", inboxPath)
-	if code != 3 || !strings.Contains(stderr, "no answer given; item "+item+" stays open") {
+	in := askIntoInbox(t, taxiReceipt)
+	_, stderr, code := exe(t, in.bin, "", "answer", in.item, "--inbox", in.inbox)
+	if code != 3 || !strings.Contains(stderr, "no answer given; item "+in.item+" stays open") {
 		t.Errorf("askpoint answer with no input: exit %d, stderr %q; want 3 and the item kept open", code, stderr)
 	}
-	out, _, _ := exe(t, bin, "", "inbox", "--inbox", inboxPath)
+	out, _, _ := exe(t, in.bin, "", "inbox", "--inbox", in.inbox)
 	mustContain(t, "askpoint inbox", out, "Which cost centre")
 }
 
 func TestAnswerDeclineEndsTheTaskRejected(t *testing.T) {
 	t.Parallel()
-	bin := buildAskpoint(t)
-	env := apitest.Start(t, apitest.Options{Quiet: true})
-	inboxPath := filepath.Join(t.TempDir(), "inbox.db")
-	item, _ := deferExpense(t, bin, env.AgentURL("expense"), inboxPath, taxiReceipt)
-	out, stderr, code := exe(t, bin, "!decline not my receipt\n", "answer", item, "--inbox", inboxPath)
-	if code != 1 {
-		t.Fatalf("askpoint answer !decline: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
-	}
+	in := askIntoInbox(t, taxiReceipt)
+	out, stderr := exeCode(t, 1, in.bin, "!decline not my receipt\n", "answer", in.item, "--inbox", in.inbox)
 	mustContain(t, "stdout", out, "by person (erin): decline: not my receipt", "state:   TASK_STATE_REJECTED")
 	mustContain(t, "stderr", stderr, "ended rejected", "not my receipt")
 }
@@ -286,10 +270,7 @@ func TestAskAnswersByPolicyWithoutAPerson(t *testing.T) {
 	}
 	inboxPath := filepath.Join(dir, "inbox.db")
 	for _, stream := range []string{"--stream=false", "--stream"} {
-		out, stderr, code := exe(t, bin, "", "ask", url, taxiReceipt, "--policy", policy, "--caller", "alice", "--inbox", inboxPath, stream)
-		if code != 0 {
-			t.Fatalf("askpoint ask %s: exit %d\nstdout:\n%s\nstderr:\n%s", stream, code, out, stderr)
-		}
+		out, _ := exeCode(t, 0, bin, "", "ask", url, taxiReceipt, "--policy", policy, "--caller", "alice", "--inbox", inboxPath, stream)
 		mustContain(t, "askpoint ask", out, "by policy (rule default-cost-centre): {\"costCentre\":\"CC-4410\"}",
 			"state:   TASK_STATE_COMPLETED", `"costCentre":"CC-4410"`)
 	}

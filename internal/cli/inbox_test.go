@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/internal/apitest"
 )
 
@@ -92,21 +90,7 @@ func push(t *testing.T, target, token string, ev a2a.Event) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set(inbox.TokenHeader, token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
+	return apitest.PostNotification(t, t.Context(), target, token, body)
 }
 
 func TestInboxListenLearnsOfQuestionsFromPushNotifications(t *testing.T) {

@@ -37,7 +37,12 @@ const benchReceipt = "File my taxi receipt from Tuesday, 42 euros"
 
 // BenchmarkRoundTrip is one caller doing ask -> answer -> complete.
 func BenchmarkRoundTrip(b *testing.B) {
-	c := benchSetup(b)
+	benchSerial(b, benchSetup(b))
+}
+
+// benchSerial runs round trips on c one after the other and reports them.
+func benchSerial(b *testing.B, c *a2aclient.Client) {
+	b.Helper()
 	ctx := b.Context()
 	b.ReportAllocs()
 	cpu := benchCPU()
@@ -56,25 +61,31 @@ func BenchmarkRoundTrip(b *testing.B) {
 func BenchmarkRoundTripParallel(b *testing.B) {
 	for _, callers := range []int{8, 32} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			c := benchSetup(b)
-			ctx := b.Context()
-			procs := runtime.GOMAXPROCS(0)
-			b.SetParallelism((callers + procs - 1) / procs) // RunParallel starts parallelism × GOMAXPROCS goroutines
-			b.ReportAllocs()
-			cpu := benchCPU()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := benchRoundTrip(ctx, c); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			benchReport(b, cpu)
+			benchParallel(b, benchSetup(b), callers)
 		})
 	}
+}
+
+// benchParallel runs round trips on c from about callers concurrent
+// goroutines and reports them.
+func benchParallel(b *testing.B, c *a2aclient.Client, callers int) {
+	b.Helper()
+	ctx := b.Context()
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((callers + procs - 1) / procs) // RunParallel starts parallelism × GOMAXPROCS goroutines
+	b.ReportAllocs()
+	cpu := benchCPU()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := benchRoundTrip(ctx, c); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	benchReport(b, cpu)
 }
 
 // BenchmarkQuickSteps is the 32-caller round trip with quick steps (a
@@ -85,23 +96,7 @@ func BenchmarkRoundTripParallel(b *testing.B) {
 func BenchmarkQuickSteps(b *testing.B) {
 	for _, quick := range []bool{true, false} {
 		b.Run(fmt.Sprintf("quick=%v", quick), func(b *testing.B) {
-			c := benchSetup(b, func(cfg *askpoint.Config) { cfg.DisableQuickSteps = !quick })
-			ctx := b.Context()
-			procs := runtime.GOMAXPROCS(0)
-			b.SetParallelism((32 + procs - 1) / procs)
-			b.ReportAllocs()
-			cpu := benchCPU()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := benchRoundTrip(ctx, c); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-			b.StopTimer()
-			benchReport(b, cpu)
+			benchParallel(b, benchSetup(b, func(cfg *askpoint.Config) { cfg.DisableQuickSteps = !quick }), 32)
 		})
 	}
 }
@@ -182,15 +177,7 @@ func benchRoundTrip(ctx context.Context, c *a2aclient.Client) error {
 }
 
 func benchSend(ctx context.Context, c *a2aclient.Client, m *a2a.Message) (*a2a.Task, error) {
-	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m})
-	if err != nil {
-		return nil, err
-	}
-	t, ok := res.(*a2a.Task)
-	if !ok {
-		return nil, fmt.Errorf("SendMessage returned %T, want a task", res)
-	}
-	return t, nil
+	return apitest.Send(ctx, c, &a2a.SendMessageRequest{Message: m})
 }
 
 // benchCPU is the process's user+system CPU time so far (client and
@@ -235,17 +222,7 @@ func BenchmarkTelemetry(b *testing.B) {
 			} else {
 				c = benchSetupWith(b, apitest.Options{Quiet: true})
 			}
-			ctx := b.Context()
-			b.ReportAllocs()
-			cpu := benchCPU()
-			b.ResetTimer()
-			for range b.N {
-				if err := benchRoundTrip(ctx, c); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.StopTimer()
-			benchReport(b, cpu)
+			benchSerial(b, c)
 		})
 	}
 }

@@ -6,14 +6,10 @@ package servertest_test
 // (docs/CONFORMANCE.md) measures the engine, not a drifting test agent.
 
 import (
-	"context"
 	"encoding/base64"
-	"iter"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-
-	"github.com/askpoint/askpoint/examples/conformance"
 )
 
 // conformanceMessage is a user text message with the given messageId.
@@ -24,13 +20,7 @@ func conformanceMessage(id, text string) *a2a.Message {
 }
 
 func TestConformanceAgentCompletesByMessageIDPrefix(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := startTCK(t)
-		c := env.Client(t, conformance.Name, tr)
-		ctx := testCtx(t)
-
+	eachTCK(t, func(t *testing.T, on served) {
 		cases := []struct {
 			prefix string
 			state  a2a.TaskState
@@ -76,7 +66,7 @@ func TestConformanceAgentCompletesByMessageIDPrefix(t *testing.T) {
 			{"tck-something-else", a2a.TaskStateCompleted, nil},
 		}
 		for _, tc := range cases {
-			task := sendState(t, ctx, c, conformanceMessage(tckID(tc.prefix), "TCK prerequisite task creation"), tc.state)
+			task := sendState(t, on.ctx, on.c, conformanceMessage(tckID(tc.prefix), "TCK prerequisite task creation"), tc.state)
 			if tc.check != nil {
 				t.Run(tc.prefix, func(t *testing.T) { tc.check(t, task) })
 			}
@@ -94,117 +84,48 @@ func onlyPart(t *testing.T, task *a2a.Task) *a2a.Part {
 }
 
 func TestConformanceAgentFollowUpsAreDecidedByTheirOwnMessageID(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := startTCK(t)
-		c := env.Client(t, conformance.Name, tr)
-		ctx := testCtx(t)
-
-		first := sendState(t, ctx, c, conformanceMessage(tckID("tck-input-required"), "start"), a2a.TaskStateInputRequired)
+	eachTCK(t, func(t *testing.T, on served) {
+		first := sendState(t, on.ctx, on.c, conformanceMessage(tckID("tck-input-required"), "start"), a2a.TaskStateInputRequired)
 		// Any text answers; an input-required follow-up asks again.
 		for _, text := range []string{"TCK history message 1", "TCK history message 2"} {
-			again := sendState(t, ctx, c, followUp(first.ID, conformanceMessage(tckID("tck-input-required"), text)), a2a.TaskStateInputRequired)
+			again := sendState(t, on.ctx, on.c, followUp(first.ID, conformanceMessage(tckID("tck-input-required"), text)), a2a.TaskStateInputRequired)
 			if again.ID != first.ID || again.ContextID != first.ContextID {
 				t.Fatalf("follow-up answered task %s in context %s, want %s in %s", again.ID, again.ContextID, first.ID, first.ContextID)
 			}
 		}
-		done := sendState(t, ctx, c, followUp(first.ID, conformanceMessage(tckID("tck-complete-task"), "finish")), a2a.TaskStateCompleted)
+		done := sendState(t, on.ctx, on.c, followUp(first.ID, conformanceMessage(tckID("tck-complete-task"), "finish")), a2a.TaskStateCompleted)
 		if got := messageText(done.Status.Message); got != "Hello from TCK" {
 			t.Errorf("completed status message = %q, want \"Hello from TCK\"", got)
 		}
-		var users []string
-		for _, m := range getTask(t, ctx, c, first.ID).History {
-			if m.Role == a2a.MessageRoleUser {
-				users = append(users, messageText(m))
-			}
-		}
-		want := []string{"start", "TCK history message 1", "TCK history message 2", "finish"}
-		if len(users) != len(want) {
-			t.Fatalf("user messages in history = %q, want %q", users, want)
-		}
-		for i := range want {
-			if users[i] != want[i] {
-				t.Fatalf("user messages in history = %q, want %q", users, want)
-			}
-		}
+		wantUserTexts(t, getTask(t, on.ctx, on.c, first.ID).History, "start", "TCK history message 1", "TCK history message 2", "finish")
 	})
 }
 
 func TestConformanceAgentRepliesWithAMessageAndCreatesNoTask(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := startTCK(t)
-		c := env.Client(t, conformance.Name, tr)
-		ctx := testCtx(t)
-
+	eachTCK(t, func(t *testing.T, on served) {
 		m := conformanceMessage(tckID("tck-message-response"), "hello")
 		m.ContextID = "ctx-chosen-by-the-caller"
-		res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m})
-		if err != nil {
-			t.Fatalf("SendMessage() error = %v", err)
-		}
-		reply, ok := res.(*a2a.Message)
-		if !ok {
-			t.Fatalf("SendMessage() = %T, want a message", res)
-		}
-		if reply.Role != a2a.MessageRoleAgent || messageText(reply) != "Direct message response" || reply.TaskID != "" || reply.ContextID != m.ContextID || reply.ID == "" {
-			t.Errorf("reply = role %v %q task %q context %q id %q; want the agent's \"Direct message response\", no task, context %q and an ID",
-				reply.Role, messageText(reply), reply.TaskID, reply.ContextID, reply.ID, m.ContextID)
-		}
-
-		s := openStream(t, ctx, func(ctx context.Context) iter.Seq2[a2a.Event, error] {
-			return c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: conformanceMessage(tckID("tck-message-response"), "hello")})
-		})
-		if ev := s.nextEvent(t, ctx); describe(ev) != `message "Direct message response"` {
-			t.Fatalf("stream's first event = %s, want the message", describe(ev))
-		}
-		s.wantEnd(t, ctx)
-
-		list, err := c.ListTasks(ctx, &a2a.ListTasksRequest{})
-		if err != nil {
-			t.Fatalf("ListTasks() error = %v", err)
-		}
-		if len(list.Tasks) != 0 {
-			t.Errorf("ListTasks() = %d tasks, want none: a reply creates no task", len(list.Tasks))
+		reply := wantDirectReply(t, on, m, conformanceMessage(tckID("tck-message-response"), "hello"))
+		if reply.TaskID != "" || reply.ContextID != m.ContextID || reply.ID == "" {
+			t.Errorf("reply = task %q context %q id %q; want no task, context %q and an ID", reply.TaskID, reply.ContextID, reply.ID, m.ContextID)
 		}
 	})
 }
 
 func TestConformanceAgentStreamsWorkingArtifactCompleted(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := startTCK(t)
-		c := env.Client(t, conformance.Name, tr)
-		ctx := testCtx(t)
+	eachTCK(t, func(t *testing.T, on served) {
 		for _, prefix := range []string{"tck-stream-001", "tck-stream-003", "tck-stream-ordering-001", "tck-stream-artifact-text", "tck-stream-artifact-file"} {
 			t.Run(prefix, func(t *testing.T) {
-				s := openStream(t, ctx, func(ctx context.Context) iter.Seq2[a2a.Event, error] {
-					return c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: conformanceMessage(tckID(prefix), "stream")})
-				})
-				task := firstTask(t, ctx, s)
-				wantEvents(t, ctx, s, task.ID, "status TASK_STATE_WORKING", "artifact output", "status TASK_STATE_COMPLETED")
-				s.wantEnd(t, ctx)
+				s := sendStream(t, on.ctx, on.c, conformanceMessage(tckID(prefix), "stream"))
+				task := firstTask(t, on.ctx, s)
+				wantEvents(t, on.ctx, s, task.ID, evWorking, "artifact output", evCompleted)
+				s.wantEnd(t, on.ctx)
 			})
 		}
 		t.Run("tck-stream-002", func(t *testing.T) {
-			s := openStream(t, ctx, func(ctx context.Context) iter.Seq2[a2a.Event, error] {
-				return c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: conformanceMessage(tckID("tck-stream-002"), "stream")})
-			})
-			task := firstTask(t, ctx, s)
-			var last a2a.Event
-			for {
-				it, ok := s.next(t, ctx)
-				if !ok {
-					break
-				}
-				if it.err != nil {
-					t.Fatalf("stream error = %v", it.err)
-				}
-				last = it.ev
-			}
+			s := sendStream(t, on.ctx, on.c, conformanceMessage(tckID("tck-stream-002"), "stream"))
+			task := firstTask(t, on.ctx, s)
+			last := lastEvent(s.rest(t, on.ctx))
 			if su, ok := last.(*a2a.TaskStatusUpdateEvent); (!ok || su.Status.State != a2a.TaskStateCompleted) && task.Status.State != a2a.TaskStateCompleted {
 				t.Errorf("stream ended with %s, want completed", describe(last))
 			}
@@ -213,29 +134,14 @@ func TestConformanceAgentStreamsWorkingArtifactCompleted(t *testing.T) {
 }
 
 func TestConformanceAgentStreamsAChunkedArtifact(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := startTCK(t)
-		c := env.Client(t, conformance.Name, tr)
-		ctx := testCtx(t)
-		s := openStream(t, ctx, func(ctx context.Context) iter.Seq2[a2a.Event, error] {
-			return c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: conformanceMessage(tckID("tck-stream-artifact-chunked"), "chunks")})
-		})
-		task := firstTask(t, ctx, s)
-		wantEvents(t, ctx, s, task.ID, "status TASK_STATE_WORKING")
-		var chunks []*a2a.TaskArtifactUpdateEvent
-		for range 2 {
-			ev, ok := s.nextEvent(t, ctx).(*a2a.TaskArtifactUpdateEvent)
-			if !ok {
-				t.Fatalf("want an artifact chunk")
-			}
-			chunks = append(chunks, ev)
-		}
-		wantEvents(t, ctx, s, task.ID, "status TASK_STATE_COMPLETED")
-		s.wantEnd(t, ctx)
+	eachTCK(t, func(t *testing.T, on served) {
+		s := sendStream(t, on.ctx, on.c, conformanceMessage(tckID("tck-stream-artifact-chunked"), "chunks"))
+		task := firstTask(t, on.ctx, s)
+		wantEvents(t, on.ctx, s, task.ID, evWorking)
+		one, two := nextChunks(t, on.ctx, s)
+		wantEvents(t, on.ctx, s, task.ID, evCompleted)
+		s.wantEnd(t, on.ctx)
 
-		one, two := chunks[0], chunks[1]
 		if one.Artifact.ID != two.Artifact.ID || one.Append || one.LastChunk || !two.Append || !two.LastChunk {
 			t.Errorf("chunks: (%s append=%v last=%v) then (%s append=%v last=%v); want one artifact ID, the first neither append nor last, the second both",
 				one.Artifact.ID, one.Append, one.LastChunk, two.Artifact.ID, two.Append, two.LastChunk)
@@ -245,7 +151,7 @@ func TestConformanceAgentStreamsAChunkedArtifact(t *testing.T) {
 				messageText(&a2a.Message{Parts: one.Artifact.Parts}), messageText(&a2a.Message{Parts: two.Artifact.Parts}))
 		}
 		// The task keeps the whole artifact.
-		got := getTask(t, ctx, c, task.ID)
+		got := getTask(t, on.ctx, on.c, task.ID)
 		if len(got.Artifacts) != 1 || len(got.Artifacts[0].Parts) != 2 || got.Artifacts[0].ID != one.Artifact.ID {
 			t.Fatalf("task artifacts = %+v, want one artifact holding both chunks", got.Artifacts)
 		}
@@ -256,37 +162,16 @@ func TestConformanceAgentStreamsAChunkedArtifact(t *testing.T) {
 }
 
 func TestConformanceAgentLongTaskCanBeSubscribedAgain(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := startTCK(t)
-		c := env.Client(t, conformance.Name, tr)
-		ctx := testCtx(t)
-		task := sendTask(t, ctx, c, &a2a.SendMessageRequest{
-			Message: conformanceMessage(tckID("test-resubscribe-message-id"), "long"),
-			Config:  &a2a.SendMessageConfig{ReturnImmediately: true},
-		})
+	eachTCK(t, func(t *testing.T, on served) {
+		task := sendAsync(t, on.ctx, on.c, conformanceMessage(tckID("test-resubscribe-message-id"), "long"))
 		if task.Status.State.Terminal() {
 			t.Fatalf("task is %v at once, want it still running", task.Status.State)
 		}
-		s := openStream(t, ctx, func(ctx context.Context) iter.Seq2[a2a.Event, error] {
-			return c.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID})
-		})
-		if snap := firstTask(t, ctx, s); snap.Status.State.Terminal() {
+		s := subscribeStream(t, on.ctx, on.c, task.ID)
+		if snap := firstTask(t, on.ctx, s); snap.Status.State.Terminal() {
 			t.Fatalf("subscription snapshot is %v, want the task still running", snap.Status.State)
 		}
-		var last a2a.Event
-		for {
-			it, ok := s.next(t, ctx)
-			if !ok {
-				break
-			}
-			if it.err != nil {
-				t.Fatalf("subscription error = %v", it.err)
-			}
-			last = it.ev
-		}
-		if describe(last) != "status TASK_STATE_COMPLETED" {
+		if last := lastEvent(s.rest(t, on.ctx)); describe(last) != evCompleted {
 			t.Errorf("subscription ended with %s, want completed", describe(last))
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,88 @@ func eachTransport(t *testing.T, f func(t *testing.T, tr a2a.TransportProtocol))
 	}
 }
 
+// served is what a test has on one binding: a server of its own, a client
+// of one of its agents over that binding, and a context bounded by
+// callTimeout.
+type served struct {
+	env *apitest.Env
+	tr  a2a.TransportProtocol
+	c   *a2aclient.Client
+	ctx context.Context
+}
+
+// eachServed runs f in parallel once per binding, as a subtest named after
+// it, each time on a fresh server from start with a client of its agent.
+func eachServed(t *testing.T, start func(t *testing.T) *apitest.Env, agent string, f func(t *testing.T, s served)) {
+	t.Helper()
+	t.Parallel()
+	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
+		t.Parallel()
+		env := start(t)
+		f(t, served{env: env, tr: tr, c: env.Client(t, agent, tr), ctx: testCtx(t)})
+	})
+}
+
+// eachScript is eachServed for the script agent on a server started with
+// opts.
+func eachScript(t *testing.T, opts apitest.Options, f func(t *testing.T, s served)) {
+	t.Helper()
+	eachServed(t, func(t *testing.T) *apitest.Env { return apitest.Start(t, opts) }, "script", f)
+}
+
+// sendStream opens SendStreamingMessage for m on c.
+func sendStream(t *testing.T, ctx context.Context, c *a2aclient.Client, m *a2a.Message) *stream {
+	t.Helper()
+	return openStream(t, ctx, func(ctx context.Context) iter.Seq2[a2a.Event, error] {
+		return c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: m})
+	})
+}
+
+// subscribeStream opens SubscribeToTask for task id on c.
+func subscribeStream(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID) *stream {
+	t.Helper()
+	return openStream(t, ctx, func(ctx context.Context) iter.Seq2[a2a.Event, error] {
+		return c.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id})
+	})
+}
+
+// sendAsync sends m with returnImmediately and requires a Task back.
+func sendAsync(t *testing.T, ctx context.Context, c *a2aclient.Client, m *a2a.Message) *a2a.Task {
+	t.Helper()
+	return sendTask(t, ctx, c, &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
+}
+
+// cancelTask cancels task id and requires the answer, and then the stored
+// task, to be canceled.
+func cancelTask(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID) {
+	t.Helper()
+	canceled, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: id})
+	if err != nil {
+		t.Fatalf("CancelTask(%s) error = %v", id, err)
+	}
+	if canceled.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("CancelTask(%s) state = %v, want %v", id, canceled.Status.State, a2a.TaskStateCanceled)
+	}
+	if got := getTask(t, ctx, c, id).Status.State; got != a2a.TaskStateCanceled {
+		t.Errorf("GetTask(%s) after CancelTask state = %v, want %v", id, got, a2a.TaskStateCanceled)
+	}
+}
+
+// wantUserTexts requires the texts of the user messages of history to be
+// want, in order.
+func wantUserTexts(t *testing.T, history []*a2a.Message, want ...string) {
+	t.Helper()
+	var users []string
+	for _, m := range history {
+		if m.Role == a2a.MessageRoleUser {
+			users = append(users, messageText(m))
+		}
+	}
+	if !slices.Equal(users, want) {
+		t.Fatalf("user messages in history = %q, want %q", users, want)
+	}
+}
+
 // userText is a new user message holding one text part.
 func userText(text string) *a2a.Message {
 	return a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
@@ -61,15 +144,14 @@ func intp(n int) *int { return &n }
 // sendTask sends req and requires a Task back.
 func sendTask(t *testing.T, ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest) *a2a.Task {
 	t.Helper()
-	res, err := c.SendMessage(ctx, req)
-	if err != nil {
-		t.Fatalf("SendMessage(%q) error = %v", messageText(req.Message), err)
-	}
-	task, ok := res.(*a2a.Task)
-	if !ok {
-		t.Fatalf("SendMessage(%q) = %T, want *a2a.Task", messageText(req.Message), res)
-	}
-	return task
+	return apitest.SendTask(t, ctx, c, req, fmt.Sprintf("%q", messageText(req.Message)))
+}
+
+// sendPushed sends text with the push configuration pc and requires a Task
+// back.
+func sendPushed(t *testing.T, ctx context.Context, c *a2aclient.Client, text string, pc a2a.PushConfig) *a2a.Task {
+	t.Helper()
+	return sendTask(t, ctx, c, &a2a.SendMessageRequest{Message: userText(text), Config: &a2a.SendMessageConfig{PushConfig: &pc}})
 }
 
 // send is sendTask with no configuration.
@@ -91,31 +173,15 @@ func sendState(t *testing.T, ctx context.Context, c *a2aclient.Client, m *a2a.Me
 
 func getTask(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID) *a2a.Task {
 	t.Helper()
-	task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-	if err != nil {
-		t.Fatalf("GetTask(%s) error = %v", id, err)
-	}
-	return task
+	return apitest.GetTask(t, ctx, c, &a2a.GetTaskRequest{ID: id})
 }
 
 // waitState polls GetTask until the task is in state want.
 func waitState(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
 	t.Helper()
-	var last a2a.TaskState
-	for {
-		task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id})
-		if err == nil && task.Status.State == want {
-			return task
-		}
-		if task != nil {
-			last = task.Status.State
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("GetTask(%s) state = %v, want %v before the deadline (last error %v)", id, last, want, err)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	return apitest.WaitState(t, ctx, c, &a2a.GetTaskRequest{ID: id}, want, func(last *a2a.Task) string {
+		return fmt.Sprintf("status message %q", messageText(last.Status.Message))
+	})
 }
 
 // preStreamStatus is the HTTP status with which a JSON-RPC streaming call
@@ -156,24 +222,7 @@ func wantErr(t *testing.T, call string, err, want error) {
 }
 
 // messageText joins the text parts of m.
-func messageText(m *a2a.Message) string {
-	if m == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range m.Parts {
-		if p == nil {
-			continue
-		}
-		if s, ok := p.Content.(a2a.Text); ok {
-			if b.Len() > 0 {
-				b.WriteString("\n")
-			}
-			b.WriteString(string(s))
-		}
-	}
-	return b.String()
-}
+func messageText(m *a2a.Message) string { return apitest.Text(m) }
 
 // dataPart returns the first data part of parts holding a JSON object.
 func dataPart(parts a2a.ContentParts) (map[string]any, bool) {
@@ -271,6 +320,40 @@ func (s *stream) nextEvent(t *testing.T, ctx context.Context) a2a.Event {
 		t.Fatalf("stream error = %v, want an event", it.err)
 	}
 	return it.ev
+}
+
+// rest reads the stream to its end and returns its events; an error item
+// fails the test.
+func (s *stream) rest(t *testing.T, ctx context.Context) []a2a.Event {
+	t.Helper()
+	var evs []a2a.Event
+	for {
+		it, ok := s.next(t, ctx)
+		if !ok {
+			return evs
+		}
+		if it.err != nil {
+			t.Fatalf("stream error = %v after %d events", it.err, len(evs))
+		}
+		evs = append(evs, it.ev)
+	}
+}
+
+// describeAll describes each of evs.
+func describeAll(evs []a2a.Event) []string {
+	out := make([]string, len(evs))
+	for i, ev := range evs {
+		out[i] = describe(ev)
+	}
+	return out
+}
+
+// lastEvent is the final event of evs, nil when there is none.
+func lastEvent(evs []a2a.Event) a2a.Event {
+	if len(evs) == 0 {
+		return nil
+	}
+	return evs[len(evs)-1]
 }
 
 // wantEnd requires the stream to end without another event.

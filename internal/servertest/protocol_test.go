@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"iter"
 	"net/http"
 	"slices"
 	"strings"
@@ -27,14 +26,8 @@ import (
 // ---- Blocking SendMessage and returnImmediately ----
 
 func TestSendMessageBlocksUntilInputRequiredWithQuestion(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
-
-		task := sendState(t, ctx, c, userText("ask"), a2a.TaskStateInputRequired)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+		task := sendState(t, on.ctx, on.c, userText("ask"), a2a.TaskStateInputRequired)
 		q := task.Status.Message
 		if q == nil {
 			t.Fatalf("SendMessage(ask) status.message = nil, want the question")
@@ -56,14 +49,8 @@ func TestSendMessageBlocksUntilInputRequiredWithQuestion(t *testing.T) {
 }
 
 func TestSendMessageBlocksUntilCompletedWithArtifact(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
-
-		task := sendState(t, ctx, c, userText("complete"), a2a.TaskStateCompleted)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+		task := sendState(t, on.ctx, on.c, userText("complete"), a2a.TaskStateCompleted)
 		got, ok := artifactText(task, "result")
 		if !ok {
 			t.Fatalf("SendMessage(complete) artifacts = %d, want an artifact named %q", len(task.Artifacts), "result")
@@ -75,12 +62,7 @@ func TestSendMessageBlocksUntilCompletedWithArtifact(t *testing.T) {
 }
 
 func TestSendMessageBlocksWhileWorkingUntilReleased(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
 		key := apitest.UniqueKey(t)
 		t.Cleanup(func() { apitest.Release(key) })
 
@@ -90,7 +72,7 @@ func TestSendMessageBlocksWhileWorkingUntilReleased(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: userText("block " + key)})
+			res, err := on.c.SendMessage(on.ctx, &a2a.SendMessageRequest{Message: userText("block " + key)})
 			done <- result{res, err}
 		}()
 
@@ -98,7 +80,7 @@ func TestSendMessageBlocksWhileWorkingUntilReleased(t *testing.T) {
 		// waiting for it.
 		var id a2a.TaskID
 		for id == "" {
-			list, err := c.ListTasks(ctx, &a2a.ListTasksRequest{Status: a2a.TaskStateWorking})
+			list, err := on.c.ListTasks(on.ctx, &a2a.ListTasksRequest{Status: a2a.TaskStateWorking})
 			if err != nil {
 				t.Fatalf("ListTasks(WORKING) error = %v", err)
 			}
@@ -109,7 +91,7 @@ func TestSendMessageBlocksWhileWorkingUntilReleased(t *testing.T) {
 			select {
 			case r := <-done:
 				t.Fatalf("SendMessage(block) returned (%v, %v) before the task was even working", r.res, r.err)
-			case <-ctx.Done():
+			case <-on.ctx.Done():
 				t.Fatalf("ListTasks(WORKING): no working task before the deadline")
 			case <-time.After(10 * time.Millisecond):
 			}
@@ -124,7 +106,7 @@ func TestSendMessageBlocksWhileWorkingUntilReleased(t *testing.T) {
 		var r result
 		select {
 		case r = <-done:
-		case <-ctx.Done():
+		case <-on.ctx.Done():
 			t.Fatalf("SendMessage(block) did not return after Release")
 		}
 		if r.err != nil {
@@ -157,19 +139,11 @@ func describeResult(res a2a.SendMessageResult) string {
 }
 
 func TestSendMessageReturnImmediatelyReturnsNonTerminalTask(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
 		key := apitest.UniqueKey(t)
 		t.Cleanup(func() { apitest.Release(key) })
 
-		task := sendTask(t, ctx, c, &a2a.SendMessageRequest{
-			Message: userText("block " + key),
-			Config:  &a2a.SendMessageConfig{ReturnImmediately: true},
-		})
+		task := sendAsync(t, on.ctx, on.c, userText("block "+key))
 		if s := task.Status.State; s != a2a.TaskStateSubmitted && s != a2a.TaskStateWorking {
 			t.Fatalf("SendMessage(block, returnImmediately) state = %v, want %v or %v", s, a2a.TaskStateSubmitted, a2a.TaskStateWorking)
 		}
@@ -178,7 +152,7 @@ func TestSendMessageReturnImmediatelyReturnsNonTerminalTask(t *testing.T) {
 		}
 		// The run goes on without the caller.
 		apitest.Release(key)
-		waitState(t, ctx, c, task.ID, a2a.TaskStateCompleted)
+		waitState(t, on.ctx, on.c, task.ID, a2a.TaskStateCompleted)
 	})
 }
 
@@ -232,83 +206,81 @@ func askTwiceAnswered(t *testing.T, env *apitest.Env, tr a2a.TransportProtocol, 
 	})
 }
 
-func TestHistoryLengthOnSendMessage(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		for _, tc := range historyCases {
-			t.Run(tc.name, func(t *testing.T) {
-				task := askTwiceAnswered(t, env, tr, tc.hl)
-				if task.Status.State != a2a.TaskStateInputRequired {
-					t.Fatalf("SendMessage(answer) state = %v, want %v", task.Status.State, a2a.TaskStateInputRequired)
-				}
-				checkHistory(t, "SendMessage(historyLength "+tc.name+")", task.History, tc.roles)
-			})
+// historyReader reads the history of an answered "ask-twice" task with
+// historyLength hl; label names hl in failure messages.
+type historyReader func(t *testing.T, hl *int, label string) []*a2a.Message
+
+// historyCalls are the calls that take historyLength. Each prepares, once
+// per server, what it reads and returns the reader.
+var historyCalls = []struct {
+	name    string
+	prepare func(t *testing.T, on served) historyReader
+}{
+	{"SendMessage", func(t *testing.T, on served) historyReader {
+		// The answer's own reply: a task per historyLength.
+		return func(t *testing.T, hl *int, _ string) []*a2a.Message {
+			task := askTwiceAnswered(t, on.env, on.tr, hl)
+			if task.Status.State != a2a.TaskStateInputRequired {
+				t.Fatalf("SendMessage(answer) state = %v, want %v", task.Status.State, a2a.TaskStateInputRequired)
+			}
+			return task.History
 		}
-	})
+	}},
+	{"GetTask", func(t *testing.T, on served) historyReader {
+		task := askTwiceAnswered(t, on.env, on.tr, nil)
+		return func(t *testing.T, hl *int, label string) []*a2a.Message {
+			got, err := on.c.GetTask(testCtx(t), &a2a.GetTaskRequest{ID: task.ID, HistoryLength: hl})
+			if err != nil {
+				t.Fatalf("GetTask(historyLength %s) error = %v", label, err)
+			}
+			return got.History
+		}
+	}},
+	{"ListTasks", func(t *testing.T, on served) historyReader {
+		task := askTwiceAnswered(t, on.env, on.tr, nil)
+		return func(t *testing.T, hl *int, label string) []*a2a.Message {
+			list, err := on.c.ListTasks(testCtx(t), &a2a.ListTasksRequest{HistoryLength: hl})
+			if err != nil {
+				t.Fatalf("ListTasks(historyLength %s) error = %v", label, err)
+			}
+			if len(list.Tasks) != 1 || list.Tasks[0].ID != task.ID {
+				t.Fatalf("ListTasks(historyLength %s) = %d tasks, want exactly task %s", label, len(list.Tasks), task.ID)
+			}
+			return list.Tasks[0].History
+		}
+	}},
 }
 
-func TestHistoryLengthOnGetTask(t *testing.T) {
+func TestHistoryLength(t *testing.T) {
 	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		task := askTwiceAnswered(t, env, tr, nil)
-		for _, tc := range historyCases {
-			t.Run(tc.name, func(t *testing.T) {
-				got, err := c.GetTask(testCtx(t), &a2a.GetTaskRequest{ID: task.ID, HistoryLength: tc.hl})
-				if err != nil {
-					t.Fatalf("GetTask(historyLength %s) error = %v", tc.name, err)
+	for _, call := range historyCalls {
+		t.Run("On"+call.name, func(t *testing.T) {
+			eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+				read := call.prepare(t, on)
+				for _, tc := range historyCases {
+					t.Run(tc.name, func(t *testing.T) {
+						checkHistory(t, call.name+"(historyLength "+tc.name+")", read(t, tc.hl, tc.name), tc.roles)
+					})
 				}
-				checkHistory(t, "GetTask(historyLength "+tc.name+")", got.History, tc.roles)
 			})
-		}
-	})
-}
-
-func TestHistoryLengthOnListTasks(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		task := askTwiceAnswered(t, env, tr, nil)
-		for _, tc := range historyCases {
-			t.Run(tc.name, func(t *testing.T) {
-				list, err := c.ListTasks(testCtx(t), &a2a.ListTasksRequest{HistoryLength: tc.hl})
-				if err != nil {
-					t.Fatalf("ListTasks(historyLength %s) error = %v", tc.name, err)
-				}
-				if len(list.Tasks) != 1 || list.Tasks[0].ID != task.ID {
-					t.Fatalf("ListTasks(historyLength %s) = %d tasks, want exactly task %s", tc.name, len(list.Tasks), task.ID)
-				}
-				checkHistory(t, "ListTasks(historyLength "+tc.name+")", list.Tasks[0].History, tc.roles)
-			})
-		}
-	})
+		})
+	}
 }
 
 func TestNegativeHistoryLengthIsInvalidParams(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
-		task := sendState(t, ctx, c, userText("ask"), a2a.TaskStateInputRequired)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+		task := sendState(t, on.ctx, on.c, userText("ask"), a2a.TaskStateInputRequired)
 
-		_, err := c.SendMessage(ctx, &a2a.SendMessageRequest{
+		_, err := on.c.SendMessage(on.ctx, &a2a.SendMessageRequest{
 			Message: userText("complete"),
 			Config:  &a2a.SendMessageConfig{HistoryLength: intp(-1)},
 		})
 		wantErr(t, "SendMessage(historyLength -1)", err, a2a.ErrInvalidParams)
 
-		_, err = c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID, HistoryLength: intp(-1)})
+		_, err = on.c.GetTask(on.ctx, &a2a.GetTaskRequest{ID: task.ID, HistoryLength: intp(-1)})
 		wantErr(t, "GetTask(historyLength -1)", err, a2a.ErrInvalidParams)
 
-		_, err = c.ListTasks(ctx, &a2a.ListTasksRequest{HistoryLength: intp(-1)})
+		_, err = on.c.ListTasks(on.ctx, &a2a.ListTasksRequest{HistoryLength: intp(-1)})
 		wantErr(t, "ListTasks(historyLength -1)", err, a2a.ErrInvalidParams)
 	})
 }
@@ -316,13 +288,8 @@ func TestNegativeHistoryLengthIsInvalidParams(t *testing.T) {
 // ---- Follow-ups: taskId, contextId, unknown and terminal tasks ----
 
 func TestFollowUpWithOnlyTaskIDKeepsTaskContext(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
-		task := sendState(t, ctx, c, userText("ask"), a2a.TaskStateInputRequired)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+		task := sendState(t, on.ctx, on.c, userText("ask"), a2a.TaskStateInputRequired)
 		if task.ContextID == "" {
 			t.Fatalf("SendMessage(ask) contextId is empty, want one assigned by the server")
 		}
@@ -331,7 +298,7 @@ func TestFollowUpWithOnlyTaskIDKeepsTaskContext(t *testing.T) {
 		if answer.ContextID != "" {
 			t.Fatalf("test bug: the follow-up carries contextId %q", answer.ContextID)
 		}
-		done := sendState(t, ctx, c, answer, a2a.TaskStateCompleted)
+		done := sendState(t, on.ctx, on.c, answer, a2a.TaskStateCompleted)
 		if done.ID != task.ID {
 			t.Errorf("SendMessage(answer) task ID = %s, want %s", done.ID, task.ID)
 		}
@@ -350,24 +317,19 @@ func TestFollowUpWithOnlyTaskIDKeepsTaskContext(t *testing.T) {
 }
 
 func TestFollowUpWithOtherContextIsInvalidParamsAndChangesNothing(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
-		task := sendState(t, ctx, c, userText("ask"), a2a.TaskStateInputRequired)
-		before := getTask(t, ctx, c, task.ID)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+		task := sendState(t, on.ctx, on.c, userText("ask"), a2a.TaskStateInputRequired)
+		before := getTask(t, on.ctx, on.c, task.ID)
 
 		answer := followUp(task.ID, userData(map[string]any{"name": "Ann"}))
 		answer.ContextID = a2a.NewContextID()
-		_, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: answer})
+		_, err := on.c.SendMessage(on.ctx, &a2a.SendMessageRequest{Message: answer})
 		wantErr(t, "SendMessage(other contextId)", err, a2a.ErrInvalidParams)
 		if !strings.Contains(err.Error(), "contextId") {
 			t.Errorf("SendMessage(other contextId) error = %q, want it to name contextId", err)
 		}
 
-		after := getTask(t, ctx, c, task.ID)
+		after := getTask(t, on.ctx, on.c, task.ID)
 		if after.Status.State != before.Status.State {
 			t.Errorf("GetTask() state = %v, want %v (unchanged)", after.Status.State, before.Status.State)
 		}
@@ -383,39 +345,12 @@ func TestFollowUpWithOtherContextIsInvalidParamsAndChangesNothing(t *testing.T) 
 	})
 }
 
-func TestFollowUpToUnknownTaskIsTaskNotFound(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		_, err := c.SendMessage(testCtx(t), &a2a.SendMessageRequest{Message: followUp(a2a.NewTaskID(), userText("complete"))})
-		wantErr(t, "SendMessage(unknown taskId)", err, a2a.ErrTaskNotFound)
-	})
-}
-
-func TestFollowUpToTerminalTaskIsUnsupportedOperation(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
-		task := sendState(t, ctx, c, userText("complete"), a2a.TaskStateCompleted)
-		_, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: followUp(task.ID, userText("complete"))})
-		wantErr(t, "SendMessage(completed task)", err, a2a.ErrUnsupportedOperation)
-	})
-}
-
 // ---- SendStreamingMessage ----
 
-// streamSend opens SendStreamingMessage for m.
+// streamSend opens SendStreamingMessage for m on a client of its own.
 func streamSend(t *testing.T, env *apitest.Env, tr a2a.TransportProtocol, m *a2a.Message) *stream {
 	t.Helper()
-	c := env.Client(t, "script", tr)
-	return openStream(t, testCtx(t), func(ctx context.Context) iter.Seq2[a2a.Event, error] {
-		return c.SendStreamingMessage(ctx, &a2a.SendMessageRequest{Message: m})
-	})
+	return sendStream(t, testCtx(t), env.Client(t, "script", tr), m)
 }
 
 // firstTask requires the next event to be the task snapshot.
@@ -456,17 +391,13 @@ const (
 )
 
 func TestStreamingMessageStartsWithTaskThenUpdatesInOrderUntilCompleted(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		ctx := testCtx(t)
-		s := streamSend(t, env, tr, userText("progress"))
-		task := firstTask(t, ctx, s)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+		s := streamSend(t, on.env, on.tr, userText("progress"))
+		task := firstTask(t, on.ctx, s)
 		if task.Status.State != a2a.TaskStateSubmitted {
 			t.Errorf("first event task state = %v, want %v", task.Status.State, a2a.TaskStateSubmitted)
 		}
-		wantEvents(t, ctx, s, task.ID,
+		wantEvents(t, on.ctx, s, task.ID,
 			evWorking,
 			`status TASK_STATE_WORKING "working on it"`,
 			"artifact partial",
@@ -474,171 +405,100 @@ func TestStreamingMessageStartsWithTaskThenUpdatesInOrderUntilCompleted(t *testi
 			evResult,
 			evCompleted,
 		)
-		s.wantEnd(t, ctx)
+		s.wantEnd(t, on.ctx)
 	})
 }
 
 func TestStreamingMessageClosesAtInputRequiredByDefault(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		ctx := testCtx(t)
-		s := streamSend(t, env, tr, userText("ask"))
-		task := firstTask(t, ctx, s)
-		wantEvents(t, ctx, s, task.ID, evWorking, evInput)
-		s.wantEnd(t, ctx)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+		s := streamSend(t, on.env, on.tr, userText("ask"))
+		task := firstTask(t, on.ctx, s)
+		wantEvents(t, on.ctx, s, task.ID, evWorking, evInput)
+		s.wantEnd(t, on.ctx)
 	})
 }
 
-func TestStreamingMessageStaysOpenAtInputRequiredWhenConfigured(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{Config: func(c *askpoint.Config) {
-			c.InputRequiredStreams = askpoint.KeepStreamsOpen
-		}})
-		ctx := testCtx(t)
-		s := streamSend(t, env, tr, userText("ask"))
-		task := firstTask(t, ctx, s)
-		wantEvents(t, ctx, s, task.ID, evWorking, evInput)
-		s.wantOpen(t)
-
-		// Answer on another connection; the open stream follows.
-		other := env.Client(t, "script", tr)
-		sendState(t, ctx, other, followUp(task.ID, userData(map[string]any{"name": "Ann"})), a2a.TaskStateCompleted)
-		wantEvents(t, ctx, s, task.ID, evWorking, evResult, evCompleted)
-		s.wantEnd(t, ctx)
-	})
+// answerName answers the name question of paused task id on another
+// connection.
+func answerName(t *testing.T, on served, id a2a.TaskID) {
+	t.Helper()
+	other := on.env.Client(t, "script", on.tr)
+	sendState(t, on.ctx, other, followUp(id, userData(map[string]any{"name": "Ann"})), a2a.TaskStateCompleted)
 }
 
-func TestStreamingMessageStaysOpenAtAuthRequired(t *testing.T) {
+// wantResumedToEnd requires the open stream s to follow task id from its
+// resumption until it completes, and then to end.
+func wantResumedToEnd(t *testing.T, on served, s *stream, id a2a.TaskID) {
+	t.Helper()
+	wantEvents(t, on.ctx, s, id, evWorking, evResult, evCompleted)
+	s.wantEnd(t, on.ctx)
+}
+
+func TestStreamingMessageStaysOpenWhilePaused(t *testing.T) {
 	t.Parallel()
-	for _, setting := range []struct {
-		name string
-		mode askpoint.InputRequiredStreams
+	credential := func(t *testing.T, on served, id a2a.TaskID) {
+		if err := on.env.Server.CredentialArrived(on.ctx, string(id), map[string]any{"ok": true}); err != nil {
+			t.Fatalf("CredentialArrived() error = %v", err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		mode   askpoint.InputRequiredStreams
+		text   string // what pauses the task
+		paused string // the event that pauses it
+		resume func(t *testing.T, on served, id a2a.TaskID)
 	}{
-		{"CloseStreams", askpoint.CloseStreams},
-		{"KeepStreamsOpen", askpoint.KeepStreamsOpen},
+		{"AtInputRequiredWhenConfigured", askpoint.KeepStreamsOpen, "ask", evInput, answerName},
+		{"AtAuthRequiredWithCloseStreams", askpoint.CloseStreams, "auth", evAuth, credential},
+		{"AtAuthRequiredWithKeepStreamsOpen", askpoint.KeepStreamsOpen, "auth", evAuth, credential},
 	} {
-		t.Run(setting.name, func(t *testing.T) {
-			t.Parallel()
-			eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-				t.Parallel()
-				env := apitest.Start(t, apitest.Options{Config: func(c *askpoint.Config) {
-					c.InputRequiredStreams = setting.mode
-				}})
-				ctx := testCtx(t)
-				s := streamSend(t, env, tr, userText("auth"))
-				task := firstTask(t, ctx, s)
-				wantEvents(t, ctx, s, task.ID, evWorking, evAuth)
+		t.Run(tc.name, func(t *testing.T) {
+			eachScript(t, apitest.Options{Config: func(c *askpoint.Config) {
+				c.InputRequiredStreams = tc.mode
+			}}, func(t *testing.T, on served) {
+				s := streamSend(t, on.env, on.tr, userText(tc.text))
+				task := firstTask(t, on.ctx, s)
+				wantEvents(t, on.ctx, s, task.ID, evWorking, tc.paused)
 				s.wantOpen(t)
-
-				if err := env.Server.CredentialArrived(ctx, string(task.ID), map[string]any{"ok": true}); err != nil {
-					t.Fatalf("CredentialArrived() error = %v", err)
-				}
-				wantEvents(t, ctx, s, task.ID, evWorking, evResult, evCompleted)
-				s.wantEnd(t, ctx)
+				tc.resume(t, on, task.ID)
+				wantResumedToEnd(t, on, s, task.ID)
 			})
 		})
 	}
 }
 
-func TestStreamingMessageRefusedMessageArrivesAsError(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		ctx := testCtx(t)
-		empty := &a2a.Message{ID: a2a.NewMessageID(), Role: a2a.MessageRoleUser} // no parts
-		wantStreamError(t, ctx, streamSend(t, env, tr, empty), "SendStreamingMessage(no parts)", a2a.ErrInvalidParams)
-		wantStreamError(t, ctx, streamSend(t, env, tr, followUp(a2a.NewTaskID(), userText("complete"))),
-			"SendStreamingMessage(unknown taskId)", a2a.ErrTaskNotFound)
-	})
-}
-
 // ---- SubscribeToTask ----
 
+// subscribe opens SubscribeToTask for id on a client of its own.
 func subscribe(t *testing.T, env *apitest.Env, tr a2a.TransportProtocol, id a2a.TaskID) *stream {
 	t.Helper()
-	c := env.Client(t, "script", tr)
-	return openStream(t, testCtx(t), func(ctx context.Context) iter.Seq2[a2a.Event, error] {
-		return c.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: id})
-	})
+	return subscribeStream(t, testCtx(t), env.Client(t, "script", tr), id)
 }
 
 func TestSubscribeToPausedTaskStartsWithTaskAndFollowsIt(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
-		paused := sendState(t, ctx, c, userText("ask"), a2a.TaskStateInputRequired)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+		paused := sendState(t, on.ctx, on.c, userText("ask"), a2a.TaskStateInputRequired)
 
-		s := subscribe(t, env, tr, paused.ID)
-		snap := firstTask(t, ctx, s)
+		s := subscribe(t, on.env, on.tr, paused.ID)
+		snap := firstTask(t, on.ctx, s)
 		if snap.ID != paused.ID || snap.Status.State != a2a.TaskStateInputRequired {
 			t.Fatalf("first event = task %s %v, want task %s %v", snap.ID, snap.Status.State, paused.ID, a2a.TaskStateInputRequired)
 		}
 		s.wantOpen(t)
 
-		other := env.Client(t, "script", tr)
-		sendState(t, ctx, other, followUp(paused.ID, userData(map[string]any{"name": "Ann"})), a2a.TaskStateCompleted)
-		wantEvents(t, ctx, s, paused.ID, evWorking, evResult, evCompleted)
-		s.wantEnd(t, ctx)
-	})
-}
-
-// wantStreamError requires the stream's first item to be an error wrapping
-// want, not an event.
-func wantStreamError(t *testing.T, ctx context.Context, s *stream, call string, want error) {
-	t.Helper()
-	it, ok := s.next(t, ctx)
-	switch {
-	case !ok:
-		t.Fatalf("%s: stream ended without an error, want %v", call, want)
-	case it.err == nil:
-		t.Fatalf("%s: first item = %s, want error %v", call, describe(it.ev), want)
-	}
-	wantRefused(t, call, it.err, want)
-}
-
-func TestSubscribeToTerminalTaskIsUnsupportedOperation(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
-		done := sendState(t, ctx, c, userText("complete"), a2a.TaskStateCompleted)
-		wantStreamError(t, ctx, subscribe(t, env, tr, done.ID), "SubscribeToTask(completed task)", a2a.ErrUnsupportedOperation)
-	})
-}
-
-func TestSubscribeToUnknownTaskIsTaskNotFound(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		ctx := testCtx(t)
-		wantStreamError(t, ctx, subscribe(t, env, tr, a2a.NewTaskID()), "SubscribeToTask(unknown task)", a2a.ErrTaskNotFound)
+		answerName(t, on, paused.ID)
+		wantResumedToEnd(t, on, s, paused.ID)
 	})
 }
 
 // ---- GetTask ----
 
 func TestGetTaskReturnsTaskWithStateArtifactsAndHistory(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
 		req := userText("complete")
-		sent := sendState(t, ctx, c, req, a2a.TaskStateCompleted)
+		sent := sendState(t, on.ctx, on.c, req, a2a.TaskStateCompleted)
 
-		got := getTask(t, ctx, c, sent.ID)
+		got := getTask(t, on.ctx, on.c, sent.ID)
 		if got.ID != sent.ID || got.ContextID != sent.ContextID {
 			t.Errorf("GetTask() = task %s in %s, want %s in %s", got.ID, got.ContextID, sent.ID, sent.ContextID)
 		}
@@ -651,17 +511,6 @@ func TestGetTaskReturnsTaskWithStateArtifactsAndHistory(t *testing.T) {
 		if len(got.History) == 0 || got.History[0].ID != req.ID || got.History[0].Role != a2a.MessageRoleUser {
 			t.Errorf("GetTask() history = %v, want it to start with the request %s", roles(got.History), req.ID)
 		}
-	})
-}
-
-func TestGetUnknownTaskIsTaskNotFound(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		_, err := c.GetTask(testCtx(t), &a2a.GetTaskRequest{ID: a2a.NewTaskID()})
-		wantErr(t, "GetTask(unknown)", err, a2a.ErrTaskNotFound)
 	})
 }
 
@@ -682,24 +531,19 @@ func sortedIDs(ids []a2a.TaskID) []a2a.TaskID {
 }
 
 func TestListTasksFiltersByContext(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
 		ctxA, ctxB := a2a.NewContextID(), a2a.NewContextID()
 		var inA []a2a.TaskID
 		for _, cx := range []string{ctxA, ctxB, ctxA} {
 			m := userText("complete")
 			m.ContextID = cx
-			task := sendState(t, ctx, c, m, a2a.TaskStateCompleted)
+			task := sendState(t, on.ctx, on.c, m, a2a.TaskStateCompleted)
 			if cx == ctxA {
 				inA = append(inA, task.ID)
 			}
 		}
 
-		list, err := c.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: ctxA})
+		list, err := on.c.ListTasks(on.ctx, &a2a.ListTasksRequest{ContextID: ctxA})
 		if err != nil {
 			t.Fatalf("ListTasks(contextId) error = %v", err)
 		}
@@ -718,12 +562,7 @@ func TestListTasksFiltersByContext(t *testing.T) {
 }
 
 func TestListTasksFiltersByStatus(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
 		want := map[a2a.TaskState][]a2a.TaskID{}
 		for _, cmd := range []struct {
 			text  string
@@ -734,12 +573,12 @@ func TestListTasksFiltersByStatus(t *testing.T) {
 			{"complete", a2a.TaskStateCompleted},
 			{"fail", a2a.TaskStateFailed},
 		} {
-			task := sendState(t, ctx, c, userText(cmd.text), cmd.state)
+			task := sendState(t, on.ctx, on.c, userText(cmd.text), cmd.state)
 			want[cmd.state] = append(want[cmd.state], task.ID)
 		}
 
 		for _, state := range []a2a.TaskState{a2a.TaskStateCompleted, a2a.TaskStateInputRequired, a2a.TaskStateFailed, a2a.TaskStateCanceled} {
-			list, err := c.ListTasks(ctx, &a2a.ListTasksRequest{Status: state})
+			list, err := on.c.ListTasks(on.ctx, &a2a.ListTasksRequest{Status: state})
 			if err != nil {
 				t.Fatalf("ListTasks(status %v) error = %v", state, err)
 			}
@@ -766,17 +605,12 @@ func nextMilli() {
 }
 
 func TestListTasksPagingVisitsEveryTaskOnceNewestFirst(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
 		const n, size = 7, 3
 		var created []a2a.TaskID
 		for range n {
 			nextMilli()
-			created = append(created, sendState(t, ctx, c, userText("complete"), a2a.TaskStateCompleted).ID)
+			created = append(created, sendState(t, on.ctx, on.c, userText("complete"), a2a.TaskStateCompleted).ID)
 		}
 		newestFirst := slices.Clone(created)
 		slices.Reverse(newestFirst)
@@ -787,7 +621,7 @@ func TestListTasksPagingVisitsEveryTaskOnceNewestFirst(t *testing.T) {
 			if page > n {
 				t.Fatalf("ListTasks: more than %d pages for %d tasks", n, n)
 			}
-			list, err := c.ListTasks(ctx, &a2a.ListTasksRequest{PageSize: size, PageToken: token})
+			list, err := on.c.ListTasks(on.ctx, &a2a.ListTasksRequest{PageSize: size, PageToken: token})
 			if err != nil {
 				t.Fatalf("ListTasks(page %d) error = %v", page, err)
 			}
@@ -810,16 +644,11 @@ func TestListTasksPagingVisitsEveryTaskOnceNewestFirst(t *testing.T) {
 }
 
 func TestListTasksIncludeArtifacts(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
-		task := sendState(t, ctx, c, userText("complete"), a2a.TaskStateCompleted)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+		task := sendState(t, on.ctx, on.c, userText("complete"), a2a.TaskStateCompleted)
 
 		for _, include := range []bool{false, true} {
-			list, err := c.ListTasks(ctx, &a2a.ListTasksRequest{IncludeArtifacts: include})
+			list, err := on.c.ListTasks(on.ctx, &a2a.ListTasksRequest{IncludeArtifacts: include})
 			if err != nil {
 				t.Fatalf("ListTasks(includeArtifacts %v) error = %v", include, err)
 			}
@@ -841,15 +670,10 @@ func TestListTasksIncludeArtifacts(t *testing.T) {
 }
 
 func TestListTasksBadPageTokenIsInvalidParams(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
-		sendState(t, ctx, c, userText("complete"), a2a.TaskStateCompleted)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+		sendState(t, on.ctx, on.c, userText("complete"), a2a.TaskStateCompleted)
 		for _, token := range []string{"not a token", "bm90LWpzb24", "e30"} { // junk, base64 "not-json", base64 "{}"
-			_, err := c.ListTasks(ctx, &a2a.ListTasksRequest{PageToken: token})
+			_, err := on.c.ListTasks(on.ctx, &a2a.ListTasksRequest{PageToken: token})
 			wantErr(t, "ListTasks(pageToken "+token+")", err, a2a.ErrInvalidParams)
 		}
 	})
@@ -858,59 +682,30 @@ func TestListTasksBadPageTokenIsInvalidParams(t *testing.T) {
 // ---- CancelTask ----
 
 func TestCancelPausedTask(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
-		task := sendState(t, ctx, c, userText("ask"), a2a.TaskStateInputRequired)
-
-		canceled, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID})
-		if err != nil {
-			t.Fatalf("CancelTask(paused) error = %v", err)
-		}
-		if canceled.Status.State != a2a.TaskStateCanceled {
-			t.Errorf("CancelTask(paused) state = %v, want %v", canceled.Status.State, a2a.TaskStateCanceled)
-		}
-		if got := getTask(t, ctx, c, task.ID).Status.State; got != a2a.TaskStateCanceled {
-			t.Errorf("GetTask() state = %v, want %v", got, a2a.TaskStateCanceled)
-		}
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+		task := sendState(t, on.ctx, on.c, userText("ask"), a2a.TaskStateInputRequired)
+		cancelTask(t, on.ctx, on.c, task.ID)
 	})
 }
 
 func TestCancelWorkingTaskStaysCanceledAfterRunEnds(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
+	eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
 		key := apitest.UniqueKey(t)
 		t.Cleanup(func() { apitest.Release(key) })
 
-		task := sendTask(t, ctx, c, &a2a.SendMessageRequest{
-			Message: userText("block " + key),
-			Config:  &a2a.SendMessageConfig{ReturnImmediately: true},
-		})
-		waitState(t, ctx, c, task.ID, a2a.TaskStateWorking)
+		task := sendAsync(t, on.ctx, on.c, userText("block "+key))
+		waitState(t, on.ctx, on.c, task.ID, a2a.TaskStateWorking)
 
-		canceled, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID})
-		if err != nil {
-			t.Fatalf("CancelTask(working) error = %v", err)
-		}
-		if canceled.Status.State != a2a.TaskStateCanceled {
-			t.Fatalf("CancelTask(working) state = %v, want %v", canceled.Status.State, a2a.TaskStateCanceled)
-		}
+		cancelTask(t, on.ctx, on.c, task.ID)
 
 		// Let the blocked run go; it must not complete the canceled task.
 		apitest.Release(key)
 		// The released run ends (its write loses); then the task is still
 		// canceled and holds nothing the run made.
-		if err := env.Server.Idle(ctx); err != nil {
+		if err := on.env.Server.Idle(on.ctx); err != nil {
 			t.Fatalf("Idle: %v", err)
 		}
-		got := getTask(t, ctx, c, task.ID)
+		got := getTask(t, on.ctx, on.c, task.ID)
 		if got.Status.State != a2a.TaskStateCanceled {
 			t.Fatalf("GetTask() after Release state = %v, want %v", got.Status.State, a2a.TaskStateCanceled)
 		}
@@ -920,20 +715,82 @@ func TestCancelWorkingTaskStaysCanceledAfterRunEnds(t *testing.T) {
 	})
 }
 
-func TestCancelTerminalTaskIsNotCancelable(t *testing.T) {
+// ---- Refusals ----
+
+// Calls that name a task to follow up, read, cancel or subscribe to, made on
+// a completed task or on an unknown task ID, for the refusals table.
+var (
+	followUpCall = func(t *testing.T, on served, id a2a.TaskID) error {
+		_, err := on.c.SendMessage(on.ctx, &a2a.SendMessageRequest{Message: followUp(id, userText("complete"))})
+		return err
+	}
+	streamFollowUpCall = func(t *testing.T, on served, id a2a.TaskID) error {
+		return firstError(t, on.ctx, streamSend(t, on.env, on.tr, followUp(id, userText("complete"))))
+	}
+	subscribeCall = func(t *testing.T, on served, id a2a.TaskID) error {
+		return firstError(t, on.ctx, subscribe(t, on.env, on.tr, id))
+	}
+	getCall = func(t *testing.T, on served, id a2a.TaskID) error {
+		_, err := on.c.GetTask(on.ctx, &a2a.GetTaskRequest{ID: id})
+		return err
+	}
+	cancelCall = func(t *testing.T, on served, id a2a.TaskID) error {
+		_, err := on.c.CancelTask(on.ctx, &a2a.CancelTaskRequest{ID: id})
+		return err
+	}
+)
+
+func TestRefusedCallsNameTheirError(t *testing.T) {
 	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "script", tr)
-		ctx := testCtx(t)
-		task := sendState(t, ctx, c, userText("complete"), a2a.TaskStateCompleted)
-		_, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID})
-		wantErr(t, "CancelTask(completed)", err, a2a.ErrTaskNotCancelable)
-		if got := getTask(t, ctx, c, task.ID).Status.State; got != a2a.TaskStateCompleted {
-			t.Errorf("GetTask() state = %v, want %v (unchanged)", got, a2a.TaskStateCompleted)
-		}
-	})
+	for _, tc := range []struct {
+		name     string
+		finished bool // the call names a completed task (the task must stay so), else an unknown task ID
+		call     func(t *testing.T, on served, id a2a.TaskID) error
+		what     string // the call in failure messages
+		want     error
+		// check is wantErr, or wantRefused for a streaming call
+		check func(t *testing.T, call string, err, want error)
+	}{
+		{"FollowUpToUnknownTaskIsTaskNotFound", false, followUpCall, "SendMessage(unknown taskId)", a2a.ErrTaskNotFound, wantErr},
+		{"FollowUpToTerminalTaskIsUnsupportedOperation", true, followUpCall, "SendMessage(completed task)", a2a.ErrUnsupportedOperation, wantErr},
+		{"StreamingMessageWithNoPartsIsInvalidParams", false, func(t *testing.T, on served, _ a2a.TaskID) error {
+			empty := &a2a.Message{ID: a2a.NewMessageID(), Role: a2a.MessageRoleUser} // no parts
+			return firstError(t, on.ctx, streamSend(t, on.env, on.tr, empty))
+		}, "SendStreamingMessage(no parts)", a2a.ErrInvalidParams, wantRefused},
+		{"StreamingMessageToUnknownTaskIsTaskNotFound", false, streamFollowUpCall, "SendStreamingMessage(unknown taskId)", a2a.ErrTaskNotFound, wantRefused},
+		{"SubscribeToTerminalTaskIsUnsupportedOperation", true, subscribeCall, "SubscribeToTask(completed task)", a2a.ErrUnsupportedOperation, wantRefused},
+		{"SubscribeToUnknownTaskIsTaskNotFound", false, subscribeCall, "SubscribeToTask(unknown task)", a2a.ErrTaskNotFound, wantRefused},
+		{"GetUnknownTaskIsTaskNotFound", false, getCall, "GetTask(unknown)", a2a.ErrTaskNotFound, wantErr},
+		{"CancelTerminalTaskIsNotCancelable", true, cancelCall, "CancelTask(completed)", a2a.ErrTaskNotCancelable, wantErr},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			eachScript(t, apitest.Options{}, func(t *testing.T, on served) {
+				if !tc.finished {
+					tc.check(t, tc.what, tc.call(t, on, a2a.NewTaskID()), tc.want)
+					return
+				}
+				task := sendState(t, on.ctx, on.c, userText("complete"), a2a.TaskStateCompleted)
+				tc.check(t, tc.what, tc.call(t, on, task.ID), tc.want)
+				if got := getTask(t, on.ctx, on.c, task.ID).Status.State; got != a2a.TaskStateCompleted {
+					t.Errorf("GetTask() after %s state = %v, want %v (unchanged)", tc.what, got, a2a.TaskStateCompleted)
+				}
+			})
+		})
+	}
+}
+
+// firstError requires the stream's first item to be an error, not an
+// event, and returns it.
+func firstError(t *testing.T, ctx context.Context, s *stream) error {
+	t.Helper()
+	it, ok := s.next(t, ctx)
+	switch {
+	case !ok:
+		t.Fatalf("stream ended without an error, want one")
+	case it.err == nil:
+		t.Fatalf("first item = %s, want an error", describe(it.ev))
+	}
+	return it.err
 }
 
 // ---- A2A-Version ----
@@ -984,43 +841,39 @@ var badVersions = []struct{ name, version string }{
 
 const versionHint = "A2A-Version: 1.0"
 
-func TestMissingOrOldVersionIsVersionNotSupportedOverJSONRPCAndStoresNothing(t *testing.T) {
-	t.Parallel()
-	env := apitest.Start(t, apitest.Options{})
-	for _, tc := range badVersions {
-		t.Run(tc.name, func(t *testing.T) {
-			_, out := rawPost(t, env.AgentURL("script")+askpoint.PathJSONRPC, tc.version, jsonrpcSend("complete"))
-			e, ok := out["error"].(map[string]any)
-			if !ok {
-				t.Fatalf("JSON-RPC response = %v, want an error", out)
-			}
+// rawBindings send SendMessage("complete") to the script agent as raw
+// requests, one binding each.
+var rawBindings = []struct {
+	name string
+	post func(t *testing.T, env *apitest.Env, version string) (status int, out map[string]any)
+	// result is the part of a successful response that holds the event.
+	result func(out map[string]any) any
+	// refused checks what the binding adds to a VersionNotSupported error
+	// object e.
+	refused func(t *testing.T, status int, e map[string]any)
+}{
+	{
+		name: "JSONRPC",
+		post: func(t *testing.T, env *apitest.Env, version string) (int, map[string]any) {
+			return rawPost(t, env.AgentURL("script")+askpoint.PathJSONRPC, version, jsonrpcSend("complete"))
+		},
+		result: func(out map[string]any) any { return out["result"] },
+		refused: func(t *testing.T, _ int, e map[string]any) {
 			if code, _ := e["code"].(float64); code != -32009 {
 				t.Errorf("JSON-RPC error code = %v, want -32009 (VersionNotSupported)", e["code"])
 			}
-			if msg, _ := e["message"].(string); !strings.Contains(msg, versionHint) {
-				t.Errorf("JSON-RPC error message = %q, want it to name the header %q", msg, versionHint)
-			}
-		})
-	}
-	assertNoTasks(t, env)
-}
-
-func TestMissingOrOldVersionIsVersionNotSupportedOverHTTPJSONAndStoresNothing(t *testing.T) {
-	t.Parallel()
-	env := apitest.Start(t, apitest.Options{})
-	for _, tc := range badVersions {
-		t.Run(tc.name, func(t *testing.T) {
-			status, out := rawPost(t, env.AgentURL("script")+askpoint.PathREST+"/message:send", tc.version,
+		},
+	},
+	{
+		name: "HTTP+JSON",
+		post: func(t *testing.T, env *apitest.Env, version string) (int, map[string]any) {
+			return rawPost(t, env.AgentURL("script")+askpoint.PathREST+"/message:send", version,
 				&a2a.SendMessageRequest{Message: userText("complete")})
+		},
+		result: func(out map[string]any) any { return out },
+		refused: func(t *testing.T, status int, e map[string]any) {
 			if status != http.StatusBadRequest {
 				t.Errorf("HTTP status = %d, want %d", status, http.StatusBadRequest)
-			}
-			e, ok := out["error"].(map[string]any)
-			if !ok {
-				t.Fatalf("HTTP+JSON response = %v, want an error", out)
-			}
-			if msg, _ := e["message"].(string); !strings.Contains(msg, versionHint) {
-				t.Errorf("HTTP+JSON error message = %q, want it to name the header %q", msg, versionHint)
 			}
 			reason := ""
 			if details, _ := e["details"].([]any); len(details) > 0 {
@@ -1031,9 +884,32 @@ func TestMissingOrOldVersionIsVersionNotSupportedOverHTTPJSONAndStoresNothing(t 
 			if want := a2a.ErrorReason(a2a.ErrVersionNotSupported); reason != want {
 				t.Errorf("HTTP+JSON error reason = %q, want %q", reason, want)
 			}
+		},
+	},
+}
+
+func TestMissingOrOldVersionIsVersionNotSupportedAndStoresNothing(t *testing.T) {
+	t.Parallel()
+	for _, b := range rawBindings {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			env := apitest.Start(t, apitest.Options{})
+			for _, tc := range badVersions {
+				t.Run(tc.name, func(t *testing.T) {
+					status, out := b.post(t, env, tc.version)
+					e, ok := out["error"].(map[string]any)
+					if !ok {
+						t.Fatalf("%s response = %v, want an error", b.name, out)
+					}
+					if msg, _ := e["message"].(string); !strings.Contains(msg, versionHint) {
+						t.Errorf("%s error message = %q, want it to name the header %q", b.name, msg, versionHint)
+					}
+					b.refused(t, status, e)
+				})
+			}
+			assertNoTasks(t, env)
 		})
 	}
-	assertNoTasks(t, env)
 }
 
 // assertNoTasks requires the server to hold no task of the script agent.
@@ -1052,55 +928,35 @@ func assertNoTasks(t *testing.T, env *apitest.Env) {
 func TestVersionPatchReleaseAccepted(t *testing.T) {
 	t.Parallel()
 	env := apitest.Start(t, apitest.Options{})
-	t.Run("JSONRPC", func(t *testing.T) {
-		_, out := rawPost(t, env.AgentURL("script")+askpoint.PathJSONRPC, "1.0.1", jsonrpcSend("complete"))
-		if out["error"] != nil {
-			t.Fatalf("JSON-RPC with A2A-Version 1.0.1 error = %v, want a result", out["error"])
-		}
-		raw, _ := json.Marshal(out["result"])
-		var sr a2a.StreamResponse
-		if err := json.Unmarshal(raw, &sr); err != nil {
-			t.Fatalf("JSON-RPC result %s: %v", raw, err)
-		}
-		task, ok := sr.Event.(*a2a.Task)
-		if !ok || task.Status.State != a2a.TaskStateCompleted {
-			t.Fatalf("JSON-RPC with A2A-Version 1.0.1 result = %s, want task %v", describe(sr.Event), a2a.TaskStateCompleted)
-		}
-	})
-	t.Run("HTTP+JSON", func(t *testing.T) {
-		status, out := rawPost(t, env.AgentURL("script")+askpoint.PathREST+"/message:send", "1.0.1",
-			&a2a.SendMessageRequest{Message: userText("complete")})
-		if status != http.StatusOK {
-			t.Fatalf("HTTP+JSON with A2A-Version 1.0.1 status = %d (%v), want %d", status, out, http.StatusOK)
-		}
-		raw, _ := json.Marshal(out)
-		var sr a2a.StreamResponse
-		if err := json.Unmarshal(raw, &sr); err != nil {
-			t.Fatalf("HTTP+JSON response %s: %v", raw, err)
-		}
-		task, ok := sr.Event.(*a2a.Task)
-		if !ok || task.Status.State != a2a.TaskStateCompleted {
-			t.Fatalf("HTTP+JSON with A2A-Version 1.0.1 response = %s, want task %v", describe(sr.Event), a2a.TaskStateCompleted)
-		}
-	})
+	for _, b := range rawBindings {
+		t.Run(b.name, func(t *testing.T) {
+			status, out := b.post(t, env, "1.0.1")
+			if status != http.StatusOK || out["error"] != nil {
+				t.Fatalf("%s with A2A-Version 1.0.1 = status %d, %v; want %d with a result", b.name, status, out, http.StatusOK)
+			}
+			raw, _ := json.Marshal(b.result(out))
+			var sr a2a.StreamResponse
+			if err := json.Unmarshal(raw, &sr); err != nil {
+				t.Fatalf("%s result %s: %v", b.name, raw, err)
+			}
+			task, ok := sr.Event.(*a2a.Task)
+			if !ok || task.Status.State != a2a.TaskStateCompleted {
+				t.Fatalf("%s with A2A-Version 1.0.1 result = %s, want task %v", b.name, describe(sr.Event), a2a.TaskStateCompleted)
+			}
+		})
+	}
 }
 
 // ---- History is the audit trail ----
 
 func TestHistoryIsAuditTrailInOrder(t *testing.T) {
-	t.Parallel()
-	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
-		t.Parallel()
-		env := apitest.Start(t, apitest.Options{})
-		c := env.Client(t, "expense", tr)
-		ctx := testCtx(t)
-
+	eachServed(t, func(t *testing.T) *apitest.Env { return apitest.Start(t, apitest.Options{}) }, "expense", func(t *testing.T, on served) {
 		request := userText("File my taxi receipt from Tuesday, 42 euros")
-		first := sendState(t, ctx, c, request, a2a.TaskStateInputRequired)
+		first := sendState(t, on.ctx, on.c, request, a2a.TaskStateInputRequired)
 		q1 := questionID(t, "first question", first.Status.Message)
 
 		textAnswer := followUp(first.ID, userText("engineering"))
-		reask := sendState(t, ctx, c, textAnswer, a2a.TaskStateInputRequired)
+		reask := sendState(t, on.ctx, on.c, textAnswer, a2a.TaskStateInputRequired)
 		q2 := questionID(t, "re-ask", reask.Status.Message)
 		if q2 == q1 {
 			t.Errorf("re-ask questionId = %q, want a new ID (not the first question's)", q2)
@@ -1111,7 +967,7 @@ func TestHistoryIsAuditTrailInOrder(t *testing.T) {
 		}
 
 		dataAnswer := followUp(first.ID, userData(map[string]any{"questionId": q2, "costCentre": "CC-4410"}))
-		done := sendState(t, ctx, c, dataAnswer, a2a.TaskStateCompleted)
+		done := sendState(t, on.ctx, on.c, dataAnswer, a2a.TaskStateCompleted)
 
 		var expenseID string
 		for _, a := range done.Artifacts {
@@ -1123,7 +979,7 @@ func TestHistoryIsAuditTrailInOrder(t *testing.T) {
 			t.Errorf("completed task artifacts = %d, want one with a data part holding expenseId", len(done.Artifacts))
 		}
 
-		h := getTask(t, ctx, c, first.ID).History
+		h := getTask(t, on.ctx, on.c, first.ID).History
 		wantRoles := []a2a.MessageRole{
 			a2a.MessageRoleUser, a2a.MessageRoleAgent, // request, question
 			a2a.MessageRoleUser, a2a.MessageRoleAgent, // text answer, re-ask

@@ -97,11 +97,8 @@ func TestPushNotifiesTheQuestionAndTheEndWithTheConfiguredCredentials(t *testing
 		hook := newHookReceiver(t)
 		c := env.Client(t, "expense", tr)
 		ctx := testCtx(t)
-		task := sendTask(t, ctx, c, &a2a.SendMessageRequest{
-			Message: userText("File my taxi receipt from Tuesday, 42 euros"),
-			Config: &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{
-				URL: hook.URL(), Token: "tok-42", Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: "receiver-secret"},
-			}},
+		task := sendPushed(t, ctx, c, "File my taxi receipt from Tuesday, 42 euros", a2a.PushConfig{
+			URL: hook.URL(), Token: "tok-42", Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: "receiver-secret"},
 		})
 		hook.waitFor(t, "the question", func(n []notification) bool { return len(n) >= 1 })
 		first := hook.all()[0]
@@ -128,10 +125,7 @@ func TestPushNotifiesEveryReAsk(t *testing.T) {
 	hook := newHookReceiver(t)
 	c := env.Client(t, "expense", a2a.TransportProtocolJSONRPC)
 	ctx := testCtx(t)
-	task := sendTask(t, ctx, c, &a2a.SendMessageRequest{
-		Message: userText("File my taxi receipt from Tuesday, 42 euros"),
-		Config:  &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: hook.URL()}},
-	})
+	task := sendPushed(t, ctx, c, "File my taxi receipt from Tuesday, 42 euros", a2a.PushConfig{URL: hook.URL()})
 	sendState(t, ctx, c, followUp(task.ID, userText("engineering")), a2a.TaskStateInputRequired)
 	hook.waitFor(t, "the question and its re-ask", func(n []notification) bool { return countState(n, a2a.TaskStateInputRequired, false) == 2 })
 	ns := hook.all()
@@ -148,10 +142,7 @@ func TestPushRetriesUntilTheReceiverComesBack(t *testing.T) {
 	hook.setFailing(true)
 	c := env.Client(t, "script", a2a.TransportProtocolJSONRPC)
 	ctx := testCtx(t)
-	task := sendTask(t, ctx, c, &a2a.SendMessageRequest{
-		Message: userText("ask"),
-		Config:  &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: hook.URL()}},
-	})
+	task := sendPushed(t, ctx, c, "ask", a2a.PushConfig{URL: hook.URL()})
 	sendState(t, ctx, c, followUp(task.ID, userData(map[string]any{"name": "Ada"})), a2a.TaskStateCompleted)
 	eventually(t, "three failed attempts", func() bool { return hook.attemptCount() >= 3 })
 	hook.setFailing(false)
@@ -167,10 +158,7 @@ func TestPushGivesUpOnAReceiverThatKeepsFailing(t *testing.T) {
 	hook.setFailing(true)
 	c := env.Client(t, "script", a2a.TransportProtocolJSONRPC)
 	ctx := testCtx(t)
-	task := sendTask(t, ctx, c, &a2a.SendMessageRequest{
-		Message: userText("ask"),
-		Config:  &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: hook.URL()}},
-	})
+	task := sendPushed(t, ctx, c, "ask", a2a.PushConfig{URL: hook.URL()})
 	eventually(t, "three attempts", func() bool { return hook.attemptCount() >= 3 })
 	// The signal that it gave up: the configuration owes nothing more and
 	// nothing is scheduled (a retry owed keeps SentSeq below TargetSeq and

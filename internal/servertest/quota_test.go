@@ -106,10 +106,7 @@ func TestOnePrincipalsSlowReceiversDoNotDelayAnothersNotifications(t *testing.T)
 	ctx := testCtx(t)
 	hog := env.ClientAs(t, "script", a2a.TransportProtocolJSONRPC, hogToken)
 	for i := range 70 {
-		sendTask(t, ctx, hog, &a2a.SendMessageRequest{
-			Message: userText("ask"),
-			Config:  &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: slow.URL + fmt.Sprintf("/hog/%d", i)}},
-		})
+		sendPushed(t, ctx, hog, "ask", a2a.PushConfig{URL: slow.URL + fmt.Sprintf("/hog/%d", i)})
 	}
 	eventually(t, "the hog's deliveries under way", func() bool {
 		mu.Lock()
@@ -118,10 +115,7 @@ func TestOnePrincipalsSlowReceiversDoNotDelayAnothersNotifications(t *testing.T)
 	})
 	hook := newHookReceiver(t)
 	victim := env.ClientAs(t, "script", a2a.TransportProtocolJSONRPC, victimToken)
-	sendTask(t, ctx, victim, &a2a.SendMessageRequest{
-		Message: userText("ask"),
-		Config:  &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: hook.URL()}},
-	})
+	sendPushed(t, ctx, victim, "ask", a2a.PushConfig{URL: hook.URL()})
 	hook.waitFor(t, "the victim's notification while the hog's hang", func(n []notification) bool { return len(n) >= 1 })
 	unblock()
 }

@@ -77,10 +77,7 @@ func TestPushDeliveryDoesNotFollowRedirects(t *testing.T) {
 	env := pushEnv(t, nil)
 	c := env.Client(t, "expense", a2a.TransportProtocolJSONRPC)
 	ctx := testCtx(t)
-	sendTask(t, ctx, c, &a2a.SendMessageRequest{
-		Message: userText("File my taxi receipt from Tuesday, 42 euros"),
-		Config:  &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: redirector.URL + "/hook", Token: "push-secret-42"}},
-	})
+	sendPushed(t, ctx, c, "File my taxi receipt from Tuesday, 42 euros", a2a.PushConfig{URL: redirector.URL + "/hook", Token: "push-secret-42"})
 	// Two attempts at the receiver (the first one's redirects, had they
 	// been followed, happened before the second began), or the redirect
 	// target reached.
@@ -104,7 +101,7 @@ func TestPushFailureLogsNoWebhookQueryString(t *testing.T) {
 	}
 	dead := "http://" + ln.Addr().String()
 	ln.Close() // nothing listens there: every delivery fails
-	logs := &syncBuffer{}
+	logs := &apitest.SyncBuffer{}
 	env := apitest.Start(t, apitest.Options{Config: func(c *askpoint.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		c.AllowPrivateWebhooks = true
@@ -113,10 +110,7 @@ func TestPushFailureLogsNoWebhookQueryString(t *testing.T) {
 	}})
 	c := env.Client(t, "expense", a2a.TransportProtocolJSONRPC)
 	ctx := testCtx(t)
-	sendTask(t, ctx, c, &a2a.SendMessageRequest{
-		Message: userText("File my taxi receipt from Tuesday, 42 euros"),
-		Config:  &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: dead + "/hook?sig=query-secret-99"}},
-	})
+	sendPushed(t, ctx, c, "File my taxi receipt from Tuesday, 42 euros", a2a.PushConfig{URL: dead + "/hook?sig=query-secret-99"})
 	eventually(t, "the log says the receiver was given up on", func() bool {
 		return strings.Contains(logs.String(), "giving up on a push receiver")
 	})

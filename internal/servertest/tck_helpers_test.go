@@ -26,12 +26,24 @@ import (
 // test-resubscribe-message-id tasks stay working in these tests.
 const tckResubscribeDelay = 300 * time.Millisecond
 
-// startTCK serves the expense and script agents and the conformance agent.
-func startTCK(t *testing.T) *apitest.Env {
+// startConformance serves agent as the conformance agent, with its card.
+func startConformance(t *testing.T, agent askpoint.Agent) *apitest.Env {
 	t.Helper()
 	return apitest.Start(t, apitest.Options{Quiet: true, Agents: []askpoint.AgentSpec{
-		{Name: conformance.Name, Agent: conformance.AgentWith(tckResubscribeDelay), Card: conformance.Card()},
+		{Name: conformance.Name, Agent: agent, Card: conformance.Card()},
 	}})
+}
+
+// startTCK serves the conformance agent with the TCK timings.
+func startTCK(t *testing.T) *apitest.Env {
+	t.Helper()
+	return startConformance(t, conformance.AgentWith(tckResubscribeDelay))
+}
+
+// eachTCK is eachServed for the conformance agent with the TCK timings.
+func eachTCK(t *testing.T, f func(t *testing.T, on served)) {
+	t.Helper()
+	eachServed(t, startTCK, conformance.Name, f)
 }
 
 var tckRPCID atomic.Int64

@@ -1,7 +1,6 @@
 package servertest_test
 
 import (
-	"bytes"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -159,29 +158,11 @@ func TestAnswerFieldsTheQuestionDidNotAskNeverReachTheAgent(t *testing.T) {
 	})
 }
 
-// syncBuffer is a log destination tests read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // An internal failure (here the store's log table gone from under the
 // server) is logged once with its cause, and the caller gets a plain
 // internal error: no SQL, no file path, no store operation.
 func TestInternalErrorsAreLoggedWithTheirCauseAndPlainOnTheWire(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &apitest.SyncBuffer{}
 	env := apitest.Start(t, apitest.Options{Config: func(c *askpoint.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	}})

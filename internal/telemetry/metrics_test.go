@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -152,29 +150,11 @@ func send(ctx context.Context, t *testing.T, c *a2aclient.Client, m *a2a.Message
 	return task
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDebugLogHasOneJSONLinePerTransition: at debug level every committed
 // change is one structured line naming the task, its agent and the cause,
 // with no observer configured.
 func TestDebugLogHasOneJSONLinePerTransition(t *testing.T) {
-	var buf syncBuffer
+	var buf apitest.SyncBuffer
 	env := apitest.Start(t, apitest.Options{Quiet: true, Config: func(c *askpoint.Config) {
 		c.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}})
