@@ -81,6 +81,9 @@ func (c *Call) WakeToken() string {
 	if c == nil {
 		return ""
 	}
+	if c.run != nil {
+		c.run.handOutToken()
+	}
 	return c.wakeToken
 }
 
