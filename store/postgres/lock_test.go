@@ -1,0 +1,99 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/askpoint/askpoint/internal/dbtest"
+	"github.com/askpoint/askpoint/store"
+)
+
+// A lock's hold on a task goes with its connection: when the backend
+// holding the row goes (its node died, or PostgreSQL ended an idle
+// transaction), another node's write goes through, and the lock's own
+// write fails with a transient error instead of writing anything.
+func TestALocksHoldGoesWithItsConnection(t *testing.T) {
+	t.Parallel()
+	url := dbtest.Schema(t)
+	a, b := open(t, url), open(t, url)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	v1, err := a.CreateTask(ctx, sampleTask("t1"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := a.LockTask("t1").(*taskLock)
+	defer lock.Unlock()
+	lctx := store.WithLock(ctx, lock)
+	if _, err := a.LoadTask(lctx, "t1", store.LoadParams{}); err != nil || !lock.Holding() {
+		t.Fatalf("LoadTask under the lock = %v, holding %v; want nil, true", err, lock.Holding())
+	}
+	pid := lock.conn.Conn().PgConn().PID()
+	if _, err := b.pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
+		t.Fatalf("terminate the lock's backend: %v", err)
+	}
+	next := *v1
+	next.Checkpoint = []byte(`{"by":"b"}`)
+	if _, err := b.UpdateTask(ctx, &next, nil); err != nil {
+		t.Fatalf("UpdateTask on the other handle after the lock's backend went = %v, want nil", err)
+	}
+	mine := *v1
+	mine.Checkpoint = []byte(`{"by":"a"}`)
+	_, err = a.UpdateTask(lctx, &mine, nil)
+	if err == nil || !store.IsTransient(err) {
+		t.Errorf("UpdateTask under the lock after its backend went = %v, want a transient error", err)
+	}
+	lock.Unlock()
+	got, err := a.GetTask(ctx, "t1")
+	if err != nil || string(got.Checkpoint) != `{"by":"b"}` {
+		t.Errorf("GetTask after = %v, %v; want the other handle's write", got, err)
+	}
+}
+
+// Locks hold at most half the pool: a LoadTask under one more lock waits
+// for a slot, and when none comes free it reads unlocked and does not
+// hold, while the rest of the pool serves other reads.
+func TestLocksLeaveHalfThePool(t *testing.T) {
+	t.Parallel()
+	s, err := OpenWith(t.Context(), dbtest.Schema(t), Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	for _, id := range []string{"t1", "t2"} {
+		if _, err := s.CreateTask(ctx, sampleTask(id), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := s.LockTask("t1")
+	defer first.Unlock()
+	if _, err := s.LoadTask(store.WithLock(ctx, first), "t1", store.LoadParams{}); err != nil || !first.Holding() {
+		t.Fatalf("LoadTask under the first lock = %v, holding %v; want nil, true", err, first.Holding())
+	}
+	second := s.LockTask("t2")
+	defer second.Unlock()
+	start := time.Now()
+	l, err := s.LoadTask(store.WithLock(ctx, second), "t2", store.LoadParams{})
+	if err != nil || l.Task.ID != "t2" {
+		t.Fatalf("LoadTask under a second lock with the one slot taken = %v, want t2 read", err)
+	}
+	if second.Holding() {
+		t.Errorf("the second lock holds with the one slot taken, want it not to")
+	}
+	if waited := time.Since(start); waited < lockSlotWait {
+		t.Errorf("the second LoadTask returned after %v, want it to wait %v for a slot first", waited, lockSlotWait)
+	}
+	if _, err := s.GetTask(ctx, "t1"); err != nil {
+		t.Errorf("GetTask while a lock holds half the pool = %v, want nil", err)
+	}
+	first.Unlock()
+	second.Unlock()
+	third := s.LockTask("t2")
+	defer third.Unlock()
+	if _, err := s.LoadTask(store.WithLock(ctx, third), "t2", store.LoadParams{}); err != nil || !third.Holding() {
+		t.Errorf("LoadTask under a lock once the slot is free = %v, holding %v; want nil, true", err, third.Holding())
+	}
+}
