@@ -5,7 +5,9 @@
 //
 // Every transition is one statement and so one round trip: a
 // compare-and-set UPDATE ... WHERE id = $1 AND version = $2 whose log
-// entries are inserted by a data-modifying CTE of the same statement.
+// entries are inserted by a data-modifying CTE of the same statement. A
+// quick step's transition holds the task's row in a transaction of its own
+// from its read to that write (task locks, lock.go; decision 0020).
 // Claims take runnable tasks with FOR UPDATE SKIP LOCKED, so concurrent
 // claimers on any number of nodes never get the same task and never wait
 // for one another.
