@@ -25,12 +25,13 @@ import (
 // (store.Locker: SQLite's in memory, PostgreSQL's a row lock held for the
 // step; decision 0020): the step runs before its input is written, while
 // the lock holds every other transition of the task, and its outcome is
-// committed in the same write as the message (one write instead of two). The step's
-// idempotency key is the one a committed input would carry, so a crash
-// before that write (which nothing acknowledged) and the caller's retry
-// run it again with the same key. A step still running after workingAfter
-// commits the message on its own and goes on under its lease as any step
-// does. See docs/decisions/0016-one-transition.md.
+// committed in the same write as the message (one write instead of two).
+// The step's idempotency key is the one a committed input would carry, so
+// a crash before that write (which nothing acknowledged) and the caller's
+// retry run it again with the same key. A step still running after
+// workingAfter commits the message on its own and goes on under its lease
+// as any step does. See docs/decisions/0016-one-transition.md and
+// 0020-quick-steps-on-postgresql.md.
 
 // SendMessage implements a2asrv.RequestHandler. It blocks until the task is
 // terminal or interrupted unless configuration.returnImmediately is set.

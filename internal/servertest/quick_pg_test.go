@@ -64,19 +64,25 @@ func (a *heldAgent) resumes() []string {
 	return append([]string(nil), a.answers...)
 }
 
-// heldNodes starts n nodes on one PostgreSQL schema serving a heldAgent as
-// "held", with quick steps on (the default).
-func heldNodes(t *testing.T, n int) ([]*apitest.Env, *heldAgent) {
+// pgNodes starts n nodes on one PostgreSQL schema serving agent as name,
+// with quick steps on (the default).
+func pgNodes(t *testing.T, n int, name string, agent askpoint.Agent) []*apitest.Env {
 	t.Helper()
 	url := dbtest.Schema(t)
-	agent := newHeldAgent()
 	var nodes []*apitest.Env
 	for range n {
 		nodes = append(nodes, apitest.Start(t, apitest.Options{Quiet: true, PostgresURL: url, Agents: []askpoint.AgentSpec{
-			{Name: "held", Agent: agent, Card: expense.Card()},
+			{Name: name, Agent: agent, Card: expense.Card()},
 		}}))
 	}
-	return nodes, agent
+	return nodes
+}
+
+// heldNodes starts n nodes serving a heldAgent as "held".
+func heldNodes(t *testing.T, n int) ([]*apitest.Env, *heldAgent) {
+	t.Helper()
+	agent := newHeldAgent()
+	return pgNodes(t, n, "held", agent), agent
 }
 
 func costCentre(task *a2a.Task, cc string) *a2a.Message {
@@ -207,14 +213,8 @@ func (a *tokenAgent) Start(ctx context.Context, call *askpoint.Call) (askpoint.O
 // task written first: a notification the token brings to another node
 // finds the task (busy, so sent again) instead of no task.
 func TestAQuickFirstStepOnPostgresIsWrittenBeforeItHandsOutItsWakeToken(t *testing.T) {
-	url := dbtest.Schema(t)
 	agent := &tokenAgent{Agent: expense.Agent(expense.DefaultDirectory, newCountingLedger(), nil), took: make(chan string, 1), release: make(chan struct{})}
-	var nodes []*apitest.Env
-	for range 2 {
-		nodes = append(nodes, apitest.Start(t, apitest.Options{Quiet: true, PostgresURL: url, Agents: []askpoint.AgentSpec{
-			{Name: "token", Agent: agent, Card: expense.Card()},
-		}}))
-	}
+	nodes := pgNodes(t, 2, "token", agent)
 	ctx := testCtx(t)
 	a, b := nodes[0].Client(t, "token", a2a.TransportProtocolJSONRPC), nodes[1].Client(t, "token", a2a.TransportProtocolJSONRPC)
 	done := make(chan error, 1)
