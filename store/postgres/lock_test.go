@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/askpoint/askpoint/internal/dbtest"
 	"github.com/askpoint/askpoint/store"
 )
@@ -95,5 +97,67 @@ func TestLocksLeaveHalfThePool(t *testing.T) {
 	defer third.Unlock()
 	if _, err := s.LoadTask(store.WithLock(ctx, third), "t2", store.LoadParams{}); err != nil || !third.Holding() {
 		t.Errorf("LoadTask under a lock once the slot is free = %v, holding %v; want nil, true", err, third.Holding())
+	}
+}
+
+// A caller that gives up while its load under a lock waits for another
+// node's lock gets its context's error, and its lock leaves nothing
+// behind: no slot, no connection, no transaction.
+func TestALoadUnderALockThatIsCanceledLeavesNothingHeld(t *testing.T) {
+	t.Parallel()
+	url := dbtest.Schema(t)
+	a, b := open(t, url), open(t, url)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := a.CreateTask(ctx, sampleTask("t1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	held := a.LockTask("t1")
+	defer held.Unlock()
+	if _, err := a.LoadTask(store.WithLock(ctx, held), "t1", store.LoadParams{}); err != nil || !held.Holding() {
+		t.Fatalf("LoadTask under the first lock = %v, holding %v; want nil, true", err, held.Holding())
+	}
+	waiting := b.LockTask("t1")
+	wctx, giveUp := context.WithCancel(ctx)
+	started := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		close(started)
+		_, err := b.LoadTask(store.WithLock(wctx, waiting), "t1", store.LoadParams{})
+		done <- err
+	}()
+	<-started
+	waitBlockedBy(t, a, held.(*taskLock).conn.Conn().PgConn().PID())
+	giveUp()
+	if err := <-done; err == nil {
+		t.Errorf("LoadTask under a lock whose context was canceled while another node held the task = nil, want an error")
+	}
+	if waiting.Holding() {
+		t.Errorf("the canceled lock holds, want it not to")
+	}
+	waiting.Unlock()
+	if n := len(b.lockSlots); n != 0 {
+		t.Errorf("%d lock slots taken after the canceled lock's Unlock, want 0", n)
+	}
+	// Every connection of the pool can be had again (a leaked one would
+	// make the last acquisition wait out its context).
+	var conns []*pgxpool.Conn
+	for range b.pool.Config().MaxConns {
+		c, err := b.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatalf("acquire every connection of the pool after the canceled lock's Unlock: %v", err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	held.Unlock()
+	next, err := b.GetTask(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.UpdateTask(ctx, next, nil); err != nil {
+		t.Errorf("UpdateTask on the other node after both locks ended = %v, want nil", err)
 	}
 }
