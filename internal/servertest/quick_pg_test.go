@@ -159,6 +159,39 @@ func TestAnAnswerOnAnotherNodeWaitsForAQuickStepAndDecidesFromItsWrite(t *testin
 	}
 }
 
+// A cancel that reaches node B while node A's quick step for an answer
+// runs waits for A's write and cancels the task A left: A's answer is in
+// the history, before the cancel. Without the store's lock the cancel
+// would have ended the task as B read it, and A's step would have run for
+// an answer that was never taken.
+func TestACancelOnAnotherNodeWaitsForAQuickStepAndDecidesFromItsWrite(t *testing.T) {
+	nodes, agent := heldNodes(t, 2)
+	ctx := testCtx(t)
+	a, b := nodes[0].Client(t, "held", a2a.TransportProtocolJSONRPC), nodes[1].Client(t, "held", a2a.TransportProtocolJSONRPC)
+	asked := sendState(t, ctx, a, userText(receipt), a2a.TaskStateInputRequired)
+	fromA := make(chan error, 1)
+	go func() {
+		_, err := a.SendMessage(ctx, &a2a.SendMessageRequest{Message: costCentre(asked, "CC-4410")})
+		fromA <- err
+	}()
+	<-agent.resumed
+	canceled, err := b.CancelTask(ctx, &a2a.CancelTaskRequest{ID: asked.ID})
+	if err != nil || canceled.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("CancelTask on node B while node A's step ran = %v, %v; want the canceled task", canceled, err)
+	}
+	close(agent.release)
+	if err := <-fromA; err != nil {
+		t.Errorf("node A's answer: %v; want the task back", err)
+	}
+	final := getTaskHistory(t, ctx, b, asked.ID)
+	if final.Status.State != a2a.TaskStateCanceled {
+		t.Errorf("the task ended %v, want canceled", final.Status.State)
+	}
+	if got := answersIn(final); got["CC-4410"] != 1 {
+		t.Errorf("history holds answers %v, want node A's, taken before the cancel", got)
+	}
+}
+
 // A quick step on PostgreSQL still running at the end of its window writes
 // its answer then, so the answer is taken (every node sees the task
 // working with it) before the step ends.
