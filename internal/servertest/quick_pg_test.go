@@ -85,6 +85,34 @@ func heldNodes(t *testing.T, n int) ([]*apitest.Env, *heldAgent) {
 	return pgNodes(t, n, "held", agent), agent
 }
 
+// reply is what a SendMessage sent by sendAsync got.
+type reply struct {
+	task *a2a.Task
+	err  error
+}
+
+// sendAsync sends req from a goroutine of its own.
+func sendAsync(ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest) chan reply {
+	ch := make(chan reply, 1)
+	go func() {
+		res, err := c.SendMessage(ctx, req)
+		task, _ := res.(*a2a.Task)
+		ch <- reply{task, err}
+	}()
+	return ch
+}
+
+// answerHeld answers asked with cost centre cc through c and returns once
+// agent's step for it runs (and waits for its release).
+func answerHeld(ctx context.Context, c *a2aclient.Client, agent *heldAgent, asked *a2a.Task, cc string) chan reply {
+	ch := sendAsync(ctx, c, &a2a.SendMessageRequest{Message: costCentre(asked, cc)})
+	select {
+	case <-agent.resumed:
+	case <-ctx.Done():
+	}
+	return ch
+}
+
 func costCentre(task *a2a.Task, cc string) *a2a.Message {
 	q, _, _ := question.FromMessage(task.Status.Message)
 	return followUp(task.ID, userData(map[string]any{"questionId": q.ID, "costCentre": cc}))
@@ -116,26 +144,10 @@ func TestAnAnswerOnAnotherNodeWaitsForAQuickStepAndDecidesFromItsWrite(t *testin
 	a, b := nodes[0].Client(t, "held", a2a.TransportProtocolJSONRPC), nodes[1].Client(t, "held", a2a.TransportProtocolHTTPJSON)
 	asked := sendState(t, ctx, a, userText(receipt), a2a.TaskStateInputRequired)
 
-	type reply struct {
-		task *a2a.Task
-		err  error
-	}
-	call := func(c *a2aclient.Client, req *a2a.SendMessageRequest) chan reply {
-		ch := make(chan reply, 1)
-		go func() {
-			res, err := c.SendMessage(ctx, req)
-			task, _ := res.(*a2a.Task)
-			ch <- reply{task, err}
-		}()
-		return ch
-	}
-	fromA := call(a, &a2a.SendMessageRequest{Message: costCentre(asked, "CC-4410")})
-	if got := <-agent.resumed; got != "CC-4410" {
-		t.Fatalf("the first resume got %q, want node A's CC-4410", got)
-	}
+	fromA := answerHeld(ctx, a, agent, asked, "CC-4410")
 	// A's step is running; its answer is written with its outcome, or at
 	// the end of the quick window. B's answers come now.
-	blockingB := call(b, &a2a.SendMessageRequest{Message: costCentre(asked, "CC-4420")})
+	blockingB := sendAsync(ctx, b, &a2a.SendMessageRequest{Message: costCentre(asked, "CC-4420")})
 	res, err := b.SendMessage(ctx, &a2a.SendMessageRequest{Message: costCentre(asked, "CC-4420"),
 		Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
 	if err != nil {
@@ -169,19 +181,14 @@ func TestACancelOnAnotherNodeWaitsForAQuickStepAndDecidesFromItsWrite(t *testing
 	ctx := testCtx(t)
 	a, b := nodes[0].Client(t, "held", a2a.TransportProtocolJSONRPC), nodes[1].Client(t, "held", a2a.TransportProtocolJSONRPC)
 	asked := sendState(t, ctx, a, userText(receipt), a2a.TaskStateInputRequired)
-	fromA := make(chan error, 1)
-	go func() {
-		_, err := a.SendMessage(ctx, &a2a.SendMessageRequest{Message: costCentre(asked, "CC-4410")})
-		fromA <- err
-	}()
-	<-agent.resumed
+	fromA := answerHeld(ctx, a, agent, asked, "CC-4410")
 	canceled, err := b.CancelTask(ctx, &a2a.CancelTaskRequest{ID: asked.ID})
 	if err != nil || canceled.Status.State != a2a.TaskStateCanceled {
 		t.Fatalf("CancelTask on node B while node A's step ran = %v, %v; want the canceled task", canceled, err)
 	}
 	close(agent.release)
-	if err := <-fromA; err != nil {
-		t.Errorf("node A's answer: %v; want the task back", err)
+	if r := <-fromA; r.err != nil {
+		t.Errorf("node A's answer: %v; want the task back", r.err)
 	}
 	final := getTaskHistory(t, ctx, b, asked.ID)
 	if final.Status.State != a2a.TaskStateCanceled {
@@ -200,23 +207,14 @@ func TestAQuickStepOnPostgresThatOutlivesItsWindowWritesItsAnswer(t *testing.T) 
 	ctx := testCtx(t)
 	a, b := nodes[0].Client(t, "held", a2a.TransportProtocolJSONRPC), nodes[1].Client(t, "held", a2a.TransportProtocolJSONRPC)
 	asked := sendState(t, ctx, a, userText(receipt), a2a.TaskStateInputRequired)
-	done := make(chan *a2a.Task, 1)
-	go func() {
-		res, err := a.SendMessage(ctx, &a2a.SendMessageRequest{Message: costCentre(asked, "CC-4410")})
-		if err != nil {
-			t.Errorf("the answer: %v", err)
-		}
-		task, _ := res.(*a2a.Task)
-		done <- task
-	}()
-	<-agent.resumed
+	done := answerHeld(ctx, a, agent, asked, "CC-4410")
 	working := waitState(t, ctx, b, asked.ID, a2a.TaskStateWorking)
 	if got := answersIn(getTaskHistory(t, ctx, b, working.ID)); got["CC-4410"] != 1 {
 		t.Errorf("while the step runs, node B reads answers %v, want the answer taken", got)
 	}
 	close(agent.release)
-	if task := <-done; task == nil || task.Status.State != a2a.TaskStateCompleted {
-		t.Errorf("the answer got %v, want the completed task", task)
+	if r := <-done; r.err != nil || r.task == nil || r.task.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("the answer got %v, %v; want the completed task", r.task, r.err)
 	}
 	if got := agent.resumes(); len(got) != 1 {
 		t.Errorf("the agent resumed with %v, want once", got)

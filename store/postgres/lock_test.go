@@ -25,12 +25,8 @@ func TestALocksHoldGoesWithItsConnection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock := a.LockTask("t1").(*taskLock)
-	defer lock.Unlock()
+	lock := holdTask(t, ctx, a, "t1")
 	lctx := store.WithLock(ctx, lock)
-	if _, err := a.LoadTask(lctx, "t1", store.LoadParams{}); err != nil || !lock.Holding() {
-		t.Fatalf("LoadTask under the lock = %v, holding %v; want nil, true", err, lock.Holding())
-	}
 	pid := lock.conn.Conn().PgConn().PID()
 	if _, err := b.pool.Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
 		t.Fatalf("terminate the lock's backend: %v", err)
@@ -62,7 +58,7 @@ func TestLocksLeaveHalfThePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	t.Cleanup(func() { s.Close() }) // after the locks' cleanups: Close waits for their connections
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	for _, id := range []string{"t1", "t2"} {
@@ -70,11 +66,7 @@ func TestLocksLeaveHalfThePool(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	first := s.LockTask("t1")
-	defer first.Unlock()
-	if _, err := s.LoadTask(store.WithLock(ctx, first), "t1", store.LoadParams{}); err != nil || !first.Holding() {
-		t.Fatalf("LoadTask under the first lock = %v, holding %v; want nil, true", err, first.Holding())
-	}
+	first := holdTask(t, ctx, s, "t1")
 	second := s.LockTask("t2")
 	defer second.Unlock()
 	start := time.Now()
@@ -93,11 +85,7 @@ func TestLocksLeaveHalfThePool(t *testing.T) {
 	}
 	first.Unlock()
 	second.Unlock()
-	third := s.LockTask("t2")
-	defer third.Unlock()
-	if _, err := s.LoadTask(store.WithLock(ctx, third), "t2", store.LoadParams{}); err != nil || !third.Holding() {
-		t.Errorf("LoadTask under a lock once the slot is free = %v, holding %v; want nil, true", err, third.Holding())
-	}
+	holdTask(t, ctx, s, "t2") // the slot is free again
 }
 
 // A caller that gives up while its load under a lock waits for another
@@ -112,11 +100,7 @@ func TestALoadUnderALockThatIsCanceledLeavesNothingHeld(t *testing.T) {
 	if _, err := a.CreateTask(ctx, sampleTask("t1"), nil); err != nil {
 		t.Fatal(err)
 	}
-	held := a.LockTask("t1")
-	defer held.Unlock()
-	if _, err := a.LoadTask(store.WithLock(ctx, held), "t1", store.LoadParams{}); err != nil || !held.Holding() {
-		t.Fatalf("LoadTask under the first lock = %v, holding %v; want nil, true", err, held.Holding())
-	}
+	held := holdTask(t, ctx, a, "t1")
 	waiting := b.LockTask("t1")
 	wctx, giveUp := context.WithCancel(ctx)
 	started := make(chan struct{})
@@ -127,7 +111,7 @@ func TestALoadUnderALockThatIsCanceledLeavesNothingHeld(t *testing.T) {
 		done <- err
 	}()
 	<-started
-	waitBlockedBy(t, a, held.(*taskLock).conn.Conn().PgConn().PID())
+	waitBlockedBy(t, a, held.conn.Conn().PgConn().PID())
 	giveUp()
 	if err := <-done; err == nil {
 		t.Errorf("LoadTask under a lock whose context was canceled while another node held the task = nil, want an error")
@@ -160,4 +144,16 @@ func TestALoadUnderALockThatIsCanceledLeavesNothingHeld(t *testing.T) {
 	if _, err := b.UpdateTask(ctx, next, nil); err != nil {
 		t.Errorf("UpdateTask on the other node after both locks ended = %v, want nil", err)
 	}
+}
+
+// holdTask takes id's lock on s and loads the task under it, which must
+// then hold the task.
+func holdTask(t *testing.T, ctx context.Context, s *Store, id string) *taskLock {
+	t.Helper()
+	lock := s.LockTask(id).(*taskLock)
+	t.Cleanup(lock.Unlock)
+	if _, err := s.LoadTask(store.WithLock(ctx, lock), id, store.LoadParams{}); err != nil || !lock.Holding() {
+		t.Fatalf("LoadTask(%q) under its lock = %v, holding %v; want nil, true", id, err, lock.Holding())
+	}
+	return lock
 }
