@@ -55,9 +55,10 @@ type Config struct {
 	ReleaseInterval time.Duration
 	PushInterval    time.Duration
 	// DisableQuickSteps makes every step's message be written before the
-	// step runs, also on a single-node store, where a blocking call's step
-	// otherwise runs first and is written with its message in one write
-	// (see docs/decisions/0016-one-transition.md).
+	// step runs, where a blocking call's step otherwise runs first, while
+	// the store holds the task, and is written with its message in one
+	// write (see docs/decisions/0016-one-transition.md and
+	// 0020-quick-steps-on-postgresql.md).
 	DisableQuickSteps bool
 
 	// StepRetries is how many times a step that returned an error is

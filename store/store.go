@@ -377,3 +377,68 @@ type Store interface {
 
 // SecretSize is the length in bytes of a secret Store.Secret creates.
 const SecretSize = 32
+
+// Locker is implemented by a store that can hold a task still for a
+// caller that runs something before it writes (the engine's quick steps:
+// a step run before the message that makes it owed is written, decision
+// 0020): while the lock holds a task, every other transition of it waits,
+// so nothing is taken for a write that then loses.
+//
+// LockTask takes the lock of key, a task ID or a request key, waiting
+// while another caller holds it on this handle (an in-process lock). Pass
+// the lock on with WithLock: a LoadTask of the key's task made with a
+// context that carries it holds the task against every other handle too
+// when the store is shared by several processes (store/postgres: the row
+// is locked, FOR UPDATE, in a transaction of the lock's own); from then
+// on, until the UpdateTask made with that context commits or Unlock, a
+// write of the task on any other handle waits, and then finds the version
+// moved (ErrConflict) when the lock's holder wrote. A key that names no
+// stored task (a request key, the ID of a task not yet created) is held on
+// this handle only: across handles, CreateTask's unique keys decide.
+type Locker interface {
+	LockTask(key string) TaskLock
+}
+
+// TaskLock is a lock LockTask took.
+type TaskLock interface {
+	// Holding reports whether the lock holds its task against every other
+	// writer, on every handle, until the lock's write or Unlock: always on
+	// a store one process owns; on a shared one, from a LoadTask made under
+	// the lock (when the store could spare the connection it takes) until
+	// the UpdateTask made under it.
+	Holding() bool
+	// Unlock releases the lock (rolling back what the lock holds open, if
+	// it wrote nothing). It may be called more than once.
+	Unlock()
+}
+
+type lockKey struct{}
+
+// WithLock returns ctx carrying l: the store's LoadTask and UpdateTask of
+// l's task made with it are made under the lock (see Locker).
+func WithLock(ctx context.Context, l TaskLock) context.Context {
+	return context.WithValue(ctx, lockKey{}, l)
+}
+
+// LockFrom is the lock ctx carries, nil when none.
+func LockFrom(ctx context.Context) TaskLock {
+	l, _ := ctx.Value(lockKey{}).(TaskLock)
+	return l
+}
+
+// LockerOf is s's Locker, looking through wrappers that say what they wrap
+// (an Unwrap() Store method: timing, counting), nil when there is none. A
+// wrapper passes a lock on untouched: it travels in the context.
+func LockerOf(s Store) Locker {
+	for s != nil {
+		if l, ok := s.(Locker); ok {
+			return l
+		}
+		u, ok := s.(interface{ Unwrap() Store })
+		if !ok {
+			return nil
+		}
+		s = u.Unwrap()
+	}
+	return nil
+}

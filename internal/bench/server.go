@@ -478,8 +478,13 @@ func (c *storeCalls) snapshot() map[string]int64 {
 	}
 }
 
+// Unwrap is the wrapped store, where the engine finds its task locks
+// (store.LockerOf), which quick steps need; what is read and written under
+// them still comes through here, so it is counted.
+func (s trackedStore) Unwrap() store.Store { return s.Store }
+
 // SingleNode forwards the store's claim to be one process's (SQLite), which
-// lets the engine take quick steps.
+// lets the engine keep the rows it wrote.
 func (s trackedStore) SingleNode() bool {
 	sn, ok := s.Store.(interface{ SingleNode() bool })
 	return ok && sn.SingleNode()

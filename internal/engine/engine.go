@@ -36,10 +36,12 @@ type Engine struct {
 	// slots bounds the steps running on this node: the workers' and those
 	// run in a caller's goroutine (runHere).
 	slots  chan struct{}
-	locks  taskLocks
 	rows   rowCache    // the rows this node wrote last (SingleNode stores)
 	rate   rateBuckets // NewTasksPerMinutePerPrincipal
 	shares pushShares  // push deliveries in flight per principal
+
+	// locker is the store's task locks (quick steps), nil when it has none.
+	locker store.Locker
 
 	// Timer loops: the sweeper (question expiries and reminders), the
 	// releaser (holds) and the push deliverer.
@@ -87,6 +89,7 @@ func New(cfg Config) (*Engine, error) {
 		log:     cfg.Logger,
 		obs:     cfg.Observer,
 		store:   cfg.Store,
+		locker:  store.LockerOf(cfg.Store),
 		agents:  map[string]*agentEntry{},
 		running: map[string]context.CancelFunc{},
 		act:     newActivity(),
@@ -236,7 +239,7 @@ func (s *Engine) CredentialArrived(ctx context.Context, taskID string, data any)
 // nil to leave the task as it is, or an error; the write is a
 // compare-and-set, decided again if the task changed meanwhile.
 func (s *Engine) resumeFromOutside(ctx context.Context, taskID string, decide func(*store.Task) (*runInput, error)) error {
-	defer s.lockTask(taskID)()
+	defer s.lockTask(taskID).Unlock()
 	return s.retryTransient(ctx, "resume", func() error {
 		return retryCAS(func() error {
 			l, err := s.store.LoadTask(ctx, taskID, store.LoadParams{Request: true})

@@ -173,7 +173,7 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 
 // CancelTask implements a2asrv.RequestHandler.
 func (h *Handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
-	defer h.s.lockTask(string(req.ID))()
+	defer h.s.lockTask(string(req.ID)).Unlock()
 	var saved *store.Task
 	err := h.s.retryTransient(ctx, "CancelTask", func() error {
 		return retryCAS(func() error {

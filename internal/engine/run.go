@@ -113,8 +113,11 @@ type work struct {
 	lostPending bool
 	// pendingErr is why the pending write failed, when it did.
 	pendingErr error
-	// unlock, when set, releases the task's lock once the pending write is
-	// made: from then on the step runs under its lease like any other.
+	// lock is the task's lock a pending write is made under (the store
+	// holds the task for it: store.WithLock); unlock, when set, releases
+	// the locks taken for the step once the pending write is made: from
+	// then on the step runs under its lease like any other.
+	lock   store.TaskLock
 	unlock func()
 	// known is the end of the task's log as this node wrote it, so that a
 	// reply is built without reading back what was just written.
@@ -272,12 +275,12 @@ type pendingWrite struct {
 type job struct{ w *work }
 
 // quickSteps reports whether this node runs a blocking call's step before
-// its message is written (see send.go): only on a store one process owns,
-// where the task locks serialise every transition that could race it.
-func (s *Engine) quickSteps() bool { return s.serialised() && !s.cfg.DisableQuickSteps }
+// its message is written (see send.go): only on a store whose task locks
+// hold every transition that could race it (store.Locker), on every node.
+func (s *Engine) quickSteps() bool { return s.locker != nil && !s.cfg.DisableQuickSteps }
 
-// serialised reports whether transitions of one task on this node take the
-// task's lock.
+// serialised reports whether the store is this process's alone
+// (SingleNode), so that the rows this node wrote are the store's.
 func (s *Engine) serialised() bool {
 	sn, ok := s.store.(interface{ SingleNode() bool })
 	return ok && sn.SingleNode()
@@ -480,6 +483,7 @@ type run struct {
 	pending     *pendingWrite
 	lostPending bool
 	pendingErr  error
+	lock        store.TaskLock
 	unlock      func()
 	known       *knownLog
 	in          *runInput // the step's input, encoded when a pending write leaves the task runnable
@@ -527,7 +531,7 @@ const workingAfter = 100 * time.Millisecond
 // left it: the last version it wrote (or w.task when it wrote nothing).
 func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 	t := w.task
-	r := &run{s: s, task: t, agent: t.Agent, pending: w.pending, unlock: w.unlock, known: w.known}
+	r := &run{s: s, task: t, agent: t.Agent, pending: w.pending, lock: w.lock, unlock: w.unlock, known: w.known}
 	if w.pending != nil && w.known == nil {
 		r.known = &knownLog{fromStart: w.pending.create, noPriorArtifacts: len(t.Artifacts) == 0}
 	}
@@ -809,6 +813,23 @@ func (r *run) update(ctx context.Context, change func(next *store.Task, now time
 	return r.updateLocked(ctx, change)
 }
 
+// handOutToken writes a quick first step's task before the step hands out
+// its wake token, on a store several nodes share: whatever the token
+// reaches (a sub-agent's notification, to any node) must find the task.
+// On a store one process owns, the task ID's lock makes such a
+// notification wait for the write instead (see quickStart).
+func (r *run) handOutToken() {
+	if r.s.serialised() {
+		return
+	}
+	r.mu.Lock()
+	create := r.pending != nil && r.pending.create
+	r.mu.Unlock()
+	if create {
+		r.writeWorking(r.s.runCtx)
+	}
+}
+
 // writeWorking writes the working status the run still owes, if it does.
 func (r *run) writeWorking(ctx context.Context) {
 	r.mu.Lock()
@@ -854,6 +875,9 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 	if r.pending != nil {
 		if err := withInput(&next, r.in); err != nil {
 			return err
+		}
+		if r.lock != nil {
+			ctx = store.WithLock(ctx, r.lock) // written in what the lock holds
 		}
 	}
 	saved, err := r.s.commit(ctx, ch, &next, entries, create)

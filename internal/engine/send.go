@@ -22,14 +22,17 @@ import (
 // load, one decision, one compare-and-set write, one publish), and the step
 // the message makes owed runs at once on this node.
 //
-// A blocking SendMessage on a single-node store takes a quick step: the
-// step runs before its input is written, and its outcome is committed in
-// the same write as the message (one write instead of two). The step's
-// idempotency key is the one a committed input would carry, so a crash
-// before that write (which nothing acknowledged) and the caller's retry
-// run it again with the same key. A step still running after workingAfter
-// commits the message on its own and goes on under its lease as any step
-// does. See docs/decisions/0016-one-transition.md.
+// A blocking SendMessage takes a quick step when the store has task locks
+// (store.Locker: SQLite's in memory, PostgreSQL's a row lock held for the
+// step; decision 0020): the step runs before its input is written, while
+// the lock holds every other transition of the task, and its outcome is
+// committed in the same write as the message (one write instead of two).
+// The step's idempotency key is the one a committed input would carry, so
+// a crash before that write (which nothing acknowledged) and the caller's
+// retry run it again with the same key. A step still running after
+// workingAfter commits the message on its own and goes on under its lease
+// as any step does. See docs/decisions/0016-one-transition.md and
+// 0020-quick-steps-on-postgresql.md.
 
 // SendMessage implements a2asrv.RequestHandler. It blocks until the task is
 // terminal or interrupted unless configuration.returnImmediately is set.
@@ -197,23 +200,26 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 // ordinary way, which finds a redelivery or picks the next ID.
 func (h *Handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, id, key string) (*accepted, bool) {
 	s := h.s
-	// Locked by the request's key: two deliveries of one message run its
-	// step one after the other, and the second finds the first's task.
-	// And by the task's ID: whatever reaches the task while its step runs
-	// unwritten (a sub-agent's notification to the wake token the step
-	// handed out) waits for the write instead of finding no task. Only
-	// this takes a key's lock, and it takes the ID's after, so no two
-	// callers wait on each other.
-	unlockKey := s.lockTask(key)
-	defer unlockKey()
-	unlockID := s.lockTask(id)
-	unlock := func() { unlockID(); unlockKey() }
+	// Locked by the request's key: two deliveries of one message to this
+	// node run its step one after the other, and the second finds the
+	// first's task. And by the task's ID: whatever reaches the task on this
+	// node while its step runs unwritten (a sub-agent's notification to the
+	// wake token the step handed out) waits for the write instead of
+	// finding no task. Only this takes a key's lock, and it takes the ID's
+	// after, so no two callers wait on each other. Across nodes (a shared
+	// store) these locks hold nothing: a redelivery racing on another node
+	// may run the same first step under the same key, and the request
+	// key's unique index keeps one task (decision 0020).
+	keyLock := s.lockTask(key)
+	defer keyLock.Unlock()
+	lock := s.lockTask(id)
+	unlock := func() { lock.Unlock(); keyLock.Unlock() }
 	defer unlock()
 	row, in, entries, err := h.newTask(ctx, req, id, key)
 	if err != nil {
 		return nil, false
 	}
-	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, unlock: unlock, trace: s.traceParent(ctx)}
+	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, lock: lock, unlock: unlock, trace: s.traceParent(ctx)}
 	final, ok := s.runQuick(w)
 	if !ok {
 		return nil, false
@@ -266,8 +272,13 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 	if id == "" {
 		return nil, errInvalidParams("message.taskId is required")
 	}
-	unlock := s.lockTask(id)
-	defer unlock()
+	lock := s.lockTask(id)
+	defer lock.Unlock()
+	if quick {
+		// Loaded under the lock, so that the store holds the task for a
+		// quick step across nodes too (the other transitions wait for it).
+		ctx = store.WithLock(ctx, lock)
+	}
 	var out *accepted
 	sawOpen := ""  // the open question this request saw before it lost a race
 	wrote := false // the attempt wrote the task
@@ -360,8 +371,8 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			}
 			prior = freshHistory(t, open, request, s.rows.statusMessage(t.ID, t.Version), paused)
 		}
-		if in != nil && quick && next.Runnable {
-			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, unlock: unlock, known: prior, trace: s.traceParent(ctx)}
+		if in != nil && quick && next.Runnable && lock.Holding() {
+			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, lock: lock, unlock: lock.Unlock, known: prior, trace: s.traceParent(ctx)}
 			if prior == nil {
 				w.known = &knownLog{noPriorArtifacts: len(t.Artifacts) == 0}
 			}

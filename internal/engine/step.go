@@ -84,6 +84,9 @@ func (c *Call) WakeToken() string {
 	if c == nil || c.wake == nil {
 		return ""
 	}
+	if c.run != nil {
+		c.run.handOutToken()
+	}
 	return c.wake.wakeToken(c.agent, c.task)
 }
 

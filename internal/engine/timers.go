@@ -120,7 +120,7 @@ func (s *Engine) sweep(ctx context.Context) (int, error) {
 // someone else changed the task first (an answer, another node's sweep):
 // the next round sees it as it now stands.
 func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
-	defer s.lockTask(t.ID)()
+	defer s.lockTask(t.ID).Unlock()
 	now := s.now()
 	if t.State == a2a.TaskStateWorking && !t.Runnable && len(t.Question) == 0 {
 		p, err := decodePause(t)
@@ -297,7 +297,7 @@ func (s *Engine) releaseDue(ctx context.Context) (int, error) {
 // released. A release cut short by a crash runs again when its claim
 // lapses; the call's key lets the agent make that harmless.
 func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
-	unlock := s.lockTask(t.ID)
+	unlock := s.lockTask(t.ID).Unlock
 	locked := true
 	defer func() {
 		if locked {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -81,53 +80,30 @@ func retryCAS(attempt func() error) error {
 	return errKeptChanging
 }
 
-// taskLocks serialise the transitions of one task on this node while a
-// step runs before its input is committed (quick steps, see run.go): two
-// answers racing on one node then decide one after the other, so a step's
-// side effects are never taken for an answer that loses. Across nodes the
-// compare-and-set decides, and quick steps are off (store.SingleNode).
-type taskLocks struct {
-	mu sync.Mutex
-	m  map[string]*taskLock
+// Quick steps (see run.go) run a step before its input is written. While
+// that input is unwritten, every other transition of the task waits, on
+// every node, so that two racing answers decide one after the other and a
+// step's side effects are never taken for an answer that loses: the store
+// holds the task (store.Locker; decision 0020). Every transition of a task
+// takes its lock; on a shared store the lock holds the task across nodes
+// only from a LoadTask made under it (store.WithLock), which only a message
+// that may take a quick step makes, and the other transitions' writes wait
+// for that lock in the store.
+
+// lockTask takes the store's lock of task id (or of a request key); on a
+// store without locks, a lock that holds nothing (and quick steps are off).
+func (s *Engine) lockTask(id string) store.TaskLock {
+	if s.locker == nil {
+		return noLock{}
+	}
+	return s.locker.LockTask(id)
 }
 
-type taskLock struct {
-	mu   sync.Mutex
-	refs int
-}
+// noLock is the lock of a store without locks.
+type noLock struct{}
 
-// lockTask takes task id's lock on a serialised store and returns its
-// unlock, which may be called more than once; elsewhere it does nothing.
-func (s *Engine) lockTask(id string) (unlock func()) {
-	if !s.serialised() {
-		return func() {}
-	}
-	return sync.OnceFunc(s.locks.lock(id))
-}
-
-// lock takes the lock of task id and returns its unlock.
-func (l *taskLocks) lock(id string) (unlock func()) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = map[string]*taskLock{}
-	}
-	tl := l.m[id]
-	if tl == nil {
-		tl = &taskLock{}
-		l.m[id] = tl
-	}
-	tl.refs++
-	l.mu.Unlock()
-	tl.mu.Lock()
-	return func() {
-		tl.mu.Unlock()
-		l.mu.Lock()
-		if tl.refs--; tl.refs == 0 {
-			delete(l.m, id)
-		}
-		l.mu.Unlock()
-	}
-}
+func (noLock) Holding() bool { return false }
+func (noLock) Unlock()       {}
 
 // Transient store failures (store.IsTransient: a restart, a dropped
 // connection, a deadlock, a busy file) are the other thing a request tries

@@ -29,6 +29,9 @@ func (s *loadCounter) LoadTask(ctx context.Context, id string, p store.LoadParam
 	return s.Store.LoadTask(ctx, id, p)
 }
 
+// Unwrap is the wrapped store (where the engine finds its task locks).
+func (s *loadCounter) Unwrap() store.Store { return s.Store }
+
 func (s *loadCounter) SingleNode() bool {
 	sn, ok := s.Store.(interface{ SingleNode() bool })
 	return ok && sn.SingleNode()

@@ -237,10 +237,10 @@ func TestQuestionIDsNameTheirTask(t *testing.T) {
 // task back; it must be what GetTask reads back, history included, with and
 // without quick steps, on a first answer and after a re-ask.
 func TestRepliesAreWhatGetTaskReadsBack(t *testing.T) {
-	for _, store := range []string{"sqlite-quick", "sqlite", "postgres"} {
-		quick := store == "sqlite-quick"
+	for _, store := range []string{"sqlite-quick", "sqlite", "postgres-quick", "postgres"} {
+		quick := strings.HasSuffix(store, "-quick")
 		opts := apitest.Options{Quiet: true, Config: func(c *askpoint.Config) { c.DisableQuickSteps = !quick }}
-		if store == "postgres" {
+		if strings.HasPrefix(store, "postgres") {
 			opts.PostgresURL = dbtest.Schema(t)
 		}
 		env := apitest.Start(t, opts)

@@ -5,7 +5,9 @@
 //
 // Every transition is one statement and so one round trip: a
 // compare-and-set UPDATE ... WHERE id = $1 AND version = $2 whose log
-// entries are inserted by a data-modifying CTE of the same statement.
+// entries are inserted by a data-modifying CTE of the same statement. A
+// quick step's transition holds the task's row in a transaction of its own
+// from its read to that write (task locks, lock.go; decision 0020).
 // Claims take runnable tasks with FOR UPDATE SKIP LOCKED, so concurrent
 // claimers on any number of nodes never get the same task and never wait
 // for one another.
@@ -60,6 +62,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/askpoint/askpoint/store"
+	"github.com/askpoint/askpoint/store/internal/keylock"
 )
 
 // Channel is the LISTEN/NOTIFY channel on which every write that changes a
@@ -109,6 +112,9 @@ type Store struct {
 	schema string
 	log    *slog.Logger
 	notes  *notifier
+
+	locks     keylock.Locks // LockTask's in-process half
+	lockSlots chan struct{} // one per transaction task locks may hold open
 }
 
 var (
@@ -185,6 +191,9 @@ func OpenWith(ctx context.Context, connURL string, o Options) (*Store, error) {
 	if cfg.ConnConfig.RuntimeParams["application_name"] == "" {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "askpoint"
 	}
+	if cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] == "" {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = lockIdleTimeout
+	}
 	if o.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
@@ -211,7 +220,8 @@ func OpenWith(ctx context.Context, connURL string, o Options) (*Store, error) {
 	}
 	return &Store{
 		pool: pool, listen: cfg.ConnConfig.Copy(), schema: schema, log: log,
-		notes: startNotifier(pool, ChannelFor(schema), log),
+		notes:     startNotifier(pool, ChannelFor(schema), log),
+		lockSlots: make(chan struct{}, max(1, cfg.MaxConns/2)),
 	}, nil
 }
 
@@ -414,8 +424,16 @@ const loadTaskSQL = `
 
 // LoadTask returns the task with what p asks for, in one statement.
 func (s *Store) LoadTask(ctx context.Context, id string, p store.LoadParams) (*store.Loaded, error) {
+	if l := s.lockOf(ctx, id); l != nil {
+		return l.load(ctx, p)
+	}
+	return s.loadFrom(s.pool.QueryRow(ctx, loadTaskSQL, id, p.MessageID, p.Request), id)
+}
+
+// loadFrom scans what loadTaskSQL (or its locking form) read.
+func (s *Store) loadFrom(row pgx.Row, id string) (*store.Loaded, error) {
 	var msg, req []byte
-	t, err := scanTaskWith(s.pool.QueryRow(ctx, loadTaskSQL, id, p.MessageID, p.Request), &msg, &req)
+	t, err := scanTaskWith(row, &msg, &req)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -487,6 +505,22 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 	if t == nil {
 		return nil, errors.New("postgres: UpdateTask: nil task")
 	}
+	if l := s.lockOf(ctx, t.ID); l != nil {
+		return l.update(ctx, t, entries)
+	}
+	return s.updateOn(ctx, s.pool, t, entries, false)
+}
+
+// querier is what a write is sent through: the pool, or the connection
+// of a task lock's transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// updateOn is UpdateTask through q; commit ends the transaction q holds
+// open (a task lock's) in the same round trip.
+func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries []store.LogEntry, commit bool) (*store.Task, error) {
 	la := entryArgs(entries)
 	args := []any{
 		t.ID, t.Version, t.ContextID, string(t.State),
@@ -499,20 +533,37 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		got *store.Task
 		err error
 	)
-	if !slices.Contains(la.notify, true) {
-		got, err = scanTask(s.pool.QueryRow(ctx, updateTaskSQL, args...))
+	notify := slices.Contains(la.notify, true)
+	if !notify && !commit {
+		got, err = scanTask(q.QueryRow(ctx, updateTaskSQL, args...))
 	} else {
 		b := &pgx.Batch{}
 		b.Queue(updateTaskSQL, args...)
-		b.Queue(pushTargetSQL, t.ID)
-		br := s.pool.SendBatch(ctx, b)
-		got, err = scanTask(br.QueryRow())
-		tag, perr := br.Exec()
-		if got != nil && perr == nil {
-			got.PushDue = tag.RowsAffected() > 0
+		if notify {
+			b.Queue(pushTargetSQL, t.ID)
 		}
-		// Close reads the end of the implicit transaction: a write is
-		// committed only if it returns nil.
+		if commit {
+			b.Queue("commit")
+		}
+		br := q.SendBatch(ctx, b)
+		got, err = scanTask(br.QueryRow())
+		var perr error
+		if notify {
+			var tag pgconn.CommandTag
+			tag, perr = br.Exec()
+			if got != nil && perr == nil {
+				got.PushDue = tag.RowsAffected() > 0
+			}
+		}
+		if commit && perr == nil {
+			if tag, cerr := br.Exec(); cerr != nil {
+				perr = cerr
+			} else if tag.String() != "COMMIT" {
+				perr = fmt.Errorf("the transaction ended with %s, not COMMIT", tag)
+			}
+		}
+		// Close reads the end of the (implicit or the lock's) transaction:
+		// a write is committed only if it returns nil.
 		if cerr := br.Close(); err == nil || errors.Is(err, pgx.ErrNoRows) {
 			if perr = errors.Join(perr, cerr); perr != nil {
 				err = perr

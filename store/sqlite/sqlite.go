@@ -38,6 +38,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/askpoint/askpoint/store"
+	"github.com/askpoint/askpoint/store/internal/keylock"
 )
 
 const (
@@ -85,9 +86,14 @@ type Store struct {
 	// onQueued, when set (by tests), is called after each write joins the
 	// writer's queue: a signal to wait on instead of polling the queue.
 	onQueued atomic.Pointer[func()]
+
+	locks keylock.Locks // LockTask's
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Locker = (*Store)(nil)
+)
 
 // Options tune OpenWith. The zero value is what Open does.
 type Options struct {
@@ -1142,10 +1148,14 @@ func fromMillis(ms int64) time.Time {
 }
 
 // SingleNode reports that the store is one process's: an SQLite file is the
-// embedded store of one askpoint node. The engine then serialises the
-// transitions of each task in memory and may run a blocking call's step
-// before its message is written (see docs/decisions/0016-one-transition.md).
+// embedded store of one askpoint node. The engine then keeps the rows it
+// wrote last (docs/decisions/0018-kept-rows.md).
 func (s *Store) SingleNode() bool { return true }
+
+// LockTask takes key's lock (store.Locker): an in-process mutex, which on
+// a file one process owns holds the task against every other writer. The
+// store's reads and writes are the same with or without it.
+func (s *Store) LockTask(key string) store.TaskLock { return s.locks.Take(key) }
 
 // ScanLogs streams the log entries of kinds (empty: all) of every task, in
 // the order of task_log's primary key (task, then seq), so SQLite walks

@@ -73,7 +73,7 @@ func Run(t *testing.T, newDatabase func(t *testing.T) Open) {
 			c.run(t, handles(t)(t))
 		})
 	}
-	for _, c := range nodeCases {
+	for _, c := range slices.Concat(nodeCases, lockNodeCases) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			c.run(t, handles(t))
@@ -87,7 +87,7 @@ type testCase struct {
 }
 
 // cases is the whole suite, grouped by method.
-var cases = slices.Concat(taskCases, loadCases, logCases, scanCases, listCases, claimCases, concurrentCases, timerCases, pushCases, retentionCases, secretCases)
+var cases = slices.Concat(taskCases, loadCases, logCases, scanCases, listCases, claimCases, concurrentCases, timerCases, pushCases, retentionCases, secretCases, lockCases)
 
 // base is the suite's fixed "now" for leases, claims and timers. It is
 // years after any test run, so that a time a store sets from its own clock
