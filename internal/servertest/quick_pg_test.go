@@ -85,14 +85,14 @@ func heldNodes(t *testing.T, n int) ([]*apitest.Env, *heldAgent) {
 	return pgNodes(t, n, "held", agent), agent
 }
 
-// reply is what a SendMessage sent by sendAsync got.
+// reply is what a SendMessage sent by sendInBackground got.
 type reply struct {
 	task *a2a.Task
 	err  error
 }
 
-// sendAsync sends req from a goroutine of its own.
-func sendAsync(ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest) chan reply {
+// sendInBackground sends req from a goroutine of its own.
+func sendInBackground(ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest) chan reply {
 	ch := make(chan reply, 1)
 	go func() {
 		res, err := c.SendMessage(ctx, req)
@@ -105,7 +105,7 @@ func sendAsync(ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageReq
 // answerHeld answers asked with cost centre cc through c and returns once
 // agent's step for it runs (and waits for its release).
 func answerHeld(ctx context.Context, c *a2aclient.Client, agent *heldAgent, asked *a2a.Task, cc string) chan reply {
-	ch := sendAsync(ctx, c, &a2a.SendMessageRequest{Message: costCentre(asked, cc)})
+	ch := sendInBackground(ctx, c, &a2a.SendMessageRequest{Message: costCentre(asked, cc)})
 	select {
 	case <-agent.resumed:
 	case <-ctx.Done():
@@ -147,7 +147,7 @@ func TestAnAnswerOnAnotherNodeWaitsForAQuickStepAndDecidesFromItsWrite(t *testin
 	fromA := answerHeld(ctx, a, agent, asked, "CC-4410")
 	// A's step is running; its answer is written with its outcome, or at
 	// the end of the quick window. B's answers come now.
-	blockingB := sendAsync(ctx, b, &a2a.SendMessageRequest{Message: costCentre(asked, "CC-4420")})
+	blockingB := sendInBackground(ctx, b, &a2a.SendMessageRequest{Message: costCentre(asked, "CC-4420")})
 	res, err := b.SendMessage(ctx, &a2a.SendMessageRequest{Message: costCentre(asked, "CC-4420"),
 		Config: &a2a.SendMessageConfig{ReturnImmediately: true}})
 	if err != nil {
