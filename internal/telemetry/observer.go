@@ -105,11 +105,29 @@ func (o *Observer) StartStep(ctx context.Context, s engine.StepInfo) (context.Co
 	}
 	if span.IsRecording() {
 		// Set after the start rather than with trace.WithAttributes, which
-		// copies them once more (the SDK's samplers do not read them).
-		span.SetAttributes(attribute.String("askpoint.task_id", s.TaskID), attribute.String("askpoint.context_id", s.ContextID),
+		// copies them once more (the SDK's samplers do not read them),
+		// from a pooled list (the SDK copies what it is given).
+		p := attrPool.Get().(*attrList)
+		a := append(p[:0], attribute.String("askpoint.task_id", s.TaskID), attribute.String("askpoint.context_id", s.ContextID),
 			attribute.String("askpoint.agent", s.Agent))
+		span.SetAttributes(a...)
+		putAttrs(p, a)
 	}
 	return ctx, endWith(span)
+}
+
+// attrList is the attributes a span is given at once: a request's at most
+// seven, a step's three.
+type attrList [8]attribute.KeyValue
+
+// attrPool keeps the lists spans' attributes are passed in: SetAttributes
+// copies them into the span, so one list serves every span in turn.
+var attrPool = sync.Pool{New: func() any { return new(attrList) }}
+
+// putAttrs clears what a (a slice of p) held and gives p back to the pool.
+func putAttrs(p *attrList, a []attribute.KeyValue) {
+	clear(a)
+	attrPool.Put(p)
 }
 
 var (
@@ -226,16 +244,18 @@ func (o *Observer) Middleware(h http.Handler) http.Handler {
 			ctx = o.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 		}
 		sv := &served{statusWriter: statusWriter{ResponseWriter: w, code: http.StatusOK}}
-		ctx, sv.span = o.Tracer.Start(ctx, o.names.get(r.Method, agentOf(r.URL.Path), "a2a "), serverKind)
+		sv.Context, sv.span = o.Tracer.Start(ctx, o.names.get(r.Method, agentOf(r.URL.Path), "a2a "), serverKind)
 		defer sv.end(r)
-		h.ServeHTTP(&sv.statusWriter, r.WithContext(context.WithValue(ctx, servedKey{}, sv)))
+		h.ServeHTTP(&sv.statusWriter, r.WithContext(sv))
 	})
 }
 
 // served is one request under Middleware: its response's status and its
 // server span, with what the engine told of the request's task, kept until
-// the span ends. The handler's context has it under servedKey.
+// the span ends. It is the handler's context too: the span's context, with
+// itself under servedKey (one allocation less than context.WithValue).
 type served struct {
+	context.Context
 	statusWriter
 	span trace.Span
 
@@ -246,6 +266,14 @@ type served struct {
 }
 
 type servedKey struct{}
+
+// Value is s for servedKey, else the span context's value.
+func (s *served) Value(key any) any {
+	if _, ok := key.(servedKey); ok {
+		return s
+	}
+	return s.Context.Value(key)
+}
 
 // note keeps what t tells of the request's task; false when the span ended.
 func (s *served) note(t *engine.Transition) bool {
@@ -266,15 +294,8 @@ func (s *served) end(r *http.Request) {
 	s.ended = true
 	s.mu.Unlock()
 	if s.span.IsRecording() {
-		n := 3
-		if s.taskID != "" {
-			n += 3
-		}
-		if s.question != "" {
-			n++
-		}
-		a := make([]attribute.KeyValue, 0, n)
-		a = append(a, attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
+		p := attrPool.Get().(*attrList)
+		a := append(p[:0], attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
 			attribute.Int("http.response.status_code", s.code))
 		if s.taskID != "" {
 			a = append(a, attribute.String("askpoint.task_id", s.taskID), attribute.String("askpoint.context_id", s.contextID),
@@ -284,6 +305,7 @@ func (s *served) end(r *http.Request) {
 			a = append(a, attribute.String("askpoint.question", s.question))
 		}
 		s.span.SetAttributes(a...)
+		putAttrs(p, a)
 	}
 	if s.code >= 500 {
 		s.span.SetStatus(codes.Error, http.StatusText(s.code))
