@@ -22,11 +22,14 @@ type Observer struct {
 	Tracer  trace.Tracer
 
 	prop propagation.TraceContext
-	// last is the span context of each task's latest traced change, so
-	// that its push deliveries join that trace. Bounded: when full, it
-	// starts again (a delivery then starts a trace of its own).
-	mu   sync.Mutex
-	last map[string]trace.SpanContext
+	// last is the span of each task's latest traced change, so that its
+	// push deliveries join that trace. Bounded: when full, it starts again
+	// (a delivery then starts a trace of its own). Keys and values hold no
+	// pointers, so the collector does not scan its thousands of entries;
+	// the rare span with a tracestate keeps it in states.
+	mu     sync.Mutex
+	last   map[taskKey]lastSpan
+	states map[taskKey]trace.TraceState
 
 	names spanNames
 }
@@ -36,6 +39,70 @@ const stepSpan = "askpoint.step "
 
 // maxRemembered bounds Observer.last.
 const maxRemembered = 10000
+
+// taskKey is a task ID as a map key without a pointer: IDs longer than it
+// (askpoint's are 36 characters) are not remembered.
+type taskKey struct {
+	n  uint8
+	id [47]byte
+}
+
+func keyOf(taskID string) (taskKey, bool) {
+	var k taskKey
+	if len(taskID) > len(k.id) {
+		return k, false
+	}
+	k.n = uint8(len(taskID))
+	copy(k.id[:], taskID)
+	return k, true
+}
+
+// lastSpan is the part of a span context that Observer.last keeps.
+type lastSpan struct {
+	trace trace.TraceID
+	span  trace.SpanID
+	flags trace.TraceFlags
+}
+
+// remember keeps sc as the latest traced change of taskID.
+func (o *Observer) remember(taskID string, sc trace.SpanContext) {
+	k, ok := keyOf(taskID)
+	if !ok {
+		return
+	}
+	ts := sc.TraceState()
+	o.mu.Lock()
+	if o.last == nil || len(o.last) >= maxRemembered {
+		o.last, o.states = map[taskKey]lastSpan{}, nil
+	}
+	o.last[k] = lastSpan{trace: sc.TraceID(), span: sc.SpanID(), flags: sc.TraceFlags()}
+	if ts.Len() > 0 {
+		if o.states == nil {
+			o.states = map[taskKey]trace.TraceState{}
+		}
+		o.states[k] = ts
+	} else if o.states != nil {
+		delete(o.states, k)
+	}
+	o.mu.Unlock()
+}
+
+// remembered is the span context of taskID's latest traced change, as a
+// remote parent; false when this node does not remember one.
+func (o *Observer) remembered(taskID string) (trace.SpanContext, bool) {
+	k, ok := keyOf(taskID)
+	if !ok {
+		return trace.SpanContext{}, false
+	}
+	o.mu.Lock()
+	l, ok := o.last[k]
+	ts := o.states[k]
+	o.mu.Unlock()
+	if !ok {
+		return trace.SpanContext{}, false
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: l.trace, SpanID: l.span, TraceFlags: l.flags, TraceState: ts, Remote: true}), true
+}
 
 var _ engine.Observer = (*Observer)(nil)
 
@@ -61,12 +128,7 @@ func (o *Observer) Transition(ctx context.Context, t engine.Transition) {
 		// A step's span has its task's IDs from its start.
 		span.SetAttributes(attribute.String("askpoint.question", string(t.Closed)))
 	}
-	o.mu.Lock()
-	if o.last == nil || len(o.last) >= maxRemembered {
-		o.last = map[string]trace.SpanContext{}
-	}
-	o.last[t.TaskID] = span.SpanContext()
-	o.mu.Unlock()
+	o.remember(t.TaskID, span.SpanContext())
 }
 
 // Event counts e.
@@ -155,10 +217,7 @@ func (o *Observer) StartPush(ctx context.Context, taskID string) (context.Contex
 	if o.Tracer == nil {
 		return ctx, noEnd
 	}
-	o.mu.Lock()
-	sc, ok := o.last[taskID]
-	o.mu.Unlock()
-	if ok {
+	if sc, ok := o.remembered(taskID); ok {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
 	ctx, span := o.Tracer.Start(ctx, "askpoint.push", clientKind,
