@@ -22,6 +22,9 @@ type telemetryRound struct {
 	Mallocs    uint64
 	GCs        uint32 // garbage collections the server ran
 	Heap       uint64 // the server's live heap (HeapAlloc) as the window ended
+	// Commits and Writes: the SQLite writer's transactions and the writes
+	// they held (fewer writes per commit cost more CPU per round trip).
+	Commits, Writes int64
 }
 
 func (r telemetryRound) cpuPerRT() float64 {
@@ -105,7 +108,7 @@ func runTelemetryRounds(ctx context.Context, o Options, dir string, n int) ([]te
 		}
 		r := telemetryRound{On: side == 1, RoundTrips: res.roundTrips, Errors: res.errors, Elapsed: res.elapsed,
 			CPU: cpu1 - cpu0, Alloc: s1.TotalAlloc - s0.TotalAlloc, Mallocs: s1.Mallocs - s0.Mallocs,
-			GCs: s1.NumGC - s0.NumGC, Heap: s1.HeapAlloc}
+			GCs: s1.NumGC - s0.NumGC, Heap: s1.HeapAlloc, Commits: s1.Commits - s0.Commits, Writes: s1.Writes - s0.Writes}
 		o.progress("telemetry round %d (%s): %d round trips (%d errors), server CPU %v, %.0f µs per round trip",
 			i+1, onOff(r.On), r.RoundTrips, r.Errors, r.CPU, r.cpuPerRT()*1e6)
 		if res.roundTrips == 0 {
@@ -134,16 +137,16 @@ func telemetryRoundsReport(w io.Writer, o Options, rounds []telemetryRound) {
 	fmt.Fprintf(w, "Metrics and tracing on against off, interleaved: askpoint on SQLite, one server with them off and one with them on, side by side; "+
 		"the load (%d callers) alternates between them in %d windows of %v (off, on, off, ..., off: %d on, %d off), each after %v of unmeasured warm-up of its server.\n\n",
 		o.Callers, len(rounds), o.Duration, n, n+1, o.Warmup)
-	fmt.Fprintln(w, "| window | metrics and tracing | round trips | server CPU | CPU per round trip | allocated per round trip | GC cycles | heap at the end |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| window | metrics and tracing | round trips | server CPU | CPU per round trip | allocated per round trip | GC cycles | heap at the end | writes per commit |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for i, r := range rounds {
 		errs := ""
 		if r.Errors > 0 {
 			errs = fmt.Sprintf(" (%d failed)", r.Errors)
 		}
-		fmt.Fprintf(w, "| %d | %s | %s%s | %s | %.0f µs | %s, %s allocs | %d | %s |\n", i+1, onOff(r.On), num(float64(r.RoundTrips)), errs,
+		fmt.Fprintf(w, "| %d | %s | %s%s | %s | %.0f µs | %s, %s allocs | %d | %s | %s |\n", i+1, onOff(r.On), num(float64(r.RoundTrips)), errs,
 			r.CPU.Round(time.Millisecond), r.cpuPerRT()*1e6, bytesSI(float64(r.Alloc)/float64(r.RoundTrips)), num(float64(r.Mallocs)/float64(r.RoundTrips)),
-			r.GCs, bytesSI(float64(r.Heap)))
+			r.GCs, bytesSI(float64(r.Heap)), perCommit(r.Writes, r.Commits))
 	}
 	fmt.Fprintln(w)
 	var each []string
@@ -162,6 +165,8 @@ func telemetryRoundsReport(w io.Writer, o Options, rounds []telemetryRound) {
 		s.Alloc += r.Alloc
 		s.Mallocs += r.Mallocs
 		s.GCs += r.GCs
+		s.Commits += r.Commits
+		s.Writes += r.Writes
 	}
 	offCPU, onCPU := sum[0].cpuPerRT(), sum[1].cpuPerRT()
 	offAlloc, onAlloc := float64(sum[0].Alloc)/float64(sum[0].RoundTrips), float64(sum[1].Alloc)/float64(sum[1].RoundTrips)
@@ -174,7 +179,15 @@ func telemetryRoundsReport(w io.Writer, o Options, rounds []telemetryRound) {
 		bytesSI(onAlloc), bytesSI(offAlloc), (onAlloc/offAlloc-1)*100,
 		num(onMallocs), num(offMallocs), (onMallocs/offMallocs-1)*100)
 	offGC, onGC := float64(sum[0].GCs)/float64(sum[0].RoundTrips)*1000, float64(sum[1].GCs)/float64(sum[1].RoundTrips)*1000
-	fmt.Fprintf(w, "Garbage collections per 1,000 round trips: on %.1f against off %.1f.\n\n", onGC, offGC)
+	fmt.Fprintf(w, "Garbage collections per 1,000 round trips: on %.1f against off %.1f; SQLite writes per commit: on %s against off %s.\n\n",
+		onGC, offGC, perCommit(sum[1].Writes, sum[1].Commits), perCommit(sum[0].Writes, sum[0].Commits))
+}
+
+func perCommit(writes, commits int64) string {
+	if commits == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(writes)/float64(commits))
 }
 
 func median(xs []float64) float64 {
