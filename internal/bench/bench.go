@@ -93,7 +93,7 @@ Flags:
 	pg := fs.String("pg", os.Getenv("TEST_DATABASE_URL"), "PostgreSQL URL for server (c) (default $TEST_DATABASE_URL)")
 	dir := fs.String("dir", "", "directory for the SQLite files (default: a temporary directory, removed after)")
 	sdkSeed := fs.String("sdk-seed", "copy", "how paused tasks are added to the SDK server: copy (one paused through the handler, copied into its store) or handler (every one through the handler; minutes per 100,000)")
-	profile := fs.String("profile", "", "write CPU and alloc profiles of each server (an extra, unmeasured run) to this `directory`")
+	profile := fs.String("profile", "", "write CPU and alloc profiles of each server (an extra, unmeasured run) to this `directory`; with --telemetry-rounds, also a CPU profile of each window")
 	telemetry := fs.Bool("telemetry", false, "also measure the askpoint servers with metrics and tracing on (every span sampled, exported to nowhere), in the same run")
 	telemetryRounds := fs.Int("telemetry-rounds", 7, "with --telemetry: windows of --duration (each after --warmup) with metrics and tracing on, alternating with one more with them off, on two SQLite servers running side by side (0: none)")
 	compare := fs.String("compare", "", "also measure the askpoint servers of this other askpoint `binary` (the commit before a change), in the same run")

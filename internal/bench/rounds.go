@@ -20,6 +20,11 @@ type telemetryRound struct {
 	CPU        time.Duration
 	Alloc      uint64 // bytes allocated by the server
 	Mallocs    uint64
+	GCs        uint32 // garbage collections the server ran
+	Heap       uint64 // the server's live heap (HeapAlloc) as the window ended
+	// Commits and Writes: the SQLite writer's transactions and the writes
+	// they held (fewer writes per commit cost more CPU per round trip).
+	Commits, Writes int64
 }
 
 func (r telemetryRound) cpuPerRT() float64 {
@@ -34,7 +39,9 @@ func (r telemetryRound) cpuPerRT() float64 {
 // side for the whole series, and the load moves from one to the other
 // (off, on, off, ..., off: n windows on, n+1 off), so that a load on the
 // machine that changes over the run weighs on both alike. Each window is
-// preceded by an unmeasured warm-up of its server.
+// preceded by an unmeasured warm-up of its server. With o.ProfileDir, each
+// window also writes a CPU profile of its server (rounds-on-NN.cpu.pprof,
+// rounds-off-NN.cpu.pprof).
 func runTelemetryRounds(ctx context.Context, o Options, dir string, n int) ([]telemetryRound, error) {
 	var procs [2]*serverProc
 	var loads [2]func(time.Duration) loadResult
@@ -72,7 +79,22 @@ func runTelemetryRounds(ctx context.Context, o Options, dir string, n int) ([]te
 		if err != nil {
 			return nil, err
 		}
+		var profiled chan error
+		if o.ProfileDir != "" {
+			// A CPU profile of each window, to compare the two servers under
+			// the same load (go tool pprof merges a side's windows).
+			profiled = make(chan error, 1)
+			file := filepath.Join(o.ProfileDir, fmt.Sprintf("rounds-%s-%02d.cpu.pprof", onOff(side == 1), i+1))
+			go func() {
+				profiled <- p.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(o.Duration.Seconds()))), file)
+			}()
+		}
 		res := load(o.Duration)
+		if profiled != nil {
+			if err := <-profiled; err != nil {
+				return nil, fmt.Errorf("telemetry round %d: cpu profile: %w", i+1, err)
+			}
+		}
 		cpu1, err := p.cpu()
 		if err != nil {
 			return nil, err
@@ -85,7 +107,8 @@ func runTelemetryRounds(ctx context.Context, o Options, dir string, n int) ([]te
 			return nil, ctx.Err()
 		}
 		r := telemetryRound{On: side == 1, RoundTrips: res.roundTrips, Errors: res.errors, Elapsed: res.elapsed,
-			CPU: cpu1 - cpu0, Alloc: s1.TotalAlloc - s0.TotalAlloc, Mallocs: s1.Mallocs - s0.Mallocs}
+			CPU: cpu1 - cpu0, Alloc: s1.TotalAlloc - s0.TotalAlloc, Mallocs: s1.Mallocs - s0.Mallocs,
+			GCs: s1.NumGC - s0.NumGC, Heap: s1.HeapAlloc, Commits: s1.Commits - s0.Commits, Writes: s1.Writes - s0.Writes}
 		o.progress("telemetry round %d (%s): %d round trips (%d errors), server CPU %v, %.0f µs per round trip",
 			i+1, onOff(r.On), r.RoundTrips, r.Errors, r.CPU, r.cpuPerRT()*1e6)
 		if res.roundTrips == 0 {
@@ -114,15 +137,16 @@ func telemetryRoundsReport(w io.Writer, o Options, rounds []telemetryRound) {
 	fmt.Fprintf(w, "Metrics and tracing on against off, interleaved: askpoint on SQLite, one server with them off and one with them on, side by side; "+
 		"the load (%d callers) alternates between them in %d windows of %v (off, on, off, ..., off: %d on, %d off), each after %v of unmeasured warm-up of its server.\n\n",
 		o.Callers, len(rounds), o.Duration, n, n+1, o.Warmup)
-	fmt.Fprintln(w, "| window | metrics and tracing | round trips | server CPU | CPU per round trip | allocated per round trip |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| window | metrics and tracing | round trips | server CPU | CPU per round trip | allocated per round trip | GC cycles | heap at the end | writes per commit |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for i, r := range rounds {
 		errs := ""
 		if r.Errors > 0 {
 			errs = fmt.Sprintf(" (%d failed)", r.Errors)
 		}
-		fmt.Fprintf(w, "| %d | %s | %s%s | %s | %.0f µs | %s, %s allocs |\n", i+1, onOff(r.On), num(float64(r.RoundTrips)), errs,
-			r.CPU.Round(time.Millisecond), r.cpuPerRT()*1e6, bytesSI(float64(r.Alloc)/float64(r.RoundTrips)), num(float64(r.Mallocs)/float64(r.RoundTrips)))
+		fmt.Fprintf(w, "| %d | %s | %s%s | %s | %.0f µs | %s, %s allocs | %d | %s | %s |\n", i+1, onOff(r.On), num(float64(r.RoundTrips)), errs,
+			r.CPU.Round(time.Millisecond), r.cpuPerRT()*1e6, bytesSI(float64(r.Alloc)/float64(r.RoundTrips)), num(float64(r.Mallocs)/float64(r.RoundTrips)),
+			r.GCs, bytesSI(float64(r.Heap)), perCommit(r.Writes, r.Commits))
 	}
 	fmt.Fprintln(w)
 	var each []string
@@ -140,6 +164,9 @@ func telemetryRoundsReport(w io.Writer, o Options, rounds []telemetryRound) {
 		s.CPU += r.CPU
 		s.Alloc += r.Alloc
 		s.Mallocs += r.Mallocs
+		s.GCs += r.GCs
+		s.Commits += r.Commits
+		s.Writes += r.Writes
 	}
 	offCPU, onCPU := sum[0].cpuPerRT(), sum[1].cpuPerRT()
 	offAlloc, onAlloc := float64(sum[0].Alloc)/float64(sum[0].RoundTrips), float64(sum[1].Alloc)/float64(sum[1].RoundTrips)
@@ -151,6 +178,16 @@ func telemetryRoundsReport(w io.Writer, o Options, rounds []telemetryRound) {
 		onCPU*1e6, offCPU*1e6, (onCPU/offCPU-1)*100,
 		bytesSI(onAlloc), bytesSI(offAlloc), (onAlloc/offAlloc-1)*100,
 		num(onMallocs), num(offMallocs), (onMallocs/offMallocs-1)*100)
+	offGC, onGC := float64(sum[0].GCs)/float64(sum[0].RoundTrips)*1000, float64(sum[1].GCs)/float64(sum[1].RoundTrips)*1000
+	fmt.Fprintf(w, "Garbage collections per 1,000 round trips: on %.1f against off %.1f; SQLite writes per commit: on %s against off %s.\n\n",
+		onGC, offGC, perCommit(sum[1].Writes, sum[1].Commits), perCommit(sum[0].Writes, sum[0].Commits))
+}
+
+func perCommit(writes, commits int64) string {
+	if commits == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(writes)/float64(commits))
 }
 
 func median(xs []float64) float64 {

@@ -12,10 +12,10 @@ import (
 
 // benchObserver is what `askpoint serve` observes with when metrics and
 // tracing are on: every metric, the timed store, and every span sampled
-// and batched to an exporter that drops them (the cost measured is
-// askpoint's and the SDK's, not a collector's).
+// and batched (telemetry.Batcher, as serve does) to an exporter that drops
+// them (the cost measured is askpoint's and the SDK's, not a collector's).
 func benchObserver() (*telemetry.Observer, func()) {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(telemetry.NewBatcher(tracetest.NewNoopExporter())), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	o := &telemetry.Observer{Metrics: telemetry.NewMetrics(), Tracer: tp.Tracer(telemetry.TracerName)}
 	return o, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

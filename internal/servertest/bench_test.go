@@ -212,7 +212,7 @@ func BenchmarkTelemetry(b *testing.B) {
 		b.Run(fmt.Sprintf("on=%v", on), func(b *testing.B) {
 			var c *a2aclient.Client
 			if on {
-				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(telemetry.NewBatcher(tracetest.NewNoopExporter())), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 				obs := &telemetry.Observer{Metrics: telemetry.NewMetrics(), Tracer: tp.Tracer(telemetry.TracerName)}
 				c = benchSetupWith(b, apitest.Options{Quiet: true, Wrap: obs.Middleware, Config: func(cfg *askpoint.Config) {

@@ -22,11 +22,14 @@ type Observer struct {
 	Tracer  trace.Tracer
 
 	prop propagation.TraceContext
-	// last is the span context of each task's latest traced change, so
-	// that its push deliveries join that trace. Bounded: when full, it
-	// starts again (a delivery then starts a trace of its own).
-	mu   sync.Mutex
-	last map[string]trace.SpanContext
+	// last is the span of each task's latest traced change, so that its
+	// push deliveries join that trace. Bounded: when full, it starts again
+	// (a delivery then starts a trace of its own). Keys and values hold no
+	// pointers, so the collector does not scan its thousands of entries;
+	// the rare span with a tracestate keeps it in states.
+	mu     sync.Mutex
+	last   map[taskKey]lastSpan
+	states map[taskKey]trace.TraceState
 
 	names spanNames
 }
@@ -36,6 +39,70 @@ const stepSpan = "askpoint.step "
 
 // maxRemembered bounds Observer.last.
 const maxRemembered = 10000
+
+// taskKey is a task ID as a map key without a pointer: IDs longer than it
+// (askpoint's are 36 characters) are not remembered.
+type taskKey struct {
+	n  uint8
+	id [47]byte
+}
+
+func keyOf(taskID string) (taskKey, bool) {
+	var k taskKey
+	if len(taskID) > len(k.id) {
+		return k, false
+	}
+	k.n = uint8(len(taskID))
+	copy(k.id[:], taskID)
+	return k, true
+}
+
+// lastSpan is the part of a span context that Observer.last keeps.
+type lastSpan struct {
+	trace trace.TraceID
+	span  trace.SpanID
+	flags trace.TraceFlags
+}
+
+// remember keeps sc as the latest traced change of taskID.
+func (o *Observer) remember(taskID string, sc trace.SpanContext) {
+	k, ok := keyOf(taskID)
+	if !ok {
+		return
+	}
+	ts := sc.TraceState()
+	o.mu.Lock()
+	if o.last == nil || len(o.last) >= maxRemembered {
+		o.last, o.states = map[taskKey]lastSpan{}, nil
+	}
+	o.last[k] = lastSpan{trace: sc.TraceID(), span: sc.SpanID(), flags: sc.TraceFlags()}
+	if ts.Len() > 0 {
+		if o.states == nil {
+			o.states = map[taskKey]trace.TraceState{}
+		}
+		o.states[k] = ts
+	} else if o.states != nil {
+		delete(o.states, k)
+	}
+	o.mu.Unlock()
+}
+
+// remembered is the span context of taskID's latest traced change, as a
+// remote parent; false when this node does not remember one.
+func (o *Observer) remembered(taskID string) (trace.SpanContext, bool) {
+	k, ok := keyOf(taskID)
+	if !ok {
+		return trace.SpanContext{}, false
+	}
+	o.mu.Lock()
+	l, ok := o.last[k]
+	ts := o.states[k]
+	o.mu.Unlock()
+	if !ok {
+		return trace.SpanContext{}, false
+	}
+	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: l.trace, SpanID: l.span, TraceFlags: l.flags, TraceState: ts, Remote: true}), true
+}
 
 var _ engine.Observer = (*Observer)(nil)
 
@@ -61,12 +128,7 @@ func (o *Observer) Transition(ctx context.Context, t engine.Transition) {
 		// A step's span has its task's IDs from its start.
 		span.SetAttributes(attribute.String("askpoint.question", string(t.Closed)))
 	}
-	o.mu.Lock()
-	if o.last == nil || len(o.last) >= maxRemembered {
-		o.last = map[string]trace.SpanContext{}
-	}
-	o.last[t.TaskID] = span.SpanContext()
-	o.mu.Unlock()
+	o.remember(t.TaskID, span.SpanContext())
 }
 
 // Event counts e.
@@ -105,11 +167,29 @@ func (o *Observer) StartStep(ctx context.Context, s engine.StepInfo) (context.Co
 	}
 	if span.IsRecording() {
 		// Set after the start rather than with trace.WithAttributes, which
-		// copies them once more (the SDK's samplers do not read them).
-		span.SetAttributes(attribute.String("askpoint.task_id", s.TaskID), attribute.String("askpoint.context_id", s.ContextID),
+		// copies them once more (the SDK's samplers do not read them),
+		// from a pooled list (the SDK copies what it is given).
+		p := attrPool.Get().(*attrList)
+		a := append(p[:0], attribute.String("askpoint.task_id", s.TaskID), attribute.String("askpoint.context_id", s.ContextID),
 			attribute.String("askpoint.agent", s.Agent))
+		span.SetAttributes(a...)
+		putAttrs(p, a)
 	}
 	return ctx, endWith(span)
+}
+
+// attrList is the attributes a span is given at once: a request's at most
+// seven, a step's three.
+type attrList [8]attribute.KeyValue
+
+// attrPool keeps the lists spans' attributes are passed in: SetAttributes
+// copies them into the span, so one list serves every span in turn.
+var attrPool = sync.Pool{New: func() any { return new(attrList) }}
+
+// putAttrs clears what a (a slice of p) held and gives p back to the pool.
+func putAttrs(p *attrList, a []attribute.KeyValue) {
+	clear(a)
+	attrPool.Put(p)
 }
 
 var (
@@ -137,10 +217,7 @@ func (o *Observer) StartPush(ctx context.Context, taskID string) (context.Contex
 	if o.Tracer == nil {
 		return ctx, noEnd
 	}
-	o.mu.Lock()
-	sc, ok := o.last[taskID]
-	o.mu.Unlock()
-	if ok {
+	if sc, ok := o.remembered(taskID); ok {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
 	}
 	ctx, span := o.Tracer.Start(ctx, "askpoint.push", clientKind,
@@ -226,16 +303,18 @@ func (o *Observer) Middleware(h http.Handler) http.Handler {
 			ctx = o.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 		}
 		sv := &served{statusWriter: statusWriter{ResponseWriter: w, code: http.StatusOK}}
-		ctx, sv.span = o.Tracer.Start(ctx, o.names.get(r.Method, agentOf(r.URL.Path), "a2a "), serverKind)
+		sv.Context, sv.span = o.Tracer.Start(ctx, o.names.get(r.Method, agentOf(r.URL.Path), "a2a "), serverKind)
 		defer sv.end(r)
-		h.ServeHTTP(&sv.statusWriter, r.WithContext(context.WithValue(ctx, servedKey{}, sv)))
+		h.ServeHTTP(&sv.statusWriter, r.WithContext(sv))
 	})
 }
 
 // served is one request under Middleware: its response's status and its
 // server span, with what the engine told of the request's task, kept until
-// the span ends. The handler's context has it under servedKey.
+// the span ends. It is the handler's context too: the span's context, with
+// itself under servedKey (one allocation less than context.WithValue).
 type served struct {
+	context.Context
 	statusWriter
 	span trace.Span
 
@@ -246,6 +325,14 @@ type served struct {
 }
 
 type servedKey struct{}
+
+// Value is s for servedKey, else the span context's value.
+func (s *served) Value(key any) any {
+	if _, ok := key.(servedKey); ok {
+		return s
+	}
+	return s.Context.Value(key)
+}
 
 // note keeps what t tells of the request's task; false when the span ended.
 func (s *served) note(t *engine.Transition) bool {
@@ -266,15 +353,8 @@ func (s *served) end(r *http.Request) {
 	s.ended = true
 	s.mu.Unlock()
 	if s.span.IsRecording() {
-		n := 3
-		if s.taskID != "" {
-			n += 3
-		}
-		if s.question != "" {
-			n++
-		}
-		a := make([]attribute.KeyValue, 0, n)
-		a = append(a, attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
+		p := attrPool.Get().(*attrList)
+		a := append(p[:0], attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path),
 			attribute.Int("http.response.status_code", s.code))
 		if s.taskID != "" {
 			a = append(a, attribute.String("askpoint.task_id", s.taskID), attribute.String("askpoint.context_id", s.contextID),
@@ -284,6 +364,7 @@ func (s *served) end(r *http.Request) {
 			a = append(a, attribute.String("askpoint.question", s.question))
 		}
 		s.span.SetAttributes(a...)
+		putAttrs(p, a)
 	}
 	if s.code >= 500 {
 		s.span.SetStatus(codes.Error, http.StatusText(s.code))

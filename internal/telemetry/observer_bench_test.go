@@ -20,12 +20,26 @@ import (
 // BenchmarkObserver is the observer's part of one round trip without the
 // rest of the server: two requests through Middleware, each with its
 // task's change, and two steps (the second linked to the first), with
-// every span sampled and batched to an exporter that drops them. cpu-ns/op
-// is the process's CPU time (the batch processor's goroutine included):
+// every span sampled and batched to an exporter that drops them, by the
+// processor serve uses (batcher=askpoint) or the SDK's (batcher=sdk).
+// cpu-ns/op is the process's CPU time (the processor's goroutine
+// included):
 //
 //	go test -run '^$' -bench Observer -benchmem ./internal/telemetry/
 func BenchmarkObserver(b *testing.B) {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	for _, p := range []string{"askpoint", "sdk"} {
+		b.Run("batcher="+p, func(b *testing.B) {
+			sp := sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter())
+			if p == "askpoint" {
+				sp = telemetry.NewBatcher(tracetest.NewNoopExporter())
+			}
+			benchObserver(b, sp)
+		})
+	}
+}
+
+func benchObserver(b *testing.B, sp sdktrace.SpanProcessor) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sp), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	obs := &telemetry.Observer{Metrics: telemetry.NewMetrics(), Tracer: tp.Tracer(telemetry.TracerName)}
 	var asked string
@@ -72,4 +86,42 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSpanProcessorIdle is what ending a span costs a process that
+// is otherwise idle between spans, as a server waiting on its callers and
+// its disk is: four spans per op, each followed by a short sleep, ended
+// into no processor, into the SDK's batch processor (one channel send per
+// span, which wakes its goroutine and with it a thread), and into Batcher
+// (decision 0068). cpu-ns/op is the process's CPU time, the sleeps' own
+// included (the "none" row):
+//
+//	go test -run '^$' -bench SpanProcessorIdle -benchtime 2000x ./internal/telemetry/
+func BenchmarkSpanProcessorIdle(b *testing.B) {
+	for _, p := range []string{"none", "sdk", "askpoint"} {
+		b.Run("batcher="+p, func(b *testing.B) {
+			opts := []sdktrace.TracerProviderOption{sdktrace.WithSampler(sdktrace.AlwaysSample())}
+			switch p {
+			case "sdk":
+				opts = append(opts, sdktrace.WithSpanProcessor(sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter())))
+			case "askpoint":
+				opts = append(opts, sdktrace.WithSpanProcessor(telemetry.NewBatcher(tracetest.NewNoopExporter())))
+			}
+			tp := sdktrace.NewTracerProvider(opts...)
+			b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+			tr := tp.Tracer(telemetry.TracerName)
+			ctx := context.Background()
+			cpu := processCPU()
+			b.ResetTimer()
+			for range b.N {
+				for range 4 {
+					_, span := tr.Start(ctx, "askpoint.step expense")
+					span.End()
+					time.Sleep(50 * time.Microsecond)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
 }

@@ -18,9 +18,10 @@ import (
 // environment variables: OTEL_TRACES_EXPORTER (otlp, console or none; otlp
 // when unset and an OTLP endpoint is), OTEL_EXPORTER_OTLP_ENDPOINT /
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and the rest of the OTLP exporter's
-// variables (HTTP/protobuf), OTEL_SERVICE_NAME and the SDK's sampler and
-// batch variables. It returns nil when none asks for traces: then tracing
-// is off and costs nothing.
+// variables (HTTP/protobuf), OTEL_SERVICE_NAME, the SDK's sampler
+// variables and its OTEL_BSP_* batch variables (read by Batcher). It
+// returns nil when none asks for traces: then tracing is off and costs
+// nothing.
 func TracerFromEnv(ctx context.Context, console io.Writer) (*sdktrace.TracerProvider, error) {
 	exp := strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")))
 	if exp == "" && (os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "") {
@@ -50,7 +51,7 @@ func TracerFromEnv(ctx context.Context, console io.Writer) (*sdktrace.TracerProv
 	if err != nil {
 		res = resource.Default()
 	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(e), sdktrace.WithResource(res)), nil
+	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(NewBatcher(e)), sdktrace.WithResource(res)), nil
 }
 
 func serviceName() string {
