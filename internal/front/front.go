@@ -506,6 +506,9 @@ type jsonrpcEnvelope struct {
 	Method  string          `json:"method"`
 	Params  json.RawMessage `json:"params"`
 	ID      any             `json:"id"`
+	// folded: the request has a member whose name is one of these four
+	// in other letter cases, which the SDK's decoder would read as it.
+	folded bool
 }
 
 func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
@@ -628,10 +631,19 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			defer done()
 			r = r.WithContext(ctx)
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		next.ServeHTTP(w, r)
+		if answersHere[env.Method] && !env.folded {
+			f.answerJSONRPC(w, r, h, next, body, &env)
+			return
+		}
+		serveBody(next, w, r, body)
 	})
+}
+
+// serveBody serves r with body as its body.
+func serveBody(next http.Handler, w http.ResponseWriter, r *http.Request, body []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	next.ServeHTTP(w, r)
 }
 
 // restPushConfigPath is an HTTP+JSON push configuration's path:
