@@ -119,7 +119,9 @@ type ReplyBytes struct {
 type replyBytesKey struct{}
 
 // WithReplyBytes asks the calls made with ctx to keep the encoded pieces of
-// the task they return in the ReplyBytes returned.
+// the task they return in the ReplyBytes returned. The view of the task
+// (toA2A) fills it in the goroutine of the call, before the call returns;
+// read it after.
 func WithReplyBytes(ctx context.Context) (context.Context, *ReplyBytes) {
 	rb := &ReplyBytes{}
 	return context.WithValue(ctx, replyBytesKey{}, rb), rb
