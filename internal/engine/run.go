@@ -142,18 +142,25 @@ type knownLog struct {
 // status is t's status from the newest status entry known, ok false when
 // none is known.
 func (k *knownLog) status(t *store.Task) (a2a.TaskStatus, bool) {
-	if k == nil || k.version != t.Version {
+	e, ok := k.statusEntry(t)
+	if !ok {
 		return a2a.TaskStatus{}, false
 	}
-	for i := len(k.entries) - 1; i >= 0; i-- {
-		e := k.entries[i]
-		if e.Kind != store.KindStatus {
-			continue
-		}
-		ts := e.At
-		return a2a.TaskStatus{State: t.State, Message: e.Message, Timestamp: &ts}, true
+	ts := e.At
+	return a2a.TaskStatus{State: t.State, Message: e.Message, Timestamp: &ts}, true
+}
+
+// statusEntry is the newest status entry known of t.
+func (k *knownLog) statusEntry(t *store.Task) (store.LogEntry, bool) {
+	if k == nil || k.version != t.Version {
+		return store.LogEntry{}, false
 	}
-	return a2a.TaskStatus{}, false
+	for i := len(k.entries) - 1; i >= 0; i-- {
+		if e := k.entries[i]; e.Kind == store.KindStatus {
+			return e, true
+		}
+	}
+	return store.LogEntry{}, false
 }
 
 // artifacts are t's artifacts when every one of them is known (whole, not

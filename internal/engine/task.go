@@ -145,14 +145,27 @@ type taskView struct {
 // toA2A builds the protocol's view of t.
 func (s *Engine) toA2A(ctx context.Context, t *store.Task, v taskView) (*a2a.Task, error) {
 	out := &a2a.Task{ID: a2a.TaskID(t.ID), ContextID: t.ContextID}
+	rb := replyBytesOf(ctx)
+	if rb != nil {
+		*rb = ReplyBytes{task: out}
+	}
 	if st, ok := v.known.status(t); ok {
 		out.Status = st
+		if rb != nil {
+			e, _ := v.known.statusEntry(t)
+			if raw := statusBytes(e, t); statusIs(raw, t.State) {
+				rb.status = raw
+			}
+		}
 	} else if err := json.Unmarshal(t.Status, &out.Status); err != nil {
 		return nil, fmt.Errorf("decode status of task %s: %w", t.ID, err)
 	}
 	if v.artifacts && len(t.Artifacts) > 0 {
 		if arts, ok := v.known.artifacts(t); ok {
 			out.Artifacts = arts
+			if rb != nil {
+				rb.artifacts = v.known.artifactsBytes()
+			}
 		} else if err := json.Unmarshal(t.Artifacts, &out.Artifacts); err != nil {
 			return nil, fmt.Errorf("decode artifacts of task %s: %w", t.ID, err)
 		}
@@ -182,6 +195,9 @@ func (s *Engine) toA2A(ctx context.Context, t *store.Task, v taskView) (*a2a.Tas
 			}
 			if m != nil {
 				out.History = append(out.History, m)
+				if rb != nil {
+					rb.history = append(rb.history, historyBytes(e, t))
+				}
 			}
 		}
 	}

@@ -42,7 +42,9 @@ const (
 //	/.well-known/agent-card.json        the first registered agent's card
 //
 // The A2A bindings are the a2a-go SDK's transports over this server's
-// request handler. In front of them the server refuses, before anything is
+// request handler, except the JSON-RPC replies of SendMessage, GetTask and
+// CancelTask, which the front writes itself in the SDK transport's bytes
+// (reply.go). In front of them the server refuses, before anything is
 // stored: bodies over Config.MaxRequestBytes or not declared as JSON,
 // requests without A2A-Version 1.0, malformed messages, and subscriptions
 // to finished tasks. Proto field names (history_length) are read as their
@@ -506,6 +508,9 @@ type jsonrpcEnvelope struct {
 	Method  string          `json:"method"`
 	Params  json.RawMessage `json:"params"`
 	ID      any             `json:"id"`
+	// folded: the request has a member whose name is one of these four
+	// in other letter cases, which the SDK's decoder would read as it.
+	folded bool
 }
 
 func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
@@ -628,10 +633,19 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			defer done()
 			r = r.WithContext(ctx)
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		next.ServeHTTP(w, r)
+		if answersHere[env.Method] && !env.folded {
+			f.answerJSONRPC(w, r, h, next, body, &env)
+			return
+		}
+		serveBody(next, w, r, body)
 	})
+}
+
+// serveBody serves r with body as its body.
+func serveBody(next http.Handler, w http.ResponseWriter, r *http.Request, body []byte) {
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	next.ServeHTTP(w, r)
 }
 
 // restPushConfigPath is an HTTP+JSON push configuration's path:

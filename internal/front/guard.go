@@ -269,7 +269,7 @@ func checkEnvelope(body []byte) (env jsonrpcEnvelope, notification bool, err err
 	// The members the envelope needs (the last of each, as a decoder
 	// would), as slices of the body.
 	var rawID, rawVersion, rawMethod, params []byte
-	var hasID, hasVersion, hasMethod, has bool
+	var hasID, hasVersion, hasMethod, has, folded bool
 	_ = eachMember(trimmed, func(k string, val []byte) error {
 		switch k {
 		case "id":
@@ -280,6 +280,9 @@ func checkEnvelope(body []byte) (env jsonrpcEnvelope, notification bool, err err
 			rawMethod, hasMethod = val, true
 		case "params":
 			params, has = val, true
+		default:
+			folded = folded || strings.EqualFold(k, "id") || strings.EqualFold(k, "jsonrpc") ||
+				strings.EqualFold(k, "method") || strings.EqualFold(k, "params")
 		}
 		return nil
 	})
@@ -310,7 +313,7 @@ func checkEnvelope(body []byte) (env jsonrpcEnvelope, notification bool, err err
 	} else if needsParams[method] {
 		return jsonrpcEnvelope{ID: id}, !hasID, errInvalidParams("params is required: %s takes an object of parameters", method)
 	}
-	return jsonrpcEnvelope{JSONRPC: version, Method: method, Params: params, ID: id}, !hasID, nil
+	return jsonrpcEnvelope{JSONRPC: version, Method: method, Params: params, ID: id, folded: folded}, !hasID, nil
 }
 
 // stringValue sets *s to raw's string as json.Unmarshal into a string

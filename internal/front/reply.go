@@ -1,0 +1,146 @@
+package front
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/askpoint/askpoint/internal/engine"
+)
+
+// The front answers the JSON-RPC methods whose reply is a task (or, for
+// SendMessage, a message) itself, in the bytes the SDK's transport
+// (a2asrv.NewJSONRPCHandler) writes for them: the envelope the front has
+// read is not decoded a second time, the params are decoded once into the
+// SDK's request type, and the reply is encoded in one pass
+// (engine.WrappedJSON) instead of through the SDK's per-part MarshalJSON.
+// What the front does not answer itself goes to the SDK's transport as
+// before: the other methods, streaming, a request the SDK's decoder would
+// read otherwise (a member named in other letter cases), params that do
+// not decode, and every error, which the SDK's transport writes from the
+// handler's error as it always did. See
+// docs/decisions/0022-front-answers-message-send.md.
+
+// answersHere are the methods the front answers itself.
+var answersHere = map[string]bool{"SendMessage": true, "GetTask": true, "CancelTask": true}
+
+// answerJSONRPC answers env (one of answersHere) with h, as the SDK's
+// transport would: the call context made as it makes it, h called as it
+// calls it.
+func (f *Front) answerJSONRPC(w http.ResponseWriter, r *http.Request, h Handler, next http.Handler, body []byte, env *jsonrpcEnvelope) {
+	ctx, _ := a2asrv.NewCallContext(r.Context(), a2asrv.NewServiceParams(r.Header))
+	var result any
+	var err error
+	var rb *engine.ReplyBytes
+	switch env.Method {
+	case "SendMessage":
+		ctx, rb = engine.WithReplyBytes(ctx)
+		var req a2a.SendMessageRequest
+		if json.Unmarshal(env.Params, &req) != nil {
+			serveBody(next, w, r, body) // the SDK's transport refuses it as it does
+			return
+		}
+		var res a2a.SendMessageResult
+		if res, err = h.SendMessage(ctx, &req); err == nil {
+			result = a2a.StreamResponse{Event: res}
+		}
+	case "GetTask":
+		var req a2a.GetTaskRequest
+		if json.Unmarshal(env.Params, &req) != nil {
+			serveBody(next, w, r, body)
+			return
+		}
+		result, err = h.GetTask(ctx, &req)
+	case "CancelTask":
+		var req a2a.CancelTaskRequest
+		if json.Unmarshal(env.Params, &req) != nil {
+			serveBody(next, w, r, body)
+			return
+		}
+		result, err = h.CancelTask(ctx, &req)
+	}
+	if err != nil {
+		// The SDK's transport writes the error: it decodes the request
+		// again (as the front did, without a fault) and gets err from
+		// the call.
+		serveBody(a2asrv.NewJSONRPCHandler(refusal{err: err}), w, r, body)
+		return
+	}
+	writeJSONRPCResult(w, env.ID, result, rb)
+}
+
+// writeJSONRPCResult writes the success response the SDK's transport writes
+// for result: jsonrpc.ServerResponse encoded by json.Encoder (with its
+// newline). A task, or a stream response holding a task or a message, is
+// encoded in one pass, with the pieces rb holds (what the call encoded of
+// the task) as they are; anything else (a nil result) the SDK's way.
+func writeJSONRPCResult(w http.ResponseWriter, id any, result any, rb *engine.ReplyBytes) {
+	w.Header().Set("Content-Type", "application/json")
+	idJSON, err := json.Marshal(id)
+	if err == nil {
+		prefix, suffix, v := `{"jsonrpc":"2.0","id":`+string(idJSON)+`,"result":`, "}\n", result
+		switch x := result.(type) {
+		case *a2a.Task:
+			v = nilIfNil(x)
+		case a2a.StreamResponse:
+			switch ev := x.Event.(type) {
+			case *a2a.Task:
+				prefix, suffix, v = prefix+`{"task":`, "}}\n", nilIfNil(ev)
+			case *a2a.Message:
+				prefix, suffix, v = prefix+`{"message":`, "}}\n", nilIfNil(ev)
+			default:
+				v = nil
+			}
+		default:
+			v = nil
+		}
+		if t, ok := v.(*a2a.Task); ok {
+			if engine.WriteTaskJSON(w, prefix, t, rb, suffix) == nil {
+				return
+			}
+		} else if v != nil && engine.WriteWrappedJSON(w, prefix, v, suffix) == nil {
+			return
+		}
+	}
+	// The SDK's way, failures included: an encoding that fails writes
+	// nothing.
+	_ = json.NewEncoder(w).Encode(sdkResponse{JSONRPC: "2.0", ID: id, Result: result})
+}
+
+// nilIfNil is p as a value, nil when p is a nil pointer.
+func nilIfNil[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return p
+}
+
+// sdkResponse is a success response of the SDK's transport (its
+// jsonrpc.ServerResponse without the error member, which a success leaves
+// out).
+type sdkResponse struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      any    `json:"id"`
+	Result  any    `json:"result,omitempty"`
+}
+
+// refusal is a handler whose calls the front answers itself fail with err.
+type refusal struct {
+	a2asrv.RequestHandler
+	err error
+}
+
+func (r refusal) SendMessage(context.Context, *a2a.SendMessageRequest) (a2a.SendMessageResult, error) {
+	return nil, r.err
+}
+
+func (r refusal) GetTask(context.Context, *a2a.GetTaskRequest) (*a2a.Task, error) {
+	return nil, r.err
+}
+
+func (r refusal) CancelTask(context.Context, *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	return nil, r.err
+}

@@ -1,0 +1,204 @@
+package servertest_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/internal/apitest"
+)
+
+// sdkPaths serves /sdk/AGENT with the SDK's own JSON-RPC transport over
+// the agent's request handler, beside the front's paths.
+func sdkPaths(env **apitest.Env) func(http.Handler) http.Handler {
+	return func(front http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if name, ok := strings.CutPrefix(r.URL.Path, "/sdk/"); ok {
+				h, _ := (*env).Server.RequestHandler(name)
+				a2asrv.NewJSONRPCHandler(h).ServeHTTP(w, r)
+				return
+			}
+			front.ServeHTTP(w, r)
+		})
+	}
+}
+
+func postRaw(t *testing.T, url, body string) []byte {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+var errorTimestamp = regexp.MustCompile(`"timestamp":"[^"]*"`)
+
+// bothPaths serves the test agents and, under /sdk/AGENT, the SDK's own
+// JSON-RPC transport over the same request handlers. same posts a body to
+// the front's path of agent and to the SDK's, fails the test unless both
+// write the same bytes (an error's ErrorInfo timestamp aside: the time it
+// was written), and returns the SDK's reply.
+func bothPaths(t *testing.T) (env *apitest.Env, post func(agent, body string) []byte, same func(agent, what, body string) []byte) {
+	t.Helper()
+	replier := askpoint.Steps[struct{}, map[string]any]{
+		OnReply: func(_ context.Context, m *a2a.Message) (*a2a.Message, bool) {
+			reply := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("hello <you> & "+m.ID))
+			reply.ID, reply.ContextID = "reply-"+m.ID, "ctx-"+m.ID
+			return reply, true
+		},
+	}
+	env = apitest.Start(t, apitest.Options{Quiet: true, Wrap: sdkPaths(&env), Agents: []askpoint.AgentSpec{
+		{Name: "replier", Agent: replier, Card: a2a.AgentCard{Name: "Replier", Description: "Answers with a message."}},
+	}})
+	post = func(agent, body string) []byte { return postRaw(t, env.AgentURL(agent)+"/jsonrpc", body) }
+	same = func(agent, what, body string) []byte {
+		t.Helper()
+		a, b := post(agent, body), postRaw(t, env.URL+"/sdk/"+agent, body)
+		if bytes.Contains(b, []byte(`"error":{`)) {
+			a, b = errorTimestamp.ReplaceAll(a, []byte(`"timestamp":"T"`)), errorTimestamp.ReplaceAll(b, []byte(`"timestamp":"T"`))
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s:\nfront %s\n  sdk %s", what, a, b)
+		}
+		return b
+	}
+	return env, post, same
+}
+
+// sendBody is a JSON-RPC SendMessage of a user message with one text part.
+func sendBody(id, messageID, taskID, text, config string) string {
+	task := ""
+	if taskID != "" {
+		task = `,"taskId":"` + taskID + `"`
+	}
+	return `{"jsonrpc":"2.0","id":` + id + `,"method":"SendMessage","params":{"message":{"messageId":"` + messageID + `"` + task +
+		`,"role":"ROLE_USER","parts":[{"text":"` + text + `"}]}` + config + `}}`
+}
+
+var replyTaskID = regexp.MustCompile(`"task":\{"id":"([^"]+)"`)
+
+// TestFrontRepliesAreTheSDKTransportsBytes: what the front writes for the
+// JSON-RPC methods it answers itself (SendMessage, GetTask, CancelTask) is
+// what the SDK's transport writes for the same request over the same
+// handler, byte for byte: tasks with history, a question's data part and
+// artifacts, historyLength unset, 0 and 1, a message result, and the
+// errors. A first SendMessage's reply (written from the bytes the call
+// encoded) is compared with the SDK's reply to the same message sent
+// again, which is the task as it then is.
+func TestFrontRepliesAreTheSDKTransportsBytes(t *testing.T) {
+	_, post, same := bothPaths(t)
+	firstIsAgain := func(what, body string) string {
+		t.Helper()
+		first := post("expense", body)
+		if again := same("expense", what+" sent again", body); !bytes.Equal(first, again) {
+			t.Errorf("%s:\nfront %s\n  sdk %s (sent again)", what, first, again)
+		}
+		id := replyTaskID.FindSubmatch(first)
+		if id == nil {
+			t.Fatalf("%s: reply %s holds no task", what, first)
+		}
+		return string(id[1])
+	}
+	receipt := "File my taxi receipt from Tuesday, 42 euros"
+	task := firstIsAgain("SendMessage", sendBody(`"a<1>"`, "m-ask", "", receipt, ""))
+	firstIsAgain("SendMessage historyLength 0", sendBody("2", "m-ask-0", "", receipt, `,"configuration":{"historyLength":0}`))
+	firstIsAgain("SendMessage historyLength 1", sendBody("3", "m-ask-1", "", receipt, `,"configuration":{"historyLength":1}`))
+	for _, hl := range []string{``, `,"historyLength":0`, `,"historyLength":1`} {
+		same("expense", "GetTask"+hl, `{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"`+task+`"`+hl+`}}`)
+	}
+	same("expense", "GetTask of no task", `{"jsonrpc":"2.0","id":7.5,"method":"GetTask","params":{"id":"no-such-task"}}`)
+	same("expense", "GetTask with params in other letter cases", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"no-such-task"},"Params":{"id":"`+task+`"}}`)
+	same("expense", "CancelTask of no task", `{"jsonrpc":"2.0","id":"c","method":"CancelTask","params":{"id":"no-such-task"}}`)
+	answer := `{"jsonrpc":"2.0","id":9,"method":"SendMessage","params":{"message":{"messageId":"m-answer","taskId":"` + task +
+		`","role":"ROLE_USER","parts":[{"data":{"costCentre":"CC-4410"},"mediaType":"application/json"}]}}}`
+	firstIsAgain("SendMessage answer", answer)
+	same("expense", "GetTask completed", `{"jsonrpc":"2.0","id":null,"method":"GetTask","params":{"id":"`+task+`"}}`)
+	same("expense", "CancelTask completed", `{"jsonrpc":"2.0","id":10,"method":"CancelTask","params":{"id":"`+task+`"}}`)
+	same("expense", "SendMessage to a completed task", sendBody("11", "m-late", task, "more", ""))
+	cancel := firstIsAgain("SendMessage to cancel", sendBody("12", "m-cancel", "", receipt, ""))
+	// The second CancelTask finds the task canceled: the reply to the
+	// first is compared with the reply to a GetTask.
+	canceled := post("expense", `{"jsonrpc":"2.0","id":13,"method":"CancelTask","params":{"id":"`+cancel+`"}}`)
+	if got := same("expense", "GetTask canceled", `{"jsonrpc":"2.0","id":13,"method":"GetTask","params":{"id":"`+cancel+`"}}`); !bytes.Equal(canceled, got) {
+		t.Errorf("CancelTask:\nfront %s\n  sdk %s (GetTask)", canceled, got)
+	}
+	if got := same("replier", "SendMessage answered with a message", sendBody(`"r"`, "m-hello", "", "hello", "")); !bytes.Contains(got, []byte(`"result":{"message":`)) {
+		t.Errorf("the replier's reply %s holds no message", got)
+	}
+}
+
+// TestFrontRefusesWhatTheSDKRefusesAlike: a SendMessage whose params the
+// SDK's decoder refuses (past the front's own checks) gets the SDK's
+// refusal from the front, byte for byte.
+func TestFrontRefusesWhatTheSDKRefusesAlike(t *testing.T) {
+	_, _, same := bothPaths(t)
+	msg := `"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"complete"}]}`
+	for name, params := range map[string]string{
+		"historyLength a string":       msg + `,"configuration":{"historyLength":"x"}`,
+		"returnImmediately a string":   msg + `,"configuration":{"returnImmediately":"yes"}`,
+		"configuration a list":         msg + `,"configuration":[]`,
+		"acceptedOutputModes a string": msg + `,"configuration":{"acceptedOutputModes":"text/plain"}`,
+		"metadata a string":            msg + `,"metadata":"x"`,
+		"role a number":                `"message":{"messageId":"m","role":5,"parts":[{"text":"complete"}]}`,
+		"extensions a string":          `"message":{"messageId":"m","role":"ROLE_USER","extensions":"x","parts":[{"text":"complete"}]}`,
+		"part metadata a number":       `"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"complete","metadata":3}]}`,
+		"raw not base64":               `"message":{"messageId":"m","role":"ROLE_USER","parts":[{"raw":"%%%"}]}`,
+	} {
+		got := same("script", name, `{"jsonrpc":"2.0","id":"`+name+`","method":"SendMessage","params":{`+params+`}}`)
+		if !bytes.Contains(got, []byte(`"error":{`)) {
+			t.Errorf("%s: the SDK took it: %s", name, got)
+		}
+	}
+}
+
+// TestFrontRefusesABusyTaskAsTheSDKDoes: a message to a task whose step is
+// running gets the -32004 refusal, the SDK's bytes.
+func TestFrontRefusesABusyTaskAsTheSDKDoes(t *testing.T) {
+	_, post, same := bothPaths(t)
+	key := apitest.UniqueKey(t)
+	started := post("script", sendBody("1", "m-block", "", "block "+key, `,"configuration":{"returnImmediately":true}`))
+	id := replyTaskID.FindSubmatch(started)
+	if id == nil {
+		t.Fatalf("SendMessage reply %s holds no task", started)
+	}
+	got := same("script", "SendMessage to a busy task", sendBody("2", "m-busy", string(id[1]), "more", ""))
+	apitest.Release(key)
+	if !bytes.Contains(got, []byte(`"code":-32004`)) {
+		t.Errorf("a message to a busy task got %s, want the -32004 refusal", got)
+	}
+}
+
+// TestFrontWritesInternalErrorsAsTheSDKDoes: with its store closed the
+// server answers every call with an internal error, the SDK's bytes.
+func TestFrontWritesInternalErrorsAsTheSDKDoes(t *testing.T) {
+	env, _, same := bothPaths(t)
+	if err := env.Store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := same("expense", "GetTask, the store closed", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}`)
+	same("expense", "SendMessage, the store closed", sendBody("2", "m", "", "File my receipt", ""))
+	same("expense", "CancelTask, the store closed", `{"jsonrpc":"2.0","id":3,"method":"CancelTask","params":{"id":"t"}}`)
+	if !bytes.Contains(got, []byte(`"code":-32603`)) {
+		t.Errorf("GetTask with the store closed got %s, want -32603", got)
+	}
+}
