@@ -22,15 +22,6 @@ func Card() a2a.AgentCard {
 	}
 }
 
-func dataPart(v any) *a2a.Part {
-	var m map[string]any
-	raw, _ := json.Marshal(v)
-	_ = json.Unmarshal(raw, &m)
-	p := a2a.NewDataPart(m)
-	p.MediaType = "application/json"
-	return p
-}
-
 func mustJSON(v any) json.RawMessage {
 	raw, err := json.Marshal(v)
 	if err != nil {
