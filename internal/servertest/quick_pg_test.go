@@ -85,6 +85,16 @@ func heldNodes(t *testing.T, n int) ([]*apitest.Env, *heldAgent) {
 	return pgNodes(t, n, "held", agent), agent
 }
 
+// askedOnTwoNodes starts two held nodes, asks the receipt's question
+// through node A (JSON-RPC) and returns a client of node A, one of node B
+// over bBinding, and the paused task.
+func askedOnTwoNodes(t *testing.T, ctx context.Context, bBinding a2a.TransportProtocol) (a, b *a2aclient.Client, agent *heldAgent, asked *a2a.Task) {
+	t.Helper()
+	nodes, agent := heldNodes(t, 2)
+	a, b = nodes[0].Client(t, "held", a2a.TransportProtocolJSONRPC), nodes[1].Client(t, "held", bBinding)
+	return a, b, agent, sendState(t, ctx, a, userText(receipt), a2a.TaskStateInputRequired)
+}
+
 // reply is what a SendMessage sent by sendInBackground got.
 type reply struct {
 	task *a2a.Task
@@ -139,10 +149,8 @@ func answersIn(task *a2a.Task) map[string]int {
 // returns at once (its write waits for A's), the other blocks (its load
 // under the lock waits for A's write, then for the task to settle).
 func TestAnAnswerOnAnotherNodeWaitsForAQuickStepAndDecidesFromItsWrite(t *testing.T) {
-	nodes, agent := heldNodes(t, 2)
 	ctx := testCtx(t)
-	a, b := nodes[0].Client(t, "held", a2a.TransportProtocolJSONRPC), nodes[1].Client(t, "held", a2a.TransportProtocolHTTPJSON)
-	asked := sendState(t, ctx, a, userText(receipt), a2a.TaskStateInputRequired)
+	a, b, agent, asked := askedOnTwoNodes(t, ctx, a2a.TransportProtocolHTTPJSON)
 
 	fromA := answerHeld(ctx, a, agent, asked, "CC-4410")
 	// A's step is running; its answer is written with its outcome, or at
@@ -177,10 +185,8 @@ func TestAnAnswerOnAnotherNodeWaitsForAQuickStepAndDecidesFromItsWrite(t *testin
 // would have ended the task as B read it, and A's step would have run for
 // an answer that was never taken.
 func TestACancelOnAnotherNodeWaitsForAQuickStepAndDecidesFromItsWrite(t *testing.T) {
-	nodes, agent := heldNodes(t, 2)
 	ctx := testCtx(t)
-	a, b := nodes[0].Client(t, "held", a2a.TransportProtocolJSONRPC), nodes[1].Client(t, "held", a2a.TransportProtocolJSONRPC)
-	asked := sendState(t, ctx, a, userText(receipt), a2a.TaskStateInputRequired)
+	a, b, agent, asked := askedOnTwoNodes(t, ctx, a2a.TransportProtocolJSONRPC)
 	fromA := answerHeld(ctx, a, agent, asked, "CC-4410")
 	canceled, err := b.CancelTask(ctx, &a2a.CancelTaskRequest{ID: asked.ID})
 	if err != nil || canceled.Status.State != a2a.TaskStateCanceled {
@@ -203,10 +209,8 @@ func TestACancelOnAnotherNodeWaitsForAQuickStepAndDecidesFromItsWrite(t *testing
 // its answer then, so the answer is taken (every node sees the task
 // working with it) before the step ends.
 func TestAQuickStepOnPostgresThatOutlivesItsWindowWritesItsAnswer(t *testing.T) {
-	nodes, agent := heldNodes(t, 2)
 	ctx := testCtx(t)
-	a, b := nodes[0].Client(t, "held", a2a.TransportProtocolJSONRPC), nodes[1].Client(t, "held", a2a.TransportProtocolJSONRPC)
-	asked := sendState(t, ctx, a, userText(receipt), a2a.TaskStateInputRequired)
+	a, b, agent, asked := askedOnTwoNodes(t, ctx, a2a.TransportProtocolJSONRPC)
 	done := answerHeld(ctx, a, agent, asked, "CC-4410")
 	working := waitState(t, ctx, b, asked.ID, a2a.TaskStateWorking)
 	if got := answersIn(getTaskHistory(t, ctx, b, working.ID)); got["CC-4410"] != 1 {
