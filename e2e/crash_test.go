@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -257,52 +256,8 @@ type crashServer struct {
 	cmd      *exec.Cmd
 	url      string
 	dataLine string // what the server said of its store ("askpoint: data in ...")
-	log      *crashLog
+	log      *apitest.SyncBuffer
 	done     chan struct{} // closed once the process has exited and been reaped
-}
-
-type crashLog struct {
-	mu      sync.Mutex
-	b       bytes.Buffer
-	written chan struct{} // closed and replaced at every write
-}
-
-func (l *crashLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.written != nil {
-		close(l.written)
-		l.written = nil
-	}
-	return l.b.Write(p)
-}
-
-// waitFor reports whether the log holds s within d, waking at each write.
-func (l *crashLog) waitFor(s string, d time.Duration) bool {
-	deadline := time.After(d)
-	for {
-		l.mu.Lock()
-		if strings.Contains(l.b.String(), s) {
-			l.mu.Unlock()
-			return true
-		}
-		if l.written == nil {
-			l.written = make(chan struct{})
-		}
-		written := l.written
-		l.mu.Unlock()
-		select {
-		case <-written:
-		case <-deadline:
-			return false
-		}
-	}
-}
-
-func (l *crashLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func startCrashServer(t *testing.T, bin, db string) *crashServer {
@@ -324,7 +279,7 @@ func startCrashServer(t *testing.T, bin, db string) *crashServer {
 func startServer(t *testing.T, bin, name, db string, extra ...string) (*crashServer, error) {
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", db, "--lease", "2s", "--poll", "200ms", "--log-level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)
-	s := &crashServer{name: name, cmd: cmd, log: &crashLog{}, done: make(chan struct{})}
+	s := &crashServer{name: name, cmd: cmd, log: &apitest.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = s.log
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

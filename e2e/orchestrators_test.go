@@ -46,7 +46,7 @@ func TestServedOrchestratorsWorkWithTokensRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The line comes right after the listening line startServer waits for.
-	srv.log.waitFor("bearer tokens configured", 5*time.Second)
+	srv.log.WaitFor("bearer tokens configured", 5*time.Second)
 	if !strings.Contains(srv.log.String(), "2 bearer tokens configured") {
 		t.Errorf("start-up output does not count the 2 callers' tokens (the server's own is not a caller's):\n%s", srv.log)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -104,7 +105,7 @@ func css(s string) chromedp.CSS { return chromedp.CSS(s) }
 type webInbox struct {
 	url   string
 	inbox string
-	log   *crashLog
+	log   *apitest.SyncBuffer
 }
 
 func startWebInbox(t *testing.T, bin, inboxPath string, extra ...string) *webInbox {
@@ -115,7 +116,7 @@ func startWebInbox(t *testing.T, bin, inboxPath string, extra ...string) *webInb
 	}
 	args := append([]string{"inbox", "--inbox", inboxPath, "--web", "127.0.0.1:0", "--people", people, "--watch", "100ms", "--log-level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)
-	w := &webInbox{inbox: inboxPath, log: &crashLog{}}
+	w := &webInbox{inbox: inboxPath, log: &apitest.SyncBuffer{}}
 	cmd.Stderr = w.log
 	out, err := cmd.StdoutPipe()
 	if err != nil {
