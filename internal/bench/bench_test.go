@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -84,7 +85,7 @@ func TestBenchTelemetryAlternatesOffAndOnWindows(t *testing.T) {
 		"| (bT) | askpoint, SQLite (WAL, synchronous=FULL), metrics and tracing on | ",
 		"in 5 windows of 300ms (off, on, off, ..., off: 2 on, 3 off)",
 		"| 1 | off | ", "| 2 | on | ", "| 3 | off | ", "| 4 | on | ", "| 5 | off | ",
-		"each on window against the mean of the off windows either side: ",
+		"each on window against the mean of the off windows either side: ", "95% confidence interval",
 		"Summed over all windows (server CPU over round trips): on ",
 		"allocated per round trip on ",
 	)
@@ -124,6 +125,12 @@ func TestHelpers(t *testing.T) {
 		if got := times(f); got != want {
 			t.Errorf("times(%v) = %q, want %q", f, got, want)
 		}
+	}
+	if m, h := meanCI95([]float64{1, 2, 3}); m != 2 || math.Abs(h-4.303/math.Sqrt(3)) > 1e-9 {
+		t.Errorf("meanCI95(1, 2, 3) = %v ± %v, want 2 ± %v", m, h, 4.303/math.Sqrt(3))
+	}
+	if m, h := meanCI95([]float64{4}); m != 4 || h != 0 {
+		t.Errorf("meanCI95(4) = %v ± %v, want 4 ± 0", m, h)
 	}
 	ds := []time.Duration{5, 1, 4, 2, 3}
 	if q := quantile(ds, 0.5); q != 3 {

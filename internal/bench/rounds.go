@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -171,8 +172,9 @@ func telemetryRoundsReport(w io.Writer, o Options, rounds []telemetryRound) {
 	offCPU, onCPU := sum[0].cpuPerRT(), sum[1].cpuPerRT()
 	offAlloc, onAlloc := float64(sum[0].Alloc)/float64(sum[0].RoundTrips), float64(sum[1].Alloc)/float64(sum[1].RoundTrips)
 	offMallocs, onMallocs := float64(sum[0].Mallocs)/float64(sum[0].RoundTrips), float64(sum[1].Mallocs)/float64(sum[1].RoundTrips)
-	fmt.Fprintf(w, "Server CPU per round trip, each on window against the mean of the off windows either side: %s; median %+.1f%%.\n\n",
-		strings.Join(each, ", "), median(costs))
+	mean, half := meanCI95(costs)
+	fmt.Fprintf(w, "Server CPU per round trip, each on window against the mean of the off windows either side: %s; median %+.1f%%, mean %+.1f%% (95%% confidence interval %+.1f%% to %+.1f%%).\n\n",
+		strings.Join(each, ", "), median(costs), mean, mean-half, mean+half)
 	fmt.Fprintf(w, "Summed over all windows (server CPU over round trips): on %.0f µs against off %.0f µs per round trip (%+.1f%%); "+
 		"allocated per round trip on %s against off %s (%+.1f%%), %s against %s allocations (%+.1f%%).\n\n",
 		onCPU*1e6, offCPU*1e6, (onCPU/offCPU-1)*100,
@@ -200,4 +202,39 @@ func median(xs []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// meanCI95 is the mean of xs and the half-width of its two-sided 95%
+// confidence interval (Student's t, the windows taken as independent
+// samples); the half-width is 0 with fewer than two.
+func meanCI95(xs []float64) (mean, half float64) {
+	n := len(xs)
+	if n == 0 {
+		return 0, 0
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(n)
+	if n < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	sd := math.Sqrt(ss / float64(n-1))
+	return mean, tQuantile975(n-1) * sd / math.Sqrt(float64(n))
+}
+
+// tQuantile975 is Student's t distribution's 0.975 quantile for df degrees
+// of freedom (from the standard table; 1.96 beyond 30).
+func tQuantile975(df int) float64 {
+	table := [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	if df >= 1 && df <= len(table) {
+		return table[df-1]
+	}
+	return 1.96
 }
