@@ -72,8 +72,14 @@ func (o *Observer) remember(taskID string, sc trace.SpanContext) {
 	}
 	ts := sc.TraceState()
 	o.mu.Lock()
-	if o.last == nil || len(o.last) >= maxRemembered {
-		o.last, o.states = map[taskKey]lastSpan{}, nil
+	switch {
+	case o.last == nil:
+		o.last = make(map[taskKey]lastSpan, maxRemembered)
+	case len(o.last) >= maxRemembered:
+		// Emptied in place: the map keeps its table, so it is not grown
+		// again, one doubling after another, each time it fills.
+		clear(o.last)
+		o.states = nil
 	}
 	o.last[k] = lastSpan{trace: sc.TraceID(), span: sc.SpanID(), flags: sc.TraceFlags()}
 	if ts.Len() > 0 {
