@@ -129,6 +129,7 @@ type page struct {
 	CSRF   string
 	Body   any
 	Live   string // what the page's script follows: "list" or "item"
+	Since  string // the version tag the list was read at (Server.events)
 	Notice string
 }
 
@@ -137,12 +138,15 @@ func (s *Server) page(sess *session, title, live string, body any) page {
 }
 
 func (s *Server) listPage(w http.ResponseWriter, r *http.Request, sess *session) {
+	since, _ := s.wait() // before the read: the rows are at least this new
 	rows, err := s.rows(r.Context(), sess.person)
 	if err != nil {
 		s.fail(w, "list the inbox", err)
 		return
 	}
-	s.render(w, http.StatusOK, "list.html", s.page(sess, "Inbox", "list", rows))
+	p := s.page(sess, "Inbox", "list", rows)
+	p.Since = since
+	s.render(w, http.StatusOK, "list.html", p)
 }
 
 func (s *Server) listFragment(w http.ResponseWriter, r *http.Request, sess *session) {

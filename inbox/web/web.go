@@ -17,7 +17,9 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -107,6 +109,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	version string
+	tag     string        // a short digest of version, what pages and event streams compare
 	changed chan struct{} // closed and replaced at each change
 	done    chan struct{}
 	failed  map[string]int  // failures to send a notice, by item and kind
@@ -251,7 +254,7 @@ func (s *Server) look(ctx context.Context) {
 	sig := b.String()
 	s.mu.Lock()
 	if sig != s.version {
-		s.version = sig
+		s.version, s.tag = sig, versionTag(sig)
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
@@ -369,11 +372,19 @@ func (s *Server) refresh(ctx context.Context) {
 	}
 }
 
-// wait returns the current version and a channel closed at the next change.
+// wait returns the current version's tag and a channel closed at the
+// next change.
 func (s *Server) wait() (string, <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.version, s.changed
+	return s.tag, s.changed
+}
+
+// versionTag is what a page and its event stream know a version by: short,
+// and saying nothing of the items.
+func versionTag(version string) string {
+	sum := sha256.Sum256([]byte(version))
+	return hex.EncodeToString(sum[:8])
 }
 
 // Handler serves the inbox.
@@ -549,7 +560,14 @@ func safeNext(next string) string {
 }
 
 // events streams "changed" events (server-sent events) until the client
-// leaves or the inbox stops.
+// leaves or the inbox stops, each with the tag of the version it tells of
+// as its event ID. The stream starts from the version the client already
+// shows: the tag its page was rendered at (?since=, data-since on the
+// list page) or, when the browser reconnects, the last event's ID
+// (Last-Event-ID). Without either, the first event comes at once. A page
+// that is up to date is not told to fetch again: the refetch would replace
+// the list under the reader's eyes (and under a test's queries) for
+// nothing.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, _ *session) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -561,13 +579,16 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, _ *session) {
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()
-	last := ""
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("since")
+	}
 	keepAlive := time.NewTicker(25 * time.Second)
 	defer keepAlive.Stop()
 	for {
 		v, ch := s.wait()
 		if v != last {
-			if _, err := fmt.Fprintf(w, "event: changed\ndata: %d\n\n", len(v)); err != nil {
+			if _, err := fmt.Fprintf(w, "event: changed\nid: %s\ndata: %s\n\n", v, v); err != nil {
 				return
 			}
 			fl.Flush()

@@ -178,6 +178,13 @@ func TestOversizedAnswerIsRefusedAndNothingIsStored(t *testing.T) {
 	}
 }
 
+// TestAnswerAfterExpiryIsRefusedAndTheTaskExpires: an answer that comes
+// after its question's expiry, before any sweep has acted on it, expires
+// the task itself and is refused saying so (Config.DisableSweeper's
+// promise). The sweeper is off: with it on, a sweep that fell between the
+// clock's move and the answer expired the task first, and the answer got
+// the refusal of a finished task instead (TestAnswerRacingExpiryHasOneOutcome
+// covers that race).
 func TestAnswerAfterExpiryIsRefusedAndTheTaskExpires(t *testing.T) {
 	var now atomic.Pointer[time.Time]
 	start := time.Now()
@@ -185,6 +192,7 @@ func TestAnswerAfterExpiryIsRefusedAndTheTaskExpires(t *testing.T) {
 	a := startAsking(t, func(c *askpoint.Config) {
 		c.QuestionExpiry = time.Hour
 		c.Now = func() time.Time { return *now.Load() }
+		c.DisableSweeper = true
 	}, "ask")
 	late := start.Add(time.Hour + time.Second)
 	now.Store(&late)

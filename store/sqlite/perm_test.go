@@ -11,7 +11,8 @@ import (
 // Issue 23, finding 7: the database holds push tokens and push
 // configurations' credentials; under the usual umask 022 its files were
 // 0644, readable by every local user. The database, its WAL and its shared
-// memory file are created readable by the owner only.
+// memory file (and the lock, owner.go) are created readable by the owner
+// only.
 func TestNewDatabaseFilesAreOwnerOnly(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "askpoint.db")
@@ -19,7 +20,7 @@ func TestNewDatabaseFilesAreOwnerOnly(t *testing.T) {
 	if _, err := s.CreateTask(t.Context(), sampleTask("t1"), nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + ".lock"} {
 		fi, err := os.Stat(p)
 		if err != nil {
 			t.Fatalf("stat %s: %v", p, err)

@@ -61,12 +61,13 @@ const (
 )
 
 // Store is a store.Store kept in one SQLite file. It is safe for concurrent
-// use by many goroutines; several processes may open the same file, the
-// busy timeout serialising their writes.
+// use by many goroutines. The file is one process's: Open refuses a file
+// another process has open (owner.go); handles of one process share it.
 type Store struct {
-	path string
-	w    *sql.DB // one connection: every write, from the writer goroutine
-	r    *sql.DB // read-only pool
+	path  string
+	owner *owner  // this process's lock on the file; nil when read-only
+	w     *sql.DB // one connection: every write, from the writer goroutine
+	r     *sql.DB // read-only pool
 
 	wstmts [numWriteStmts]*sql.Stmt // prepared on w
 	rstmts [numReadStmts]*sql.Stmt  // prepared on r
@@ -100,8 +101,8 @@ type Options struct {
 	// ReadOnly opens an existing database for reading only, as a tool
 	// reads the file of a server that may be running (askpoint stats):
 	// nothing is created or migrated, no writer runs, every connection
-	// is opened read-only (mode=ro, query_only), and every write fails
-	// with ErrReadOnly. The file must exist and its schema must be the
+	// is opened read-only (mode=ro, query_only), no lock is taken (the
+	// owner keeps the file), and every write fails with ErrReadOnly. The file must exist and its schema must be the
 	// one this binary's migrations make.
 	ReadOnly bool
 }
@@ -153,10 +154,31 @@ func OpenWith(ctx context.Context, path string, o Options) (*Store, error) {
 // file has not seen yet. path is a file name, not a URI; ":memory:" is
 // refused because the writer and the readers would each get their own
 // empty database. Errors name the path.
+//
+// The file is one process's: Open takes the lock "<path>.lock" and fails
+// when another process holds it (owner.go). The first handle this process
+// opens on the file frees the push claims in it, all left by an owner
+// that ended without settling them.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" || path == ":memory:" || strings.HasPrefix(path, "file:") {
 		return nil, fmt.Errorf("sqlite: open %q: need the path of a database file", path)
 	}
+	o, first, err := own(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
+	}
+	s, err := openOwned(ctx, path, first)
+	if err != nil {
+		o.release()
+		return nil, err
+	}
+	s.owner = o
+	return s, nil
+}
+
+// openOwned is Open once the process holds the file; first: no other
+// handle of the process has it open.
+func openOwned(ctx context.Context, path string, first bool) (*Store, error) {
 	uri := fileURI(path)
 	// The database holds push tokens and the credentials of push
 	// configurations: a new one is readable by its owner only, and SQLite
@@ -180,6 +202,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err := migrate(ctx, w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
+	}
+	if first {
+		if err := freeStaleClaims(ctx, w, time.Now()); err != nil {
+			w.Close()
+			return nil, fmt.Errorf("sqlite: open %q: %w", path, err)
+		}
 	}
 
 	r, err := sql.Open("sqlite", uri+"?"+readerParams)
@@ -278,8 +306,26 @@ func (s *Store) Close() error {
 			return
 		}
 		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+		if s.owner != nil {
+			s.owner.release() // after the connections: nothing writes any more
+		}
 	})
 	return s.closeErr
+}
+
+// freeStaleClaims makes every push configuration a claim holds due at
+// now (or when its lease ends, if that is earlier), so the first claim
+// after Open takes it. Called by the first handle of the process that owns
+// the file: the claims were made by an owner that ended (a crash, a kill)
+// without settling them, and no delivery of theirs is still under way.
+func freeStaleClaims(ctx context.Context, w *sql.DB, now time.Time) error {
+	_, err := w.ExecContext(ctx, `
+		UPDATE push_configs SET due_at = min(due_at, ?), claimed = 0, version = version + 1
+		WHERE due_at IS NOT NULL AND claimed = 1`, now.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("free the push claims of the previous owner: %w", err)
+	}
+	return nil
 }
 
 // taskCols are the tasks columns in the order scanTask reads them.
@@ -384,7 +430,7 @@ var writeSQL = [numWriteStmts]string{
 		RETURNING ` + pushCols,
 	stmtDeletePush: `DELETE FROM push_configs WHERE task_id = ? AND id = ?`,
 	stmtClaimPush: `
-		UPDATE push_configs SET due_at = ?, version = version + 1
+		UPDATE push_configs SET due_at = ?, claimed = 1, version = version + 1
 		WHERE (task_id, id) IN (
 			SELECT task_id, id FROM push_configs
 			WHERE due_at IS NOT NULL AND due_at <= ?
@@ -397,7 +443,7 @@ var writeSQL = [numWriteStmts]string{
 	stmtSettlePush: `
 		UPDATE push_configs SET sent_seq = ?1, attempts = ?2,
 			due_at = CASE WHEN ?3 IS NOT NULL THEN ?3 WHEN target_seq > ?1 THEN ?4 END,
-			version = version + 1
+			claimed = 0, version = version + 1
 		WHERE task_id = ?5 AND id = ?6 AND version = ?7
 		RETURNING ` + pushCols,
 	stmtPushExists: `SELECT 1 FROM push_configs WHERE task_id = ? AND id = ?`,

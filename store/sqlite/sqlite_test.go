@@ -20,7 +20,9 @@ import (
 )
 
 // TestConformance runs the store suite on a new file per subtest; its
-// multi-node cases open the file a second time, as a second process would.
+// multi-node cases open the file a second time in this process (the
+// handles share the process's lock on it: decision 0082), which checks
+// the SQL of claims and compare-and-set under two writers.
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Open {

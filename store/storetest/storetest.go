@@ -32,7 +32,9 @@ import (
 
 // Open opens a new handle on one database: a store of its own, as another
 // process or node of the same deployment would open it (store/sqlite: Open
-// of the same file; store/postgres: a pool of its own on the same schema).
+// of the same file, in the same process, since a second process is refused
+// (docs/decisions/0082-sqlite-one-owner.md); store/postgres: a pool of its
+// own on the same schema).
 // What one handle has written is what every other handle reads.
 type Open func(t *testing.T) store.Store
 

@@ -143,7 +143,10 @@ function live() {
   const mode = document.body.dataset.live;
   if (!mode || !window.EventSource) return;
   const base = document.body.dataset.base || "";
-  const es = new EventSource(base + "/events");
+  // From the version the page shows: no refetch unless the inbox changed
+  // since (a reconnect sends the last event's ID instead).
+  const since = document.body.dataset.since;
+  const es = new EventSource(base + "/events" + (since ? "?since=" + encodeURIComponent(since) : ""));
   es.addEventListener("changed", async () => {
     if (mode === "list") {
       const r = await fetch(base + "/items", { credentials: "same-origin" });
