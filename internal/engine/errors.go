@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
 	"github.com/askpoint/askpoint/internal/text"
+	"github.com/askpoint/askpoint/store"
 )
 
 // Errors a caller can get. Each wraps one a2a sentinel, so the SDK's
@@ -21,10 +25,30 @@ func errTaskNotFound(id string) error {
 	return a2a.NewError(a2a.ErrTaskNotFound, fmt.Sprintf("task %q not found", id))
 }
 
-func errTerminal(id string, state a2a.TaskState) error {
+// errTerminal refuses a message to a task that has ended, saying how it
+// ended when its final status has a message ("the question q-… expired"),
+// so that a caller who answers late learns why.
+func errTerminal(t *store.Task) error {
+	why := ""
+	var st a2a.TaskStatus
+	if len(t.Status) > 0 && json.Unmarshal(t.Status, &st) == nil {
+		if w := text.FirstLine(text.Of(st.Message)); w != "" {
+			if len(w) > maxWhy {
+				n := maxWhy
+				for n > 0 && !utf8.RuneStart(w[n]) {
+					n--
+				}
+				w = w[:n] + "…"
+			}
+			why = " (" + w + ")"
+		}
+	}
 	return a2a.NewError(a2a.ErrUnsupportedOperation,
-		fmt.Sprintf("task %q is %s and takes no more messages; start a new task (send without taskId)", id, text.StateWord(state)))
+		fmt.Sprintf("task %q is %s%s and takes no more messages; start a new task (send without taskId)", t.ID, text.StateWord(t.State), why))
 }
+
+// maxWhy bounds the final status text an error quotes.
+const maxWhy = 200
 
 // internalError is a failure of the server itself (the store, an encoding).
 // The caller gets a plain internal error; the cause goes to the log once,

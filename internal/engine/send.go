@@ -312,7 +312,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			return nil
 		}
 		if t.State.Terminal() {
-			return errTerminal(t.ID, t.State)
+			return errTerminal(t)
 		}
 		msg := *req.Message
 		msg.ContextID = t.ContextID

@@ -206,3 +206,35 @@ func TestAnswerAfterExpiryIsRefusedAndTheTaskExpires(t *testing.T) {
 		t.Fatalf("state %v, message %q; want failed saying the question expired", got.Status.State, statusText(got))
 	}
 }
+
+// TestMessageToAnEndedTaskSaysHowItEnded: a message to a task that has
+// ended is refused with the task's final status in the error, so a caller
+// who answers late (here without the question's ID, after the question
+// expired) learns why and not only that the task is over.
+func TestMessageToAnEndedTaskSaysHowItEnded(t *testing.T) {
+	var now atomic.Pointer[time.Time]
+	start := time.Now()
+	now.Store(&start)
+	a := startAsking(t, func(c *askpoint.Config) {
+		c.QuestionExpiry = time.Hour
+		c.Now = func() time.Time { return *now.Load() }
+		c.DisableSweeper = true
+	}, "ask")
+	late := start.Add(time.Hour + time.Second)
+	now.Store(&late)
+	if _, err := a.send(t, userData(map[string]any{"name": "Ada"})); err == nil {
+		t.Fatal("SendMessage(late answer) succeeded; want the expiry's refusal")
+	}
+	ended := getTask(t, t.Context(), a.c, a.task.ID)
+	why := strings.SplitN(statusText(ended), "\n", 2)[0]
+	if ended.Status.State != a2a.TaskStateFailed || !strings.Contains(why, "expired") {
+		t.Fatalf("state %v, message %q; want failed saying the question expired", ended.Status.State, why)
+	}
+	_, err := a.send(t, userText("Ada, sorry for the wait"))
+	wantErr(t, "SendMessage(to the ended task)", err, a2a.ErrUnsupportedOperation)
+	for _, want := range []string{"is failed", why, "takes no more messages"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
