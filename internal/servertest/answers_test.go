@@ -178,14 +178,11 @@ func TestOversizedAnswerIsRefusedAndNothingIsStored(t *testing.T) {
 	}
 }
 
-// TestAnswerAfterExpiryIsRefusedAndTheTaskExpires: an answer that comes
-// after its question's expiry, before any sweep has acted on it, expires
-// the task itself and is refused saying so (Config.DisableSweeper's
-// promise). The sweeper is off: with it on, a sweep that fell between the
-// clock's move and the answer expired the task first, and the answer got
-// the refusal of a finished task instead (TestAnswerRacingExpiryHasOneOutcome
-// covers that race).
-func TestAnswerAfterExpiryIsRefusedAndTheTaskExpires(t *testing.T) {
+// answerAfterExpiry asks a question that expires in an hour, with the
+// sweeper off, moves the clock a second past the expiry and answers it:
+// the case, and the answer's error.
+func answerAfterExpiry(t *testing.T) (*answerCase, error) {
+	t.Helper()
 	var now atomic.Pointer[time.Time]
 	start := time.Now()
 	now.Store(&start)
@@ -197,6 +194,18 @@ func TestAnswerAfterExpiryIsRefusedAndTheTaskExpires(t *testing.T) {
 	late := start.Add(time.Hour + time.Second)
 	now.Store(&late)
 	_, err := a.send(t, userData(map[string]any{"name": "Ada"}))
+	return a, err
+}
+
+// TestAnswerAfterExpiryIsRefusedAndTheTaskExpires: an answer that comes
+// after its question's expiry, before any sweep has acted on it, expires
+// the task itself and is refused saying so (Config.DisableSweeper's
+// promise). The sweeper is off: with it on, a sweep that fell between the
+// clock's move and the answer expired the task first, and the answer got
+// the refusal of a finished task instead (TestAnswerRacingExpiryHasOneOutcome
+// covers that race).
+func TestAnswerAfterExpiryIsRefusedAndTheTaskExpires(t *testing.T) {
+	a, err := answerAfterExpiry(t)
 	wantErr(t, "SendMessage(late answer)", err, a2a.ErrUnsupportedOperation)
 	if !strings.Contains(err.Error(), a.q.ID) || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("error %q does not say question %s expired", err, a.q.ID)
@@ -212,17 +221,8 @@ func TestAnswerAfterExpiryIsRefusedAndTheTaskExpires(t *testing.T) {
 // who answers late (here without the question's ID, after the question
 // expired) learns why and not only that the task is over.
 func TestMessageToAnEndedTaskSaysHowItEnded(t *testing.T) {
-	var now atomic.Pointer[time.Time]
-	start := time.Now()
-	now.Store(&start)
-	a := startAsking(t, func(c *askpoint.Config) {
-		c.QuestionExpiry = time.Hour
-		c.Now = func() time.Time { return *now.Load() }
-		c.DisableSweeper = true
-	}, "ask")
-	late := start.Add(time.Hour + time.Second)
-	now.Store(&late)
-	if _, err := a.send(t, userData(map[string]any{"name": "Ada"})); err == nil {
+	a, err := answerAfterExpiry(t)
+	if err == nil {
 		t.Fatal("SendMessage(late answer) succeeded; want the expiry's refusal")
 	}
 	ended := getTask(t, t.Context(), a.c, a.task.ID)
@@ -230,7 +230,7 @@ func TestMessageToAnEndedTaskSaysHowItEnded(t *testing.T) {
 	if ended.Status.State != a2a.TaskStateFailed || !strings.Contains(why, "expired") {
 		t.Fatalf("state %v, message %q; want failed saying the question expired", ended.Status.State, why)
 	}
-	_, err := a.send(t, userText("Ada, sorry for the wait"))
+	_, err = a.send(t, userText("Ada, sorry for the wait"))
 	wantErr(t, "SendMessage(to the ended task)", err, a2a.ErrUnsupportedOperation)
 	for _, want := range []string{"is failed", why, "takes no more messages"} {
 		if !strings.Contains(err.Error(), want) {
