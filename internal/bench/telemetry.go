@@ -15,8 +15,8 @@ import (
 // and batched (telemetry.Batcher, as serve does) to an exporter that drops
 // them (the cost measured is askpoint's and the SDK's, not a collector's).
 func benchObserver() (*telemetry.Observer, func()) {
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(telemetry.NewBatcher(tracetest.NewNoopExporter())), sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	o := &telemetry.Observer{Metrics: telemetry.NewMetrics(), Tracer: tp.Tracer(telemetry.TracerName)}
+	tp := telemetry.NewTracing(tracetest.NewNoopExporter(), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	o := tp.Observer(telemetry.NewMetrics())
 	return o, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

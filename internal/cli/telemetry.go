@@ -28,7 +28,7 @@ func startTelemetry(ctx context.Context, addr string, stdout io.Writer, logger *
 	o := &telemetry.Observer{}
 	var closers []func()
 	if tp != nil {
-		o.Tracer = tp.Tracer(telemetry.TracerName)
+		o = tp.Observer(nil)
 		// Sub-agent calls (relays, workflows) and push deliveries to the
 		// hosts that skip the SSRF guard go through the default
 		// transport: they carry the caller's traceparent.

@@ -116,6 +116,10 @@ type StepInfo struct {
 	// Link is the traceparent of the request that asked the question the
 	// step resumes from, "" when none.
 	Link string
+	// Request is the context of the request the step runs within (a
+	// quick step, whose changes that request made), nil when a worker
+	// runs it.
+	Request context.Context
 }
 
 // change is what a commit's caller knows of the change beyond the rows:

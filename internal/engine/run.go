@@ -125,6 +125,9 @@ type work struct {
 	// trace is the traceparent of the request that made the step owed,
 	// "" when none is recorded.
 	trace string
+	// caller is the context of the request running the work quick, while
+	// runQuick runs it (for the observer); nil otherwise.
+	caller context.Context
 }
 
 // knownLog is the newest entries of a task's log, as written by this node
@@ -334,7 +337,7 @@ func (s *Engine) runHere(w *work) (*store.Task, *knownLog) {
 // is then as the step left it). When no worker slot is free or the server
 // is stopping, nothing runs and ok is false; when the pending write lost,
 // w.lostPending is set.
-func (s *Engine) runQuick(w *work) (*store.Task, bool) {
+func (s *Engine) runQuick(ctx context.Context, w *work) (*store.Task, bool) {
 	s.act.add(1)
 	defer s.act.add(-1)
 	select {
@@ -347,7 +350,9 @@ func (s *Engine) runQuick(w *work) (*store.Task, bool) {
 		return nil, false
 	}
 	defer s.wg.Done()
+	w.caller = ctx
 	final := s.runWork(s.runCtx, w)
+	w.caller = nil
 	if w.pending != nil || w.lostPending {
 		return nil, false
 	}
@@ -607,7 +612,7 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 
 	stepCtx, endSpan := runCtx, func(error) {}
 	if s.obs != nil {
-		stepCtx, endSpan = s.obs.StartStep(runCtx, StepInfo{TaskID: t.ID, ContextID: t.ContextID, Agent: t.Agent, Parent: w.trace, Link: in.Trace})
+		stepCtx, endSpan = s.obs.StartStep(runCtx, StepInfo{TaskID: t.ID, ContextID: t.ContextID, Agent: t.Agent, Parent: w.trace, Link: in.Trace, Request: w.caller})
 	}
 	stopBeat := r.heartbeat(runCtx, cancel)
 	outcome, stepErr := safeStep(stepCtx, entry.agent, call, res)

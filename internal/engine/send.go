@@ -220,7 +220,7 @@ func (h *Handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, i
 		return nil, false
 	}
 	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, lock: lock, unlock: unlock, trace: s.traceParent(ctx)}
-	final, ok := s.runQuick(w)
+	final, ok := s.runQuick(ctx, w)
 	if !ok {
 		return nil, false
 	}
@@ -376,7 +376,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			if prior == nil {
 				w.known = &knownLog{noPriorArtifacts: len(t.Artifacts) == 0}
 			}
-			if final, ok := s.runQuick(w); ok {
+			if final, ok := s.runQuick(ctx, w); ok {
 				wrote = true
 				out = &accepted{task: final, known: w.known}
 				return nil

@@ -212,9 +212,9 @@ func BenchmarkTelemetry(b *testing.B) {
 		b.Run(fmt.Sprintf("on=%v", on), func(b *testing.B) {
 			var c *a2aclient.Client
 			if on {
-				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(telemetry.NewBatcher(tracetest.NewNoopExporter())), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+				tp := telemetry.NewTracing(tracetest.NewNoopExporter(), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-				obs := &telemetry.Observer{Metrics: telemetry.NewMetrics(), Tracer: tp.Tracer(telemetry.TracerName)}
+				obs := tp.Observer(telemetry.NewMetrics())
 				c = benchSetupWith(b, apitest.Options{Quiet: true, Wrap: obs.Middleware, Config: func(cfg *askpoint.Config) {
 					cfg.Store = obs.Metrics.TimedStore(cfg.Store)
 					*cfg = engine.WithObserver(*cfg, obs).(askpoint.Config)

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/askpoint/askpoint/internal/engine"
@@ -20,6 +21,12 @@ import (
 type Observer struct {
 	Metrics *Metrics
 	Tracer  trace.Tracer
+	// Batcher, when set, is handed every span the observer ends, the SDK's
+	// span itself rather than the copy the SDK makes for span processors
+	// (decision 0083): Tracing sets it, with a provider that has no span
+	// processor of its own. Without it, spans go to the provider's
+	// processors as usual.
+	Batcher *Batcher
 
 	prop propagation.TraceContext
 	// last is the span of each task's latest traced change, so that its
@@ -112,8 +119,12 @@ func (o *Observer) remembered(taskID string) (trace.SpanContext, bool) {
 
 var _ engine.Observer = (*Observer)(nil)
 
-// Transition counts a committed change and, when tracing, notes it on the
-// span in ctx (the A2A request's or the step's) with the task's IDs.
+// Transition counts a committed change and, when tracing, notes it: on the
+// server span of the request that made it (its attributes are set once, as
+// it ends), or on the recording span in ctx when no request is (a step run
+// by a worker). A step run within its request (a quick step) has ended its
+// own span before its change is written, so the request's span says what
+// the change did. Either span is then the task's latest traced change.
 func (o *Observer) Transition(ctx context.Context, t engine.Transition) {
 	if o.Metrics != nil {
 		o.Metrics.transition(&t)
@@ -122,17 +133,23 @@ func (o *Observer) Transition(ctx context.Context, t engine.Transition) {
 		return
 	}
 	span := trace.SpanFromContext(ctx)
-	if !span.IsRecording() {
-		return
-	}
-	if rs, _ := ctx.Value(servedKey{}).(*served); rs != nil && rs.span == span {
-		// The request's server span: its attributes are set once, as it ends.
-		if !rs.note(&t) {
-			return // it ended meanwhile
+	rs, _ := ctx.Value(servedKey{}).(*served)
+	switch {
+	case rs != nil && rs.note(&t):
+		// The request that made the change says so as its span ends.
+		if !span.IsRecording() {
+			span = rs.span
 		}
-	} else if t.Closed != "" {
+		if !span.IsRecording() {
+			return // sampled out
+		}
+	case span.IsRecording():
 		// A step's span has its task's IDs from its start.
-		span.SetAttributes(attribute.String("askpoint.question", string(t.Closed)))
+		if t.Closed != "" {
+			span.SetAttributes(attribute.String("askpoint.question", string(t.Closed)))
+		}
+	default:
+		return
 	}
 	o.remember(t.TaskID, span.SpanContext())
 }
@@ -160,7 +177,11 @@ func (o *Observer) StartStep(ctx context.Context, s engine.StepInfo) (context.Co
 	if o.Tracer == nil {
 		return ctx, noEnd
 	}
-	if s.Parent != "" && !trace.SpanContextFromContext(ctx).IsValid() {
+	if rs, _ := ctxValue(s.Request).(*served); rs != nil {
+		// A step run within its request: a child of the request's span,
+		// and what it writes is the request's to tell (Transition).
+		ctx = &servedBy{Context: trace.ContextWithSpan(ctx, rs.span), rs: rs}
+	} else if s.Parent != "" && !trace.SpanContextFromContext(ctx).IsValid() {
 		ctx = o.extract(ctx, s.Parent)
 	}
 	name := o.names.get("", s.Agent, stepSpan)
@@ -181,7 +202,7 @@ func (o *Observer) StartStep(ctx context.Context, s engine.StepInfo) (context.Co
 		span.SetAttributes(a...)
 		putAttrs(p, a)
 	}
-	return ctx, endWith(span)
+	return ctx, o.endWith(span)
 }
 
 // attrList is the attributes a span is given at once: a request's at most
@@ -228,16 +249,29 @@ func (o *Observer) StartPush(ctx context.Context, taskID string) (context.Contex
 	}
 	ctx, span := o.Tracer.Start(ctx, "askpoint.push", clientKind,
 		trace.WithAttributes(attribute.String("askpoint.task_id", taskID)))
-	return ctx, endWith(span)
+	return ctx, o.endWith(span)
 }
 
-func endWith(span trace.Span) func(error) {
+func (o *Observer) endWith(span trace.Span) func(error) {
 	return func(err error) {
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, firstLine(err.Error()))
 		}
-		span.End()
+		o.end(span)
+	}
+}
+
+// end ends span and hands it to o.Batcher when there is one: the SDK's
+// span, which after End is only read (its methods take its lock), goes to
+// the exporter as it is (decision 0083).
+func (o *Observer) end(span trace.Span) {
+	span.End()
+	if o.Batcher == nil {
+		return
+	}
+	if ro, ok := span.(sdktrace.ReadOnlySpan); ok {
+		o.Batcher.OnEnd(ro)
 	}
 }
 
@@ -310,7 +344,7 @@ func (o *Observer) Middleware(h http.Handler) http.Handler {
 		}
 		sv := &served{statusWriter: statusWriter{ResponseWriter: w, code: http.StatusOK}}
 		sv.Context, sv.span = o.Tracer.Start(ctx, o.names.get(r.Method, agentOf(r.URL.Path), "a2a "), serverKind)
-		defer sv.end(r)
+		defer o.endRequest(sv, r)
 		h.ServeHTTP(&sv.statusWriter, r.WithContext(sv))
 	})
 }
@@ -331,6 +365,28 @@ type served struct {
 }
 
 type servedKey struct{}
+
+// servedBy is a context that has the request s under servedKey, for a step
+// run within that request from a context of the engine's own.
+type servedBy struct {
+	context.Context
+	rs *served
+}
+
+func (c *servedBy) Value(key any) any {
+	if _, ok := key.(servedKey); ok {
+		return c.rs
+	}
+	return c.Context.Value(key)
+}
+
+// ctxValue is ctx's servedKey value, nil without a ctx.
+func ctxValue(ctx context.Context) any {
+	if ctx == nil {
+		return nil
+	}
+	return ctx.Value(servedKey{})
+}
 
 // Value is s for servedKey, else the span context's value.
 func (s *served) Value(key any) any {
@@ -354,7 +410,8 @@ func (s *served) note(t *engine.Transition) bool {
 	return true
 }
 
-func (s *served) end(r *http.Request) {
+// endRequest sets the request's attributes on its span and ends it.
+func (o *Observer) endRequest(s *served, r *http.Request) {
 	s.mu.Lock()
 	s.ended = true
 	s.mu.Unlock()
@@ -375,7 +432,7 @@ func (s *served) end(r *http.Request) {
 	if s.code >= 500 {
 		s.span.SetStatus(codes.Error, http.StatusText(s.code))
 	}
-	s.span.End()
+	o.end(s.span)
 }
 
 // spanNames keeps span names by method and agent, so that a request's or a

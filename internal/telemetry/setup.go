@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,7 +15,36 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 )
 
-// TracerFromEnv builds a tracer provider from the standard OTEL_*
+// Tracing is askpoint's tracer provider and the Batcher that exports its
+// spans. The provider has no span processor: the Observer it configures
+// hands each span it ends to the Batcher itself, so the SDK makes no copy
+// of the span at its end (decision 0083).
+type Tracing struct {
+	provider *sdktrace.TracerProvider
+	batcher  *Batcher
+}
+
+// NewTracing starts a Batcher exporting to e (configured by the OTEL_BSP_*
+// variables) and a tracer provider built with opts, which should add no
+// span processor.
+func NewTracing(e sdktrace.SpanExporter, opts ...sdktrace.TracerProviderOption) *Tracing {
+	return &Tracing{provider: sdktrace.NewTracerProvider(opts...), batcher: NewBatcher(e)}
+}
+
+// Observer is an observer tracing with t, and with m when it is not nil.
+func (t *Tracing) Observer(m *Metrics) *Observer {
+	return &Observer{Metrics: m, Tracer: t.provider.Tracer(TracerName), Batcher: t.batcher}
+}
+
+// ForceFlush exports every span ended so far.
+func (t *Tracing) ForceFlush(ctx context.Context) error { return t.batcher.ForceFlush(ctx) }
+
+// Shutdown exports what is left and stops the Batcher and the provider.
+func (t *Tracing) Shutdown(ctx context.Context) error {
+	return errors.Join(t.batcher.Shutdown(ctx), t.provider.Shutdown(ctx))
+}
+
+// TracerFromEnv builds askpoint's tracing from the standard OTEL_*
 // environment variables: OTEL_TRACES_EXPORTER (otlp, console or none; otlp
 // when unset and an OTLP endpoint is), OTEL_EXPORTER_OTLP_ENDPOINT /
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and the rest of the OTLP exporter's
@@ -22,7 +52,7 @@ import (
 // variables and its OTEL_BSP_* batch variables (read by Batcher). It
 // returns nil when none asks for traces: then tracing is off and costs
 // nothing.
-func TracerFromEnv(ctx context.Context, console io.Writer) (*sdktrace.TracerProvider, error) {
+func TracerFromEnv(ctx context.Context, console io.Writer) (*Tracing, error) {
 	exp := strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")))
 	if exp == "" && (os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "") {
 		exp = "otlp"
@@ -51,7 +81,7 @@ func TracerFromEnv(ctx context.Context, console io.Writer) (*sdktrace.TracerProv
 	if err != nil {
 		res = resource.Default()
 	}
-	return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(NewBatcher(e)), sdktrace.WithResource(res)), nil
+	return NewTracing(e, sdktrace.WithResource(res)), nil
 }
 
 func serviceName() string {

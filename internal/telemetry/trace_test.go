@@ -23,31 +23,37 @@ import (
 	"github.com/askpoint/askpoint/question"
 )
 
-// ended tells a test when spans end, so that it waits on a signal.
-type ended struct {
-	sdktrace.SpanProcessor
+// exported tells a test when spans are exported, so that it waits on a
+// signal.
+type exported struct {
+	*tracetest.InMemoryExporter
 	ch chan struct{}
 }
 
-func (e ended) OnEnd(s sdktrace.ReadOnlySpan) {
-	e.SpanProcessor.OnEnd(s)
+func (e exported) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := e.InMemoryExporter.ExportSpans(ctx, spans)
 	select {
 	case e.ch <- struct{}{}:
 	default:
 	}
+	return err
 }
 
 // TestOneRequestIsOneTrace follows one request to the finance assistant
 // through its call to the expense agent and the expense agent's push
 // notification back to the assistant: every span is in the caller's trace.
 // The answer, sent later in a trace of its own, resumes the assistant's
-// step with a link to the trace that asked.
+// step with a link to the trace that asked. Spans are exported as serve
+// exports them (telemetry.Tracing), every 10 ms.
 func TestOneRequestIsOneTrace(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10")
 	exp := tracetest.NewInMemoryExporter()
-	done := ended{SpanProcessor: sdktrace.NewSimpleSpanProcessor(exp), ch: make(chan struct{}, 1)}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(done))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	obs := &telemetry.Observer{Tracer: tp.Tracer(telemetry.TracerName), Metrics: telemetry.NewMetrics()}
+	done := exported{InMemoryExporter: exp, ch: make(chan struct{}, 1)}
+	tr := telemetry.NewTracing(done)
+	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	obs := tr.Observer(telemetry.NewMetrics())
+	callers := sdktrace.NewTracerProvider() // the caller's own spans: for their IDs, exported nowhere
+	t.Cleanup(func() { _ = callers.Shutdown(context.Background()) })
 	prev := http.DefaultTransport
 	http.DefaultTransport = obs.Transport(prev)
 	t.Cleanup(func() { http.DefaultTransport = prev })
@@ -79,7 +85,7 @@ func TestOneRequestIsOneTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Destroy() })
-	caller := tp.Tracer("caller")
+	caller := callers.Tracer("caller")
 
 	askCtx, root := caller.Start(ctx, "caller asks")
 	res, err := c.SendMessage(askCtx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros"))})

@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/askpoint/askpoint/question"
+)
+
+// TestServeExportsTracesOverOTLP runs the real binary with tracing
+// configured only by the standard variables (OTEL_EXPORTER_OTLP_ENDPOINT,
+// OTEL_SERVICE_NAME, and a schedule delay of an hour, so that nothing is
+// exported before the stop), asks and answers the worked example's
+// question with a caller's traceparent on the ask, and stops the server
+// with SIGTERM: by the time it exits, an OTLP/HTTP receiver on 127.0.0.1
+// has every span. The ask's request span is in the caller's trace with the
+// task's IDs, its step is the request span's child, and the answer's step
+// links to the step that asked.
+func TestServeExportsTracesOverOTLP(t *testing.T) {
+	bin := buildAskpoint(t)
+	rcv := startOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.url)
+	t.Setenv("OTEL_SERVICE_NAME", "askpoint-e2e")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "3600000")
+	srv, err := startServer(t, bin, "askpoint", filepath.Join(t.TempDir(), "askpoint.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(srv.log.String(), "askpoint: tracing on") {
+		t.Fatalf("serve did not say tracing is on:\n%s", srv.log)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	tp := &traceparentTransport{}
+	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, srv.url+"/expense")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(&http.Client{Transport: tp}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+
+	tp.set("00-" + callerTrace + "-" + callerSpan + "-01")
+	task := crashSendOK(ctx, t, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros")), false)
+	q, ok, err := question.FromMessage(task.Status.Message)
+	if err != nil || !ok {
+		t.Fatalf("the task asks no question: %s, %v", task.Status.State, err)
+	}
+	tp.set("") // the answer comes later, in a trace of its own
+	if done := crashSendOK(ctx, t, c, crashAnswer(string(task.ID), q.ID), false); done.Status.State != a2a.TaskStateCompleted {
+		t.Fatalf("answered task is %s, want completed", done.Status.State)
+	}
+	if got := len(rcv.all()); got != 0 {
+		t.Fatalf("%d spans exported before the stop with a schedule delay of an hour; the test cannot tell the stop's flush from the timer", got)
+	}
+
+	if err := syscall.Kill(srv.cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-srv.done:
+	case <-ctx.Done():
+		t.Fatalf("askpoint did not exit after SIGTERM:\n%s", srv.log)
+	}
+	if code := srv.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit status %d after SIGTERM:\n%s", code, srv.log)
+	}
+
+	spans := rcv.all()
+	if rcv.service() != "askpoint-e2e" {
+		t.Errorf("service.name %q, want OTEL_SERVICE_NAME's askpoint-e2e", rcv.service())
+	}
+	find := func(name string, match func(s *tracepb.Span) bool) *tracepb.Span {
+		for _, s := range spans {
+			if s.Name == name && match(s) {
+				return s
+			}
+		}
+		return nil
+	}
+	inCaller := func(s *tracepb.Span) bool { return fmt.Sprintf("%x", s.TraceId) == callerTrace }
+	askReq := find("a2a POST /expense", func(s *tracepb.Span) bool {
+		return inCaller(s) && fmt.Sprintf("%x", s.ParentSpanId) == callerSpan && attr(s, "askpoint.task_id") == string(task.ID) &&
+			attr(s, "askpoint.context_id") == task.ContextID && s.Kind == tracepb.Span_SPAN_KIND_SERVER
+	})
+	if askReq == nil {
+		t.Fatalf("no server span of the ask in the caller's trace, child of its span, with the task's IDs; spans: %s", spanList(spans))
+	}
+	askStep := find("askpoint.step expense", func(s *tracepb.Span) bool {
+		return inCaller(s) && string(s.ParentSpanId) == string(askReq.SpanId) && attr(s, "askpoint.task_id") == string(task.ID)
+	})
+	if askStep == nil {
+		t.Fatalf("no step span of the ask under its request span; spans: %s", spanList(spans))
+	}
+	ansStep := find("askpoint.step expense", func(s *tracepb.Span) bool {
+		return !inCaller(s) && len(s.Links) == 1 && string(s.Links[0].SpanId) == string(askStep.SpanId) && string(s.Links[0].TraceId) == string(askStep.TraceId)
+	})
+	if ansStep == nil {
+		t.Fatalf("no step span of the answer, in a trace of its own, linked to the asking step; spans: %s", spanList(spans))
+	}
+	if find("a2a POST /expense", func(s *tracepb.Span) bool {
+		return string(s.SpanId) == string(ansStep.ParentSpanId) && attr(s, "askpoint.question") == "answered"
+	}) == nil {
+		t.Errorf("the answer's step has no parent request span that says the question was answered; spans: %s", spanList(spans))
+	}
+}
+
+// traceparentTransport sends the traceparent it was last given (none when
+// empty) on every request.
+type traceparentTransport struct {
+	mu sync.Mutex
+	tp string
+}
+
+func (t *traceparentTransport) set(tp string) { t.mu.Lock(); t.tp = tp; t.mu.Unlock() }
+
+func (t *traceparentTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.mu.Lock()
+	tp := t.tp
+	t.mu.Unlock()
+	if tp != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Traceparent", tp)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// otlpReceiver is an OTLP/HTTP trace receiver (protobuf) on 127.0.0.1.
+type otlpReceiver struct {
+	url   string
+	mu    sync.Mutex
+	reqs  []*coltrace.ExportTraceServiceRequest
+	fails []string
+}
+
+func startOTLPReceiver(t *testing.T) *otlpReceiver {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &otlpReceiver{url: "http://" + ln.Addr().String()}
+	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(req.Body)
+		m := &coltrace.ExportTraceServiceRequest{}
+		if err == nil {
+			err = proto.Unmarshal(body, m)
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if req.URL.Path != "/v1/traces" || req.Header.Get("Content-Type") != "application/x-protobuf" || err != nil {
+			r.fails = append(r.fails, fmt.Sprintf("%s %s (%s): %v", req.Method, req.URL.Path, req.Header.Get("Content-Type"), err))
+			http.Error(w, "not an OTLP trace export", http.StatusBadRequest)
+			return
+		}
+		r.reqs = append(r.reqs, m)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		out, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		_, _ = w.Write(out)
+	})}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = hs.Close()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, f := range r.fails {
+			t.Errorf("the OTLP receiver refused %s", f)
+		}
+	})
+	return r
+}
+
+func (r *otlpReceiver) all() []*tracepb.Span {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*tracepb.Span
+	for _, m := range r.reqs {
+		for _, rs := range m.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				out = append(out, ss.Spans...)
+			}
+		}
+	}
+	return out
+}
+
+// service is the service.name of the first export's resource.
+func (r *otlpReceiver) service() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, m := range r.reqs {
+		for _, rs := range m.ResourceSpans {
+			for _, a := range rs.GetResource().GetAttributes() {
+				if a.Key == "service.name" {
+					return a.Value.GetStringValue()
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// attr is the string attribute key of s, "" when it has none.
+func attr(s *tracepb.Span, key string) string {
+	for _, a := range s.Attributes {
+		if a.Key == key {
+			return a.Value.GetStringValue()
+		}
+	}
+	return ""
+}
+
+func spanList(spans []*tracepb.Span) string {
+	var b strings.Builder
+	for _, s := range spans {
+		fmt.Fprintf(&b, "\n  %s trace=%x span=%x parent=%x links=%d", s.Name, s.TraceId, s.SpanId, s.ParentSpanId, len(s.Links))
+		for _, a := range s.Attributes {
+			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value.GetValue())
+		}
+	}
+	return b.String()
+}
