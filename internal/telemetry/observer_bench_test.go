@@ -13,7 +13,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/telemetry"
 )
 
@@ -52,28 +51,7 @@ func BenchmarkObserver(b *testing.B) {
 }
 
 func benchObserver(b *testing.B, obs *telemetry.Observer) {
-	var asked string
-	h := obs.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// As the engine runs a quick step: in a context of its own, within
-		// the request, and writes the step's change once the step ended.
-		answer := r.Header.Get("X-Answer") != ""
-		tr := engine.Transition{TaskID: "0f9a7c2e-5d41-4b7a-9c1e-2a8b3d4e5f60", ContextID: "c1", Agent: "expense", To: "input-required", Cause: "start",
-			Asked: true, Kind: "costCentre"}
-		link := ""
-		if answer {
-			tr = engine.Transition{TaskID: tr.TaskID, ContextID: tr.ContextID, Agent: tr.Agent, From: "input-required", To: "completed", Cause: "answer",
-				Closed: engine.QuestionAnswered, ClosedKind: "costCentre", Waited: time.Second, Ended: true}
-			link = asked
-		}
-		sctx, end := obs.StartStep(context.Background(), engine.StepInfo{TaskID: tr.TaskID, ContextID: tr.ContextID, Agent: tr.Agent,
-			Parent: obs.TraceParent(r.Context()), Link: link, Request: r.Context()})
-		end(nil)
-		if !answer {
-			asked = obs.TraceParent(sctx)
-		}
-		obs.Transition(sctx, tr)
-		w.WriteHeader(http.StatusOK)
-	}))
+	h := quickSteps(obs)
 	ask := httptest.NewRequest(http.MethodPost, "/expense/jsonrpc", nil)
 	ans := httptest.NewRequest(http.MethodPost, "/expense/jsonrpc", nil)
 	ans.Header.Set("X-Answer", "1")

@@ -93,20 +93,33 @@ func TestAQuickStepsChangeIsOnItsRequestsSpan(t *testing.T) {
 // a push delivery that fails.
 func traceRoundTrip(t *testing.T, obs *telemetry.Observer) {
 	t.Helper()
-	const taskID = roundTripTask
+	h := quickSteps(obs)
+	ask := httptest.NewRequest(http.MethodPost, "/expense/jsonrpc", nil)
+	h.ServeHTTP(httptest.NewRecorder(), ask)
+	ans := httptest.NewRequest(http.MethodPost, "/expense/jsonrpc", nil)
+	ans.Header.Set("X-Answer", "1")
+	h.ServeHTTP(httptest.NewRecorder(), ans)
+	_, end := obs.StartPush(context.Background(), roundTripTask)
+	end(errors.New("receiver answered 503\nbody"))
+}
+
+// quickSteps is a handler, under obs.Middleware, that does what the engine
+// does for a request whose step runs within it (a quick step): runs the
+// step in a context of its own, a child of the request, and tells its
+// change once the step ended. A request with an X-Answer header answers
+// the question the one before asked, and its step links to that one's.
+func quickSteps(obs *telemetry.Observer) http.Handler {
 	var asked string
-	h := obs.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// As the engine runs a quick step: in a context of its own, within
-		// the request, and writes the step's change once the step ended.
+	return obs.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answer := r.Header.Get("X-Answer") != ""
-		tr := engine.Transition{TaskID: taskID, ContextID: "ctx-1", Agent: "expense", To: "input-required", Cause: "start", Asked: true, Kind: "costCentre"}
+		tr := engine.Transition{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", To: "input-required", Cause: "start", Asked: true, Kind: "costCentre"}
 		link := ""
 		if answer {
-			tr = engine.Transition{TaskID: taskID, ContextID: "ctx-1", Agent: "expense", From: "input-required", To: "completed", Cause: "answer",
+			tr = engine.Transition{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", From: "input-required", To: "completed", Cause: "answer",
 				Closed: engine.QuestionAnswered, ClosedKind: "costCentre", Waited: time.Second, Ended: true}
 			link = asked
 		}
-		sctx, end := obs.StartStep(context.Background(), engine.StepInfo{TaskID: taskID, ContextID: "ctx-1", Agent: "expense",
+		sctx, end := obs.StartStep(context.Background(), engine.StepInfo{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense",
 			Parent: obs.TraceParent(r.Context()), Link: link, Request: r.Context()})
 		end(nil)
 		if !answer {
@@ -115,13 +128,6 @@ func traceRoundTrip(t *testing.T, obs *telemetry.Observer) {
 		obs.Transition(sctx, tr)
 		w.WriteHeader(http.StatusOK)
 	}))
-	ask := httptest.NewRequest(http.MethodPost, "/expense/jsonrpc", nil)
-	h.ServeHTTP(httptest.NewRecorder(), ask)
-	ans := httptest.NewRequest(http.MethodPost, "/expense/jsonrpc", nil)
-	ans.Header.Set("X-Answer", "1")
-	h.ServeHTTP(httptest.NewRecorder(), ans)
-	_, end := obs.StartPush(context.Background(), taskID)
-	end(errors.New("receiver answered 503\nbody"))
 }
 
 const roundTripTask = "019ad7a4-3c2e-7b41-9a5e-2f1c3d4e5f60"
