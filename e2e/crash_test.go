@@ -355,13 +355,15 @@ func (s *crashServer) sigkill(t *testing.T) {
 	}
 }
 
-func crashClient(ctx context.Context, t *testing.T, base string) *a2aclient.Client {
+// crashClient is an a2a-go client of the expense agent at base, built
+// from its card with opts.
+func crashClient(ctx context.Context, t *testing.T, base string, opts ...a2aclient.FactoryOption) *a2aclient.Client {
 	t.Helper()
 	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, base+"/expense")
 	if err != nil {
 		t.Fatalf("resolve the expense agent's card at %s: %v", base, err)
 	}
-	c, err := a2aclient.NewFromCard(ctx, card)
+	c, err := a2aclient.NewFromCard(ctx, card, opts...)
 	if err != nil {
 		t.Fatalf("NewFromCard: %v", err)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
-	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -50,15 +49,7 @@ func TestServeExportsTracesOverOTLP(t *testing.T) {
 	defer cancel()
 	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	tp := &traceparentTransport{}
-	card, err := agentcard.NewResolver(http.DefaultClient).Resolve(ctx, srv.url+"/expense")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithJSONRPCTransport(&http.Client{Transport: tp}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Destroy() })
+	c := crashClient(ctx, t, srv.url, a2aclient.WithJSONRPCTransport(&http.Client{Transport: tp}))
 
 	tp.set("00-" + callerTrace + "-" + callerSpan + "-01")
 	task := crashSendOK(ctx, t, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros")), false)
