@@ -4,8 +4,7 @@ import (
 	"context"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-
-	"github.com/askpoint/askpoint/internal/engine"
+	"github.com/askpoint/askpoint/internal/auth"
 )
 
 // What a transport mounted beside the HTTP front (the gRPC front,
@@ -28,7 +27,7 @@ func (s *Server) Authenticate(authorization string) (principal string, err error
 // why it cannot. release gives the slot back; it may be called more than
 // once.
 func (s *Server) AcquireStream(ctx context.Context) (release func(), err error) {
-	return s.frontEnd().AcquireStream(engine.Principal(ctx))
+	return s.frontEnd().AcquireStream(auth.Principal(ctx))
 }
 
 // AddInterface adds an interface to every agent card this server serves:

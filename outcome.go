@@ -5,43 +5,45 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/askpoint/askpoint/internal/api"
 	"github.com/askpoint/askpoint/question"
 )
 
+// Outcome is what a step ends with. Build one with [Ask], [RequireAuth],
+// [Complete], [Fail], [Reject] or [Await]; its methods add to it
+// (WithMessage, OnExpiry, DefaultAnswer, Hold, WakeOn) and read it back
+// (Kind, Question, Checkpoint, Artifacts, Text, Holds, ExpiryAction), as a
+// test of a step does. See [api.Outcome].
+type Outcome = api.Outcome
+
 // OutcomeKind names what an outcome does.
-type OutcomeKind string
+type OutcomeKind = api.OutcomeKind
 
 // The outcomes a step can end with.
 const (
-	OutcomeNone     OutcomeKind = ""
-	OutcomeAwait    OutcomeKind = "await"
-	OutcomeAsk      OutcomeKind = "ask"
-	OutcomeAuth     OutcomeKind = "auth"
-	OutcomeComplete OutcomeKind = "complete"
-	OutcomeFail     OutcomeKind = "fail"
-	OutcomeReject   OutcomeKind = "reject"
+	OutcomeNone     = api.OutcomeNone
+	OutcomeAwait    = api.OutcomeAwait
+	OutcomeAsk      = api.OutcomeAsk
+	OutcomeAuth     = api.OutcomeAuth
+	OutcomeComplete = api.OutcomeComplete
+	OutcomeFail     = api.OutcomeFail
+	OutcomeReject   = api.OutcomeReject
 )
 
-// Outcome is what a step ends with. Build one with [Ask], [RequireAuth],
-// [Complete], [Fail] or [Reject].
-type Outcome struct {
-	kind       OutcomeKind
-	question   *question.Question
-	checkpoint any
-	artifacts  []*a2a.Artifact
-	text       string
+// ExpiryAction says what happens to a task whose question expires
+// unanswered ([Outcome.OnExpiry]).
+type ExpiryAction = api.ExpiryAction
 
-	// Ask only: what happens at the question's expiry, and what the task
-	// holds while it waits.
-	onExpiry      ExpiryAction
-	defaultAnswer any
-	holds         []Hold
-
-	// Ask and Await: the token that lets Server.Wake resume the task;
-	// Await: when to stop waiting.
-	wakeToken string
-	deadline  time.Time
-}
+const (
+	// ExpireFail ends the task failed, with a status message naming the
+	// question and when it expired. The default.
+	ExpireFail = api.ExpireFail
+	// ExpireCancel ends the task canceled.
+	ExpireCancel = api.ExpireCancel
+	// ExpireDefault resumes the task with the default answer set by
+	// [Outcome.DefaultAnswer]; the agent's step sees Call.Expired.
+	ExpireDefault = api.ExpireDefault
+)
 
 // Ask pauses the task in input-required with q and saves checkpoint, which
 // must encode to JSON. Ask once with everything: every missing field in one
@@ -50,111 +52,22 @@ type Outcome struct {
 // When q.ID is empty the runtime assigns one; when q.Expires is zero the
 // server's default expiry applies; when q.MaxAttempts is zero the server's
 // default cap applies.
-func Ask(q question.Question, checkpoint any) Outcome {
-	return Outcome{kind: OutcomeAsk, question: &q, checkpoint: checkpoint}
-}
+func Ask(q question.Question, checkpoint any) Outcome { return api.Ask(q, checkpoint) }
 
 // RequireAuth pauses the task in auth-required. text tells the caller what
 // credential is needed and how to provide it out of band; it must never
 // contain a credential. The task resumes when [Server.CredentialArrived] is
 // called or when the caller sends a follow-up message.
-func RequireAuth(text string, checkpoint any) Outcome {
-	return Outcome{kind: OutcomeAuth, text: text, checkpoint: checkpoint}
-}
+func RequireAuth(text string, checkpoint any) Outcome { return api.RequireAuth(text, checkpoint) }
 
 // Complete ends the task successfully with artifacts.
-func Complete(artifacts ...*a2a.Artifact) Outcome {
-	return Outcome{kind: OutcomeComplete, artifacts: artifacts}
-}
+func Complete(artifacts ...*a2a.Artifact) Outcome { return api.Complete(artifacts...) }
 
 // Fail ends the task in failed with a reason the caller can read.
-func Fail(reason string) Outcome {
-	return Outcome{kind: OutcomeFail, text: reason}
-}
+func Fail(reason string) Outcome { return api.Fail(reason) }
 
 // Reject ends the task in rejected: the agent will not do it.
-func Reject(reason string) Outcome {
-	return Outcome{kind: OutcomeReject, text: reason}
-}
-
-// Kind says what the outcome does.
-func (o Outcome) Kind() OutcomeKind { return o.kind }
-
-// Question is the question of an Ask outcome, nil otherwise.
-func (o Outcome) Question() *question.Question { return o.question }
-
-// Checkpoint is what an Ask or RequireAuth outcome saves.
-func (o Outcome) Checkpoint() any { return o.checkpoint }
-
-// Artifacts are a Complete outcome's artifacts.
-func (o Outcome) Artifacts() []*a2a.Artifact { return o.artifacts }
-
-// Text is the status message's text: the reason of Fail and Reject, what
-// RequireAuth asks for, or what WithMessage set.
-func (o Outcome) Text() string { return o.text }
-
-// WithMessage adds a status message for the caller to a Complete, Fail or
-// Reject outcome (Fail and Reject already carry their reason).
-func (o Outcome) WithMessage(text string) Outcome {
-	o.text = text
-	return o
-}
-
-// ExpiryAction says what happens to a task whose question expires
-// unanswered.
-type ExpiryAction string
-
-const (
-	// ExpireFail ends the task failed, with a status message naming the
-	// question and when it expired. The default.
-	ExpireFail ExpiryAction = "fail"
-	// ExpireCancel ends the task canceled.
-	ExpireCancel ExpiryAction = "cancel"
-	// ExpireDefault resumes the task with the default answer set by
-	// [Outcome.DefaultAnswer]; the agent's step sees Call.Expired.
-	ExpireDefault ExpiryAction = "default"
-)
-
-// OnExpiry sets what an Ask outcome's question does when it expires
-// unanswered: [ExpireFail] (the default) or [ExpireCancel]. To resume
-// with an answer instead, use [Outcome.DefaultAnswer].
-func (o Outcome) OnExpiry(a ExpiryAction) Outcome {
-	o.onExpiry = a
-	return o
-}
-
-// DefaultAnswer makes an Ask outcome's question resume the task with
-// answer when it expires unanswered. answer must encode to a JSON object
-// valid against the question's schema; the runtime checks it when the
-// agent asks.
-func (o Outcome) DefaultAnswer(answer any) Outcome {
-	o.onExpiry = ExpireDefault
-	o.defaultAnswer = answer
-	return o
-}
-
-// Hold declares something the task holds while its question is open, or
-// while it awaits an event ([Await]): a seat, stock, a budget reservation,
-// a sub-agent's task. The runtime calls the agent's
-// release ([Releaser], or Steps.OnRelease) for it at h.Until if the task
-// has not resumed by then, or as soon as the task ends without resuming
-// (it expires, or the caller cancels). A task that resumes first gets its
-// holds back in [Call.Holds].
-func (o Outcome) Hold(h Hold) Outcome {
-	o.holds = append(o.holds, h)
-	return o
-}
-
-// Holds are an Ask outcome's holds.
-func (o Outcome) Holds() []Hold { return o.holds }
-
-// ExpiryAction is what an Ask outcome's question does at its expiry.
-func (o Outcome) ExpiryAction() ExpiryAction {
-	if o.onExpiry == "" {
-		return ExpireFail
-	}
-	return o.onExpiry
-}
+func Reject(reason string) Outcome { return api.Reject(reason) }
 
 // Await leaves the task working without a run while something outside the
 // agent happens: a sub-agent works, a notification is due. what says what
@@ -164,13 +77,5 @@ func (o Outcome) ExpiryAction() ExpiryAction {
 // one the checkpoint need not keep); at deadline the task fails, saying
 // what it waited for.
 func Await(what string, checkpoint any, token string, deadline time.Time) Outcome {
-	return Outcome{kind: OutcomeAwait, text: what, checkpoint: checkpoint, wakeToken: token, deadline: deadline}
-}
-
-// WakeOn lets an Ask outcome's question be withdrawn by an event: a call
-// to [Server.Wake] with token resumes the task (the agent's Waker decides
-// first whether the event matters) even though nobody answered.
-func (o Outcome) WakeOn(token string) Outcome {
-	o.wakeToken = token
-	return o
+	return api.Await(what, checkpoint, token, deadline)
 }

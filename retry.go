@@ -1,6 +1,6 @@
 package askpoint
 
-import "github.com/askpoint/askpoint/internal/engine"
+import "github.com/askpoint/askpoint/internal/api"
 
 // Permanent marks err, returned by a step (Start, Resume, a release), as
 // one that trying again cannot mend: the task fails at once. Any other
@@ -9,7 +9,7 @@ import "github.com/askpoint/askpoint/internal/engine"
 // means to end the task says so with [Fail] or [Reject] instead. Either
 // way the caller reads a reason naming the step and its attempts, and the
 // error itself goes to the server's log. Permanent(nil) is nil.
-func Permanent(err error) error { return engine.Permanent(err) }
+func Permanent(err error) error { return api.Permanent(err) }
 
 // IsPermanent reports whether err was marked with [Permanent].
-func IsPermanent(err error) bool { return engine.IsPermanent(err) }
+func IsPermanent(err error) bool { return api.IsPermanent(err) }

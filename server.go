@@ -11,6 +11,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/askpoint/askpoint/internal/api"
+	"github.com/askpoint/askpoint/internal/auth"
 	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/front"
 	"github.com/askpoint/askpoint/question"
@@ -72,20 +74,21 @@ var ErrBusy = engine.ErrBusy
 // middleware sets it; every task belongs to the principal that created it
 // and is invisible to others. Without it the caller is anonymous.
 func WithPrincipal(ctx context.Context, principal string) context.Context {
-	return engine.WithPrincipal(ctx, principal)
+	return auth.WithPrincipal(ctx, principal)
 }
 
 var agentNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
 // NewServer returns a server for cfg. It does not start anything.
 func NewServer(cfg Config) (*Server, error) {
-	if err := front.CheckTokens(cfg.Tokens); err != nil {
+	if err := front.CheckConfig(cfg); err != nil {
 		return nil, err
 	}
-	if _, err := front.New(front.Options{PublicURL: cfg.PublicURL}, nil); err != nil {
+	if err := api.Check(cfg); err != nil {
 		return nil, err
 	}
-	eng, err := engine.New(cfg.engine())
+	cfg = api.Defaults(cfg)
+	eng, err := engine.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +106,7 @@ func (s *Server) Register(spec AgentSpec) error {
 	if spec.Card.Name == "" || spec.Card.Description == "" {
 		return fmt.Errorf("askpoint: agent %q: Card.Name and Card.Description are required", spec.Name)
 	}
-	if err := s.eng.Register(spec.Name, adapt(spec.Agent), spec.Card); err != nil {
+	if err := s.eng.Register(spec.Name, spec.Agent, spec.Card, canRelease(spec.Agent)); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -138,9 +141,7 @@ func (s *Server) frontEnd() *front.Front {
 		h, _ := s.eng.Handler(spec.Name)
 		agents = append(agents, front.Agent{Name: spec.Name, Card: spec.Card, Handler: h})
 	}
-	opts := s.cfg.front(s.eng.Config())
-	opts.Wake = s.eng.Wake
-	f, err := front.New(opts, agents)
+	f, err := front.New(s.cfg, s.eng.Wake, agents)
 	if err != nil {
 		panic(err) // the tokens were checked by NewServer
 	}

@@ -124,6 +124,19 @@ func (s Steps[C, A]) Resume(ctx context.Context, call *Call, r *Resumption) (Out
 	return s.OnAnswer(ctx, call, cp, answer)
 }
 
+// releases reports whether s can release holds: OnRelease is set.
+func (s Steps[C, A]) releases() bool { return s.OnRelease != nil }
+
+// canRelease reports whether a can release what its tasks hold: a Steps
+// whose OnRelease is set, or any other Releaser.
+func canRelease(a Agent) bool {
+	if s, ok := a.(interface{ releases() bool }); ok {
+		return s.releases()
+	}
+	_, ok := a.(Releaser)
+	return ok
+}
+
 // DeclinedText is the rejection reason used when a caller declines to
 // answer and the agent has no OnDecline.
 func DeclinedText(reason string) string {

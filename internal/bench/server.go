@@ -32,7 +32,6 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/examples/expense"
-	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/grpcfront"
 	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/store"
@@ -255,7 +254,7 @@ func (bs *benchServer) setupAskpoint(ctx context.Context, st store.Store, logger
 	}
 	cfg := askpoint.Config{Store: tracked, Logger: logger}
 	if obs != nil {
-		cfg = engine.WithObserver(cfg, obs).(askpoint.Config)
+		cfg.Observer = obs
 	}
 	srv, err := askpoint.NewServer(cfg)
 	if err != nil {

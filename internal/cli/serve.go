@@ -30,7 +30,6 @@ import (
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/examples/planning"
 	"github.com/askpoint/askpoint/inbox/web"
-	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/front"
 	"github.com/askpoint/askpoint/internal/grpcfront"
 	"github.com/askpoint/askpoint/internal/telemetry"
@@ -240,7 +239,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		BodyTimeout: *bodyTimeout,
 	}
 	if tel != nil {
-		cfg = engine.WithObserver(cfg, tel).(askpoint.Config)
+		cfg.Observer = tel
 	}
 	srv, err := askpoint.NewServer(cfg)
 	if err != nil {

@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/api"
+	"github.com/askpoint/askpoint/internal/auth"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/internal/text"
@@ -22,10 +25,11 @@ import (
 // releases) and the push outbox. A paused task is rows in the store: the
 // engine holds no goroutine, channel or timer for it.
 type Engine struct {
-	cfg    Config
+	cfg    api.Config
+	tokens auth.Tokens // the callers' bearer tokens (Config.Tokens)
 	log    *slog.Logger
-	obs    Observer  // nil: nothing is observed
-	kinds  kindCache // question kinds by answer schema, with an observer
+	obs    api.Observer // nil: nothing is observed
+	kinds  kindCache    // question kinds by answer schema, with an observer
 	store  store.Store
 	agents map[string]*agentEntry
 	order  []string
@@ -72,19 +76,27 @@ type Engine struct {
 }
 
 type agentEntry struct {
-	name    string
-	agent   Agent
-	card    a2a.AgentCard // the card as registered: input modes, capabilities
-	handler *Handler
+	name  string
+	agent api.Agent
+	// releases: the agent can release what its tasks hold (a Releaser
+	// whose release is set), so that an outcome with holds can be kept.
+	releases bool
+	card     a2a.AgentCard // the card as registered: input modes, capabilities
+	handler  *Handler
 }
 
 // New returns an engine for cfg. It does not start anything.
-func New(cfg Config) (*Engine, error) {
-	if err := cfg.validate(); err != nil {
+func New(cfg api.Config) (*Engine, error) {
+	if err := api.Check(cfg); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	cfg = api.Defaults(cfg)
+	tokens, err := auth.NewTokens(cfg.Tokens)
+	if err != nil {
+		return nil, err
+	}
 	s := &Engine{
+		tokens:  tokens,
 		cfg:     cfg,
 		log:     cfg.Logger,
 		obs:     cfg.Observer,
@@ -109,8 +121,9 @@ func New(cfg Config) (*Engine, error) {
 }
 
 // Register adds an agent under name, with the card it is served with (the
-// engine reads its input modes and capabilities). Call it before Start.
-func (s *Engine) Register(name string, agent Agent, card a2a.AgentCard) error {
+// engine reads its input modes and capabilities); releases says whether it
+// can release what its tasks hold (see api.Releaser). Call it before Start.
+func (s *Engine) Register(name string, agent api.Agent, card a2a.AgentCard, releases bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
@@ -119,7 +132,7 @@ func (s *Engine) Register(name string, agent Agent, card a2a.AgentCard) error {
 	if _, dup := s.agents[name]; dup {
 		return fmt.Errorf("askpoint: agent %q is registered twice", name)
 	}
-	e := &agentEntry{name: name, agent: agent, card: card}
+	e := &agentEntry{name: name, agent: agent, releases: releases, card: card}
 	e.handler = &Handler{s: s, name: name}
 	s.agents[name] = e
 	s.order = append(s.order, name)
@@ -366,6 +379,3 @@ func (s *Engine) SweepNow(ctx context.Context) error {
 	_, err := s.sweep(ctx)
 	return err
 }
-
-// Config is the engine's configuration, its defaults filled in.
-func (s *Engine) Config() Config { return s.cfg }

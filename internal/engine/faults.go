@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/store"
@@ -21,31 +23,6 @@ import (
 // for a retry. A permanent error (Permanent) or a spent budget fails the
 // task with a reason that names the step and the attempts; the error
 // itself goes to the log. See docs/decisions/0070-step-retries.md.
-
-// PermanentError marks a step's error as one that trying again cannot
-// mend: the task fails at once.
-type PermanentError struct{ Err error }
-
-func (e *PermanentError) Error() string { return e.Err.Error() }
-func (e *PermanentError) Unwrap() error { return e.Err }
-
-// Permanent marks err as permanent; nil stays nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	var pe *PermanentError
-	if errors.As(err, &pe) {
-		return err
-	}
-	return &PermanentError{Err: err}
-}
-
-// IsPermanent reports whether err was marked with Permanent.
-func IsPermanent(err error) bool {
-	var pe *PermanentError
-	return errors.As(err, &pe)
-}
 
 // stepName names the step an input runs, for a person reading a reason.
 func stepName(in *runInput) string {
@@ -65,7 +42,7 @@ func stepName(in *runInput) string {
 // stepFailed decides what a step's error leads to: ok true when a retry was
 // written (the task stays runnable, due again at its backoff); else the
 // outcome that fails the task.
-func (r *run) stepFailed(ctx context.Context, stepErr error) (Outcome, bool) {
+func (r *run) stepFailed(ctx context.Context, stepErr error) (api.Outcome, bool) {
 	s := r.s
 	in := r.in
 	if in == nil {
@@ -75,9 +52,9 @@ func (r *run) stepFailed(ctx context.Context, stepErr error) (Outcome, bool) {
 	// r.latest, not r.task: the working-status timer may be writing it.
 	log := s.log.With(slog.String("task", r.latest().ID), slog.String("agent", r.agent),
 		slog.String("step", stepName(in)), slog.Int("attempt", attempts), slog.Any("err", stepErr))
-	if IsPermanent(stepErr) {
+	if api.IsPermanent(stepErr) {
 		log.Warn("agent step failed with a permanent error; the task fails")
-		return Fail(fmt.Sprintf("The agent's step (%s) failed with an error it marks permanent, at attempt %d; the cause is in the server's log.",
+		return api.Fail(fmt.Sprintf("The agent's step (%s) failed with an error it marks permanent, at attempt %d; the cause is in the server's log.",
 			stepName(in), attempts)), false
 	}
 	if attempts > max(s.cfg.StepRetries, 0) {
@@ -86,7 +63,7 @@ func (r *run) stepFailed(ctx context.Context, stepErr error) (Outcome, bool) {
 		if attempts == 1 {
 			times = "once (retries are off)"
 		}
-		return Fail(fmt.Sprintf("The agent's step (%s) failed %s; it was not tried again. The cause is in the server's log.",
+		return api.Fail(fmt.Sprintf("The agent's step (%s) failed %s; it was not tried again. The cause is in the server's log.",
 			stepName(in), times)), false
 	}
 	wait := backoff(attempts-1, s.cfg.StepRetryMin, s.cfg.StepRetryMax)
@@ -95,7 +72,7 @@ func (r *run) stepFailed(ctx context.Context, stepErr error) (Outcome, bool) {
 	raw, err := json.Marshal(&retry)
 	if err != nil {
 		log.Error("encode a step's retry; the task fails", slog.Any("encode", err))
-		return Fail(fmt.Sprintf("The agent's step (%s) failed and could not be scheduled again.", stepName(in))), false
+		return api.Fail(fmt.Sprintf("The agent's step (%s) failed and could not be scheduled again.", stepName(in))), false
 	}
 	note := fmt.Sprintf("The agent's step (%s) failed (attempt %d of %d); retrying in %s.",
 		stepName(in), attempts, max(s.cfg.StepRetries, 0)+1, wait.Round(time.Millisecond))
@@ -118,11 +95,11 @@ func (r *run) stepFailed(ctx context.Context, stepErr error) (Outcome, bool) {
 			// gives the step to a claimer, as after a crash.
 			log.Error("write a step's retry", slog.Any("write", err))
 		}
-		return Outcome{}, true
+		return api.Outcome{}, true
 	}
 	s.stepRetries.Add(1)
 	log.Warn("agent step failed; it will be tried again", slog.Duration("in", wait))
-	return Outcome{}, true
+	return api.Outcome{}, true
 }
 
 // writeRetried is update, tried again while the store fails transiently
@@ -190,7 +167,7 @@ func (s *Engine) markReleaseFailed(ctx context.Context, t *store.Task, failed ma
 		}
 		tries := f.failures + 1
 		log := s.log.With(slog.String("task", t.ID), slog.String("hold", h.Name), slog.Int("attempt", tries), slog.Any("err", f.err))
-		if IsPermanent(f.err) || tries > max(s.cfg.StepRetries, 0) {
+		if api.IsPermanent(f.err) || tries > max(s.cfg.StepRetries, 0) {
 			log.Error("release failed and will not be tried again (permanent error or retries spent); the hold is given up")
 			h.Released, h.Releasing, h.Failures = true, time.Time{}, tries
 			return true

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/api"
+	"github.com/askpoint/askpoint/internal/auth"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
@@ -27,22 +30,31 @@ type Handler struct {
 
 var _ a2asrv.RequestHandler = (*Handler)(nil)
 
-type principalKey struct{}
-
-// WithPrincipal returns a context that names the caller. Authentication
-// middleware sets it; every task belongs to the principal that created it
-// and is invisible to others. Without it the caller is anonymous.
-func WithPrincipal(ctx context.Context, principal string) context.Context {
-	return context.WithValue(ctx, principalKey{}, principal)
+// admit names the caller of a request that reaches the handler with none
+// named (a transport mounted by hand, not askpoint's fronts, which name it
+// first): from the Authorization of its a2asrv call context when the
+// server takes tokens, so that such a transport refuses a tokenless call as
+// the fronts do. A context that names its caller (auth.WithPrincipal, the
+// fronts' or Go code's) is taken as it is; without tokens every caller is
+// anonymous.
+func (h *Handler) admit(ctx context.Context) (context.Context, error) {
+	if !h.s.tokens.Required() || auth.Named(ctx) {
+		return ctx, nil
+	}
+	var authorization string
+	if cc, ok := a2asrv.CallContextFrom(ctx); ok {
+		if v, ok := cc.ServiceParams().Get("authorization"); ok && len(v) > 0 {
+			authorization = v[0]
+		}
+	}
+	principal, err := h.s.tokens.Authenticate(authorization)
+	if err != nil {
+		return nil, err
+	}
+	return auth.WithPrincipal(ctx, principal), nil
 }
 
-// Principal names the caller of ctx ("" when anonymous).
-func Principal(ctx context.Context) string { return principalFrom(ctx) }
-
-func principalFrom(ctx context.Context) string {
-	p, _ := ctx.Value(principalKey{}).(string)
-	return p
-}
+func principalFrom(ctx context.Context) string { return auth.Principal(ctx) }
 
 // getOwned loads a task the caller may see: one of this agent's, in the
 // caller's tenant, created by the caller. Anything else is not found, so a
@@ -81,6 +93,9 @@ func checkHistoryLength(n *int) error {
 // GetTask implements a2asrv.RequestHandler.
 func (h *Handler) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (_ *a2a.Task, err error) {
 	defer func() { logInternal(h.s.log, "GetTask", string(req.ID), err) }()
+	if ctx, err = h.admit(ctx); err != nil {
+		return nil, err
+	}
 	if err := checkHistoryLength(req.HistoryLength); err != nil {
 		return nil, err
 	}
@@ -120,6 +135,9 @@ type pageToken struct {
 // ListTasks implements a2asrv.RequestHandler.
 func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *a2a.ListTasksResponse, err error) {
 	defer func() { logInternal(h.s.log, "ListTasks", "", err) }()
+	if ctx, err = h.admit(ctx); err != nil {
+		return nil, err
+	}
 	if err := checkHistoryLength(req.HistoryLength); err != nil {
 		return nil, err
 	}
@@ -173,9 +191,13 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 
 // CancelTask implements a2asrv.RequestHandler.
 func (h *Handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
+	ctx, err := h.admit(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer h.s.lockTask(string(req.ID)).Unlock()
 	var saved *store.Task
-	err := h.s.retryTransient(ctx, "CancelTask", func() error {
+	err = h.s.retryTransient(ctx, "CancelTask", func() error {
 		return retryCAS(func() error {
 			t, err := h.getOwned(ctx, req.Tenant, string(req.ID))
 			if err != nil {
@@ -360,7 +382,7 @@ func (h *Handler) reply(ctx context.Context, req *a2a.SendMessageRequest) (out *
 	if e == nil {
 		return nil, nil
 	}
-	r, ok := e.agent.(Replier)
+	r, ok := e.agent.(api.Replier)
 	if !ok {
 		return nil, nil
 	}
@@ -483,6 +505,11 @@ func withReason(text, reason string) string {
 // input-required, when the server closes streams there).
 func (h *Handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
+		ctx, err := h.admit(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
 		if reply, err := h.reply(ctx, req); err != nil || reply != nil {
 			if err != nil {
 				yield(nil, err)
@@ -492,7 +519,7 @@ func (h *Handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 			return
 		}
 		var acc *accepted
-		err := h.s.retryTransient(ctx, "SendStreamingMessage", func() (err error) {
+		err = h.s.retryTransient(ctx, "SendStreamingMessage", func() (err error) {
 			acc, err = h.accept(ctx, req, false)
 			return err
 		})
@@ -509,7 +536,7 @@ func (h *Handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 		if req.Config != nil {
 			hl = req.Config.HistoryLength
 		}
-		closeAtInput := h.s.cfg.InputRequiredStreams == CloseStreams
+		closeAtInput := h.s.cfg.InputRequiredStreams == api.CloseStreams
 		h.stream(ctx, t, hl, yield, func(s a2a.TaskState) bool {
 			return s.Terminal() || (closeAtInput && s == a2a.TaskStateInputRequired)
 		})
@@ -521,6 +548,11 @@ func (h *Handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 // the task is paused.
 func (h *Handler) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
+		ctx, err := h.admit(ctx)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
 		t, err := h.subscribable(ctx, req)
 		if err != nil {
 			logInternal(h.s.log, "SubscribeToTask", string(req.ID), err)
@@ -610,7 +642,10 @@ func (h *Handler) stream(ctx context.Context, t *store.Task, hl *int, yield func
 // no extended card: a card that does not declare
 // capabilities.extendedAgentCard gets UnsupportedOperation, one that
 // declares it ExtendedAgentCardNotConfigured (A2A 1.0 §3.3.4).
-func (h *Handler) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+func (h *Handler) GetExtendedAgentCard(ctx context.Context, _ *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
+	if _, err := h.admit(ctx); err != nil {
+		return nil, err
+	}
 	if e := h.s.agentByName(h.name); e == nil || !e.card.Capabilities.ExtendedAgentCard {
 		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "this agent's card does not declare capabilities.extendedAgentCard: there is no extended agent card to get")
 	}
@@ -650,7 +685,11 @@ func (s *Engine) endRow(t *store.Task, state a2a.TaskState, text string, now tim
 // SubscribeToTask would refuse req (an unknown or foreign task, a finished
 // one), so that the refusal travels as a plain error response.
 func (h *Handler) CheckSubscribe(ctx context.Context, req *a2a.SubscribeToTaskRequest) error {
-	_, err := h.subscribable(ctx, req)
+	ctx, err := h.admit(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = h.subscribable(ctx, req)
 	return err
 }
 

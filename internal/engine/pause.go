@@ -8,14 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
 )
-
-func canRelease(a Agent) bool {
-	r, ok := a.(Releaser)
-	return ok && r.CanRelease()
-}
 
 // pauseState is the engine's state of a pause, kept in store.Task.Pause.
 // It outlives the question only to release holds of a task that ended
@@ -27,12 +24,12 @@ type pauseState struct {
 	Kind string `json:"kind,omitempty"`
 	// Asked is when the first question of the pause was asked; reminder
 	// points are fractions of Asked..Expires.
-	Asked         time.Time       `json:"asked,omitzero"`
-	Question      string          `json:"question,omitempty"` // the first question's ID: hold keys are unique per pause
-	Expires       time.Time       `json:"expires,omitzero"`
-	OnExpiry      ExpiryAction    `json:"onExpiry,omitempty"`
-	DefaultAnswer json.RawMessage `json:"defaultAnswer,omitempty"`
-	Reminded      int             `json:"reminded,omitempty"` // reminder points passed
+	Asked         time.Time        `json:"asked,omitzero"`
+	Question      string           `json:"question,omitempty"` // the first question's ID: hold keys are unique per pause
+	Expires       time.Time        `json:"expires,omitzero"`
+	OnExpiry      api.ExpiryAction `json:"onExpiry,omitempty"`
+	DefaultAnswer json.RawMessage  `json:"defaultAnswer,omitempty"`
+	Reminded      int              `json:"reminded,omitempty"` // reminder points passed
 	// WakeDigest is the SHA-256 of the token Server.Wake needs, "" when
 	// no event may resume the task.
 	WakeDigest string `json:"wakeDigest,omitempty"`
@@ -88,15 +85,15 @@ func decodePause(t *store.Task) (*pauseState, error) {
 
 // preparePause checks an Ask outcome's expiry action and holds against its
 // question and builds the pause state.
-func (s *Engine) preparePause(o Outcome, q *question.Question, agent Agent, now time.Time) (*pauseState, error) {
-	p := &pauseState{Asked: now, Question: q.ID, Expires: q.Expires, OnExpiry: o.expiryAction()}
+func (s *Engine) preparePause(o api.Outcome, q *question.Question, releases bool, now time.Time) (*pauseState, error) {
+	p := &pauseState{Asked: now, Question: q.ID, Expires: q.Expires, OnExpiry: o.ExpiryAction()}
 	if s.obs != nil {
 		p.Kind = s.kinds.kind(q.Schema)
 	}
 	switch p.OnExpiry {
-	case ExpireFail, ExpireCancel:
-	case ExpireDefault:
-		raw, err := json.Marshal(o.DefaultAnswer)
+	case api.ExpireFail, api.ExpireCancel:
+	case api.ExpireDefault:
+		raw, err := json.Marshal(api.DefaultAnswerOf(o))
 		if err != nil {
 			return nil, fmt.Errorf("its default answer cannot be encoded: %v", err)
 		}
@@ -113,9 +110,9 @@ func (s *Engine) preparePause(o Outcome, q *question.Question, agent Agent, now 
 		}
 		p.DefaultAnswer = raw
 	default:
-		return nil, fmt.Errorf("unknown expiry action %q (use ExpireFail, ExpireCancel or DefaultAnswer)", p.OnExpiry)
+		return nil, fmt.Errorf("unknown expiry action %q (use api.ExpireFail, api.ExpireCancel or DefaultAnswer)", p.OnExpiry)
 	}
-	holds, err := prepareHolds(o.Holds, q.Expires, "the question expires", agent)
+	holds, err := prepareHolds(o.Holds(), q.Expires, "the question expires", releases)
 	if err != nil {
 		return nil, err
 	}
@@ -124,10 +121,11 @@ func (s *Engine) preparePause(o Outcome, q *question.Question, agent Agent, now 
 }
 
 // prepareHolds checks an outcome's holds against the end of the pause
-// (until, what ends it) and returns them as the pause keeps them.
-func prepareHolds(hs []Hold, end time.Time, ends string, agent Agent) ([]heldThing, error) {
-	if len(hs) > 0 && !canRelease(agent) {
-		return nil, errors.New("it holds something but has no release (implement Releaser, or set Steps.OnRelease)")
+// (until, what ends it) and returns them as the pause keeps them; releases
+// says whether the agent can release them.
+func prepareHolds(hs []api.Hold, end time.Time, ends string, releases bool) ([]heldThing, error) {
+	if len(hs) > 0 && !releases {
+		return nil, errors.New("it holds something but has no release (implement api.Releaser, or set Steps.OnRelease)")
 	}
 	var out []heldThing
 	seen := map[string]bool{}
@@ -211,10 +209,10 @@ func (p *pauseState) nextRelease() time.Time {
 
 // holdsOnResume hands a resuming task's holds to its step: each says
 // whether its deadline passed and whether a release started.
-func holdsOnResume(p *pauseState, now time.Time) []HoldStatus {
-	var out []HoldStatus
+func holdsOnResume(p *pauseState, now time.Time) []api.HoldStatus {
+	var out []api.HoldStatus
 	for _, h := range p.Holds {
-		out = append(out, HoldStatus{
+		out = append(out, api.HoldStatus{
 			Name: h.Name, Until: h.Until, Data: h.Data,
 			Lapsed:   !now.Before(h.Until),
 			Released: h.Released || !h.Releasing.IsZero(),
@@ -239,9 +237,10 @@ func keepDigest(next *store.Task, digest string) {
 
 // keepRefusedHolds keeps on next, which a refused Ask or Await ended, the
 // holds that outcome declared, due for release at once. Holds without a
-// name, or of an agent without a release, cannot be released and are left.
-func (s *Engine) keepRefusedHolds(next *store.Task, hs []Hold, agent Agent, now time.Time) {
-	if len(hs) == 0 || agent == nil || !canRelease(agent) {
+// name, or of an agent without a release (releases false), cannot be
+// released and are left.
+func (s *Engine) keepRefusedHolds(next *store.Task, hs []api.Hold, releases bool, now time.Time) {
+	if len(hs) == 0 || !releases {
 		return
 	}
 	p, err := decodePause(next)

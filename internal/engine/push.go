@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/store"
@@ -41,7 +43,7 @@ type pushSender struct {
 	hosts   map[string]bool
 }
 
-func newPushSender(cfg Config) *pushSender {
+func newPushSender(cfg api.Config) *pushSender {
 	ps := &pushSender{
 		guarded: newPushClient(cfg.PushTimeout, cfg.AllowPrivateWebhooks),
 		open:    newPushClient(cfg.PushTimeout, true),
@@ -144,7 +146,7 @@ func (s *Engine) deliverOne(ctx context.Context, c *store.PushConfig) {
 	}
 	switch {
 	case err == nil:
-		s.event(ctx, "", EventPushDelivered)
+		s.event(ctx, "", api.EventPushDelivered)
 		settle.SentSeq, settle.Attempts, settle.DueAt = entry.Seq, 0, time.Time{}
 	case ctx.Err() != nil:
 		// Stopping: give the claim back, so that the next start (or
@@ -155,10 +157,10 @@ func (s *Engine) deliverOne(ctx context.Context, c *store.PushConfig) {
 		log.Warn("giving up on a push receiver: every notification it is owed so far is dropped",
 			slog.String("url", redactURL(cfg.URL)), slog.Int("attempts", c.Attempts+1),
 			slog.Int64("fromSeq", entry.Seq), slog.Int64("toSeq", c.TargetSeq), slog.Any("err", err))
-		s.event(ctx, "", EventPushGivenUp)
+		s.event(ctx, "", api.EventPushGivenUp)
 		settle.SentSeq, settle.Attempts, settle.DueAt = max(c.TargetSeq, entry.Seq), 0, time.Time{}
 	default:
-		s.event(ctx, "", EventPushRetried)
+		s.event(ctx, "", api.EventPushRetried)
 		wait := s.pushBackoff(c.Attempts + 1)
 		log.Info("push notification failed; will retry", slog.String("url", redactURL(cfg.URL)),
 			slog.Int("attempt", c.Attempts+1), slog.Duration("retryIn", wait), slog.Any("err", err))
@@ -361,6 +363,9 @@ func errNoPushConfig(taskID, id string) error {
 // owner may configure its notifications; the configuration receives what is
 // notified from now on.
 func (h *Handler) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (_ *a2a.PushConfig, err error) {
+	if ctx, err = h.admit(ctx); err != nil {
+		return nil, err
+	}
 	defer func() { logInternal(h.s.log, "CreateTaskPushConfig", pushTask(req), err) }()
 	if req == nil {
 		return nil, errInvalidParams("the push notification configuration is missing")
@@ -380,6 +385,9 @@ func (h *Handler) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig)
 
 // GetTaskPushConfig implements a2asrv.RequestHandler.
 func (h *Handler) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushConfigRequest) (_ *a2a.PushConfig, err error) {
+	if ctx, err = h.admit(ctx); err != nil {
+		return nil, err
+	}
 	defer func() { logInternal(h.s.log, "GetTaskPushConfig", string(req.TaskID), err) }()
 	t, err := h.getOwned(ctx, req.Tenant, string(req.TaskID))
 	if err != nil {
@@ -398,6 +406,9 @@ func (h *Handler) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushCon
 // ListTaskPushConfigs implements a2asrv.RequestHandler. A task has few
 // configurations (MaxPushConfigs): they come on one page.
 func (h *Handler) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushConfigRequest) (_ *a2a.ListTaskPushConfigResponse, err error) {
+	if ctx, err = h.admit(ctx); err != nil {
+		return nil, err
+	}
 	defer func() { logInternal(h.s.log, "ListTaskPushConfigs", string(req.TaskID), err) }()
 	if req.PageSize < 0 {
 		return nil, errInvalidParams("pageSize must not be negative, got %d", req.PageSize)
@@ -429,6 +440,9 @@ func (h *Handler) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPush
 // does not exist succeeds (the operation is idempotent); the task must
 // still be the caller's.
 func (h *Handler) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) (err error) {
+	if ctx, err = h.admit(ctx); err != nil {
+		return err
+	}
 	defer func() { logInternal(h.s.log, "DeleteTaskPushConfig", string(req.TaskID), err) }()
 	t, err := h.getOwned(ctx, req.Tenant, string(req.TaskID))
 	if err != nil {

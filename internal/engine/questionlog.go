@@ -6,6 +6,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/question"
@@ -37,7 +39,7 @@ type QuestionFate struct {
 	TaskID, Agent, Kind string
 	Asked               time.Time
 	Reasks              int
-	End                 QuestionEnd
+	End                 api.QuestionEnd
 	At                  time.Time // when it closed
 }
 
@@ -109,20 +111,20 @@ func (l *QuestionLog) Entry(taskID, agent string, e store.LogEntry) error {
 	f.At = e.At
 	switch {
 	case l.reply != nil && state == a2a.TaskStateWorking:
-		f.End = QuestionAnswered
+		f.End = api.QuestionAnswered
 		if l.declined(l.reply) {
-			f.End = QuestionDeclined
+			f.End = api.QuestionDeclined
 		}
 	case l.reply != nil && state == a2a.TaskStateCanceled:
-		f.End = QuestionCanceled
+		f.End = api.QuestionCanceled
 	case l.reply != nil:
-		f.End = QuestionEnded
+		f.End = api.QuestionEnded
 	case !l.q.Expires.IsZero() && !e.At.Before(l.q.Expires.Truncate(time.Millisecond)):
-		f.End = QuestionExpired
+		f.End = api.QuestionExpired
 	case state == a2a.TaskStateCanceled:
-		f.End = QuestionCanceled
+		f.End = api.QuestionCanceled
 	default:
-		f.End = QuestionEnded
+		f.End = api.QuestionEnded
 	}
 	l.emit(*f)
 	l.open, l.q, l.reply = nil, nil, nil

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/question"
@@ -40,15 +42,15 @@ func TestQuestionLogReadsTheEndsTheEngineWrites(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		log  []store.LogEntry
-		want []QuestionEnd
+		want []api.QuestionEnd
 	}{
-		{"default answer at expiry", []store.LogEntry{ask("q1", t0), status(a2a.TaskStateWorking, expires)}, []QuestionEnd{QuestionExpired}},
-		{"canceled at expiry", []store.LogEntry{ask("q1", t0), status(a2a.TaskStateCanceled, expires.Add(time.Second))}, []QuestionEnd{QuestionExpired}},
-		{"CancelTask before expiry", []store.LogEntry{ask("q1", t0), status(a2a.TaskStateCanceled, t0.Add(time.Minute))}, []QuestionEnd{QuestionCanceled}},
-		{"a wake's resume", []store.LogEntry{ask("q1", t0), status(a2a.TaskStateWorking, t0.Add(time.Minute))}, []QuestionEnd{QuestionEnded}},
+		{"default answer at expiry", []store.LogEntry{ask("q1", t0), status(a2a.TaskStateWorking, expires)}, []api.QuestionEnd{api.QuestionExpired}},
+		{"canceled at expiry", []store.LogEntry{ask("q1", t0), status(a2a.TaskStateCanceled, expires.Add(time.Second))}, []api.QuestionEnd{api.QuestionExpired}},
+		{"CancelTask before expiry", []store.LogEntry{ask("q1", t0), status(a2a.TaskStateCanceled, t0.Add(time.Minute))}, []api.QuestionEnd{api.QuestionCanceled}},
+		{"a wake's resume", []store.LogEntry{ask("q1", t0), status(a2a.TaskStateWorking, t0.Add(time.Minute))}, []api.QuestionEnd{api.QuestionEnded}},
 		{"two pauses, the second open", []store.LogEntry{
 			ask("q1", t0), status(a2a.TaskStateCanceled, t0.Add(time.Minute)), ask("q2", t0.Add(2*time.Minute)),
-		}, []QuestionEnd{QuestionCanceled, ""}},
+		}, []api.QuestionEnd{api.QuestionCanceled, ""}},
 		{"nothing asked", []store.LogEntry{status(a2a.TaskStateWorking, t0), status(a2a.TaskStateCompleted, t0)}, nil},
 	} {
 		var got []QuestionFate
@@ -60,7 +62,7 @@ func TestQuestionLogReadsTheEndsTheEngineWrites(t *testing.T) {
 			}
 		}
 		l.Flush()
-		var ends []QuestionEnd
+		var ends []api.QuestionEnd
 		for _, f := range got {
 			ends = append(ends, f.End)
 			if f.Kind != "a+b" || f.Agent != "agent" || f.TaskID != "t" {
@@ -90,7 +92,7 @@ func TestQuestionLogReadsTheEndsTheEngineWrites(t *testing.T) {
 	}
 }
 
-func endStrings(es []QuestionEnd) []string {
+func endStrings(es []api.QuestionEnd) []string {
 	out := make([]string, len(es))
 	for i, e := range es {
 		out[i] = string(e)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/question"
@@ -28,7 +30,7 @@ type runInput struct {
 	Answer   *question.Answer   `json:"answer,omitempty"`
 	AuthData json.RawMessage    `json:"authData,omitempty"`
 	// Holds are what the task held while paused, handed back to the step.
-	Holds []HoldStatus `json:"holds,omitempty"`
+	Holds []api.HoldStatus `json:"holds,omitempty"`
 	// Expired: Answer is the agent's default, applied at the expiry.
 	Expired bool `json:"expired,omitempty"`
 	// Event: what Server.Wake was given.
@@ -475,7 +477,7 @@ func (s *Engine) claimLapsed(ctx context.Context) {
 	for _, t := range tasks {
 		s.rows.drop(t.ID) // the claim moved its version
 		s.log.Info("taking over a task whose run lapsed", slog.String("task", t.ID), slog.String("state", string(t.State)))
-		s.event(ctx, t.Agent, EventLeaseTakeover)
+		s.event(ctx, t.Agent, api.EventLeaseTakeover)
 		s.dispatch(&work{task: t})
 	}
 }
@@ -572,14 +574,14 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 	if in == nil {
 		in = &runInput{}
 		if err := json.Unmarshal(t.Input, in); err != nil {
-			r.finish(ctx, Fail("the task's pending input could not be read: "+err.Error()), nil)
+			r.finish(ctx, api.Fail("the task's pending input could not be read: "+err.Error()), nil)
 			return r.latest()
 		}
 	}
 	r.in = in
 	entry := s.agentByName(t.Agent)
 	if entry == nil {
-		r.finish(ctx, Fail(fmt.Sprintf("no agent named %q is served here any more", t.Agent)), nil)
+		r.finish(ctx, api.Fail(fmt.Sprintf("no agent named %q is served here any more", t.Agent)), nil)
 		return r.latest()
 	}
 	if t.State != a2a.TaskStateWorking || r.pending != nil {
@@ -602,17 +604,17 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 	call, res, err := s.buildCall(ctx, r, in, w.request)
 	if err != nil {
 		if store.IsTransient(err) {
-			r.finish(context.WithoutCancel(ctx), Outcome{}, err) // tried again like a step's error
+			r.finish(context.WithoutCancel(ctx), api.Outcome{}, err) // tried again like a step's error
 			return r.latest()
 		}
 		s.log.Error("prepare a step", slog.String("task", t.ID), slog.Any("err", err))
-		r.finish(ctx, Fail("The task's pending work could not be read; the cause is in the server's log."), nil)
+		r.finish(ctx, api.Fail("The task's pending work could not be read; the cause is in the server's log."), nil)
 		return r.latest()
 	}
 
 	stepCtx, endSpan := runCtx, func(error) {}
 	if s.obs != nil {
-		stepCtx, endSpan = s.obs.StartStep(runCtx, StepInfo{TaskID: t.ID, ContextID: t.ContextID, Agent: t.Agent, Parent: w.trace, Link: in.Trace, Request: w.caller})
+		stepCtx, endSpan = s.obs.StartStep(runCtx, api.StepInfo{TaskID: t.ID, ContextID: t.ContextID, Agent: t.Agent, Parent: w.trace, Link: in.Trace, Request: w.caller})
 	}
 	stopBeat := r.heartbeat(runCtx, cancel)
 	outcome, stepErr := safeStep(stepCtx, entry.agent, call, res)
@@ -635,19 +637,25 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 	return r.latest()
 }
 
+// releases reports whether the named agent can release holds.
+func (s *Engine) releases(name string) bool {
+	e := s.agentByName(name)
+	return e != nil && e.releases
+}
+
 func (s *Engine) agentByName(name string) *agentEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.agents[name]
 }
 
-func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a2a.Message) (*Call, *Resumption, error) {
+func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a2a.Message) (*api.Call, *api.Resumption, error) {
 	t := r.latest() // the working-status timer may be writing r.task
-	call := &Call{
+	call := &api.Call{
 		TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner,
-		Message: in.Message, Key: in.Key, Holds: in.Holds, Expired: in.Expired, run: r,
-		wake: s, agent: t.Agent, task: t.ID,
+		Message: in.Message, Key: in.Key, Holds: in.Holds, Expired: in.Expired,
 	}
+	api.Bind(call, r)
 	if in.Kind == inputStart {
 		call.Request = in.Message
 		call.OnBehalfOf = s.onBehalfOf(t.Owner, call.Request)
@@ -667,12 +675,12 @@ func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a
 		}
 	}
 	call.OnBehalfOf = s.onBehalfOf(t.Owner, call.Request)
-	res := &Resumption{Checkpoint: t.Checkpoint}
+	res := &api.Resumption{Checkpoint: t.Checkpoint}
 	switch in.Kind {
 	case inputAnswer:
 		res.Question, res.Answer = in.Question, in.Answer
 	case inputAuth:
-		res.Auth = &AuthArrival{Message: in.Message, Data: in.AuthData}
+		res.Auth = &api.AuthArrival{Message: in.Message, Data: in.AuthData}
 	case inputEvent:
 		res.Event = in.Event
 		if res.Event == nil {
@@ -684,7 +692,7 @@ func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a
 	return call, res, nil
 }
 
-func safeStep(ctx context.Context, agent Agent, call *Call, res *Resumption) (o Outcome, err error) {
+func safeStep(ctx context.Context, agent api.Agent, call *api.Call, res *api.Resumption) (o api.Outcome, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("the agent panicked: %v\n%s", p, debug.Stack())
@@ -922,7 +930,11 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 	return nil
 }
 
-func (r *run) progress(ctx context.Context, text string) error {
+// A run is what its step's Call reaches (api.Runtime): Progress,
+// AddArtifact, AppendArtifact (task.go) and WakeToken.
+
+// Progress streams a working-state status message and records it.
+func (r *run) Progress(ctx context.Context, text string) error {
 	return r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
 		msg := agentMessage(next, text)
 		st, e, err := statusEntry(next, a2a.TaskStateWorking, msg, now)
@@ -931,7 +943,15 @@ func (r *run) progress(ctx context.Context, text string) error {
 	})
 }
 
-func (r *run) artifact(ctx context.Context, a *a2a.Artifact) error {
+// WakeToken is the task's wake token (see Engine.wakeToken): the same on
+// every step and every node, stored nowhere.
+func (r *run) WakeToken() string {
+	r.handOutToken()
+	return r.s.wakeToken(r.agent, r.latest().ID)
+}
+
+// AddArtifact streams an artifact now and keeps it on the task.
+func (r *run) AddArtifact(ctx context.Context, a *a2a.Artifact) error {
 	return r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
 		e, err := addArtifact(next, a, now)
 		return []store.LogEntry{e}, err
@@ -940,7 +960,7 @@ func (r *run) artifact(ctx context.Context, a *a2a.Artifact) error {
 
 // finish writes the step's outcome. A run that lost its task writes
 // nothing: whoever holds it now decides.
-func (r *run) finish(ctx context.Context, o Outcome, stepErr error) {
+func (r *run) finish(ctx context.Context, o api.Outcome, stepErr error) {
 	s := r.s
 	if stepErr != nil {
 		var retried bool
@@ -949,8 +969,7 @@ func (r *run) finish(ctx context.Context, o Outcome, stepErr error) {
 		}
 	}
 	err := r.writeRetried(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
-		o.historyIsRequest = r.historyIsRequest()
-		return s.applyOutcome(next, o, now)
+		return s.applyOutcome(next, o, r.historyIsRequest(), now)
 	})
 	if err != nil && !errors.Is(err, errLost) {
 		s.log.Error("write step outcome", slog.String("task", r.task.ID), slog.String("agent", r.task.Agent), slog.Any("err", err))
@@ -958,7 +977,9 @@ func (r *run) finish(ctx context.Context, o Outcome, stepErr error) {
 }
 
 // applyOutcome turns an outcome into the task's next row and log entries.
-func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]store.LogEntry, error) {
+// historyIsRequest: the task's history holds only its request so far (the
+// run wrote all of it), so a question asked now is the pause's Fresh one.
+func (s *Engine) applyOutcome(next *store.Task, o api.Outcome, historyIsRequest bool, now time.Time) ([]store.LogEntry, error) {
 	next.Runnable = false
 	next.LeaseOwner = ""
 	next.LeaseUntil = time.Time{}
@@ -971,7 +992,7 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		s.log.Error("the pause state of a task cannot be read; a late wake will be told not found", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
 	}
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
-	if o.Kind == OutcomeComplete || o.Kind == OutcomeFail || o.Kind == OutcomeReject {
+	if o.Kind() == api.OutcomeComplete || o.Kind() == api.OutcomeFail || o.Kind() == api.OutcomeReject {
 		// A wake that comes after the end is told it is late.
 		defer keepDigest(next, digest)
 	}
@@ -979,25 +1000,22 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 	var entries []store.LogEntry
 	var state a2a.TaskState
 	var msg *a2a.Message
-	switch o.Kind {
-	case OutcomeAsk:
-		var agent Agent
-		if e := s.agentByName(next.Agent); e != nil {
-			agent = e.agent
-		}
-		q, err := s.prepareQuestion(o.Question, next.ID, next.Version, now)
+	switch o.Kind() {
+	case api.OutcomeAsk:
+		releases := s.releases(next.Agent)
+		q, err := s.prepareQuestion(o.Question(), next.ID, next.Version, now)
 		if err != nil {
-			return s.refuse(next, o, agent, "The agent asked a question that cannot be answered: "+err.Error(), now)
+			return s.refuse(next, o, releases, "The agent asked a question that cannot be answered: "+err.Error(), now)
 		}
-		cp, err := json.Marshal(o.Checkpoint)
+		cp, err := json.Marshal(o.Checkpoint())
 		if err != nil {
-			return s.refuse(next, o, agent, "The agent's checkpoint could not be saved: "+err.Error(), now)
+			return s.refuse(next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
 		}
-		pause, err := s.preparePause(o, q, agent, now)
+		pause, err := s.preparePause(o, q, releases, now)
 		if err != nil {
-			return s.refuse(next, o, agent, "The agent asked a question the runtime cannot keep: "+err.Error(), now)
+			return s.refuse(next, o, releases, "The agent asked a question the runtime cannot keep: "+err.Error(), now)
 		}
-		if o.historyIsRequest {
+		if historyIsRequest {
 			pause.Fresh = q.ID
 		}
 		qraw, err := json.Marshal(q)
@@ -1005,54 +1023,51 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 			return nil, err
 		}
 		next.Checkpoint, next.Question = cp, qraw
-		if o.WakeToken != "" {
-			if len(o.WakeToken) < minWakeToken {
-				return s.refuse(next, o, agent, fmt.Sprintf("The agent's wake token is shorter than %d characters.", minWakeToken), now)
+		if api.WakeTokenOf(o) != "" {
+			if len(api.WakeTokenOf(o)) < minWakeToken {
+				return s.refuse(next, o, releases, fmt.Sprintf("The agent's wake token is shorter than %d characters.", minWakeToken), now)
 			}
-			pause.WakeDigest = tokenDigest(o.WakeToken)
+			pause.WakeDigest = tokenDigest(api.WakeTokenOf(o))
 		}
 		if err := s.setPause(next, pause); err != nil {
 			return nil, err
 		}
 		state, msg = a2a.TaskStateInputRequired, q.Message()
 		msg.TaskID, msg.ContextID = a2a.TaskID(next.ID), next.ContextID
-	case OutcomeAuth:
-		cp, err := json.Marshal(o.Checkpoint)
+	case api.OutcomeAuth:
+		cp, err := json.Marshal(o.Checkpoint())
 		if err != nil {
-			return s.applyOutcome(next, Fail("The agent's checkpoint could not be saved: "+err.Error()), now)
+			return s.applyOutcome(next, api.Fail("The agent's checkpoint could not be saved: "+err.Error()), false, now)
 		}
 		next.Checkpoint = cp
-		state, msg = a2a.TaskStateAuthRequired, agentMessage(next, o.Text)
-	case OutcomeAwait:
-		var agent Agent
-		if e := s.agentByName(next.Agent); e != nil {
-			agent = e.agent
+		state, msg = a2a.TaskStateAuthRequired, agentMessage(next, o.Text())
+	case api.OutcomeAwait:
+		releases := s.releases(next.Agent)
+		if len(api.WakeTokenOf(o)) < minWakeToken {
+			return s.refuse(next, o, releases, fmt.Sprintf("The agent waits for an event with a wake token shorter than %d characters.", minWakeToken), now)
 		}
-		if len(o.WakeToken) < minWakeToken {
-			return s.refuse(next, o, agent, fmt.Sprintf("The agent waits for an event with a wake token shorter than %d characters.", minWakeToken), now)
+		if !api.DeadlineOf(o).After(now) {
+			return s.refuse(next, o, releases, "The agent waits for an event with a deadline that has passed.", now)
 		}
-		if !o.Deadline.After(now) {
-			return s.refuse(next, o, agent, "The agent waits for an event with a deadline that has passed.", now)
-		}
-		cp, err := json.Marshal(o.Checkpoint)
+		cp, err := json.Marshal(o.Checkpoint())
 		if err != nil {
-			return s.refuse(next, o, agent, "The agent's checkpoint could not be saved: "+err.Error(), now)
+			return s.refuse(next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
 		}
 		next.Checkpoint = cp
 		// Question names the pause in hold keys: unique per pause.
-		p := &pauseState{Asked: now, Await: o.Text, Question: fmt.Sprintf("await-%d", next.Version),
-			Expires: o.Deadline.UTC().Truncate(time.Millisecond), WakeDigest: tokenDigest(o.WakeToken)}
-		if p.Holds, err = prepareHolds(o.Holds, p.Expires, "the wait's deadline", agent); err != nil {
-			return s.refuse(next, o, agent, "The agent waits while holding what the runtime cannot keep: "+err.Error(), now)
+		p := &pauseState{Asked: now, Await: o.Text(), Question: fmt.Sprintf("await-%d", next.Version),
+			Expires: api.DeadlineOf(o).UTC().Truncate(time.Millisecond), WakeDigest: tokenDigest(api.WakeTokenOf(o))}
+		if p.Holds, err = prepareHolds(o.Holds(), p.Expires, "the wait's deadline", releases); err != nil {
+			return s.refuse(next, o, releases, "The agent waits while holding what the runtime cannot keep: "+err.Error(), now)
 		}
 		raw, err := json.Marshal(p)
 		if err != nil {
 			return nil, err
 		}
 		next.Pause, next.WakeAt, next.HoldAt = raw, p.Expires, p.nextRelease()
-		state, msg = a2a.TaskStateWorking, agentMessage(next, o.Text)
-	case OutcomeComplete:
-		for _, a := range o.Artifacts {
+		state, msg = a2a.TaskStateWorking, agentMessage(next, o.Text())
+	case api.OutcomeComplete:
+		for _, a := range o.Artifacts() {
 			e, err := addArtifact(next, a, now)
 			if err != nil {
 				return nil, err
@@ -1061,18 +1076,18 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		}
 		next.Checkpoint = nil
 		state = a2a.TaskStateCompleted
-		if o.Text != "" {
-			msg = agentMessage(next, o.Text)
+		if o.Text() != "" {
+			msg = agentMessage(next, o.Text())
 		}
-	case OutcomeFail, OutcomeReject:
+	case api.OutcomeFail, api.OutcomeReject:
 		next.Checkpoint = nil
 		state = a2a.TaskStateFailed
-		if o.Kind == OutcomeReject {
+		if o.Kind() == api.OutcomeReject {
 			state = a2a.TaskStateRejected
 		}
-		msg = agentMessage(next, o.Text)
+		msg = agentMessage(next, o.Text())
 	default:
-		return s.applyOutcome(next, Fail("The agent ended its step without an outcome."), now)
+		return s.applyOutcome(next, api.Fail("The agent ended its step without an outcome."), false, now)
 	}
 	st, e, err := statusEntry(next, state, msg, now)
 	if err != nil {
@@ -1085,12 +1100,12 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 // refuse fails the task of an Ask or Await outcome the runtime cannot
 // keep, saying why, and keeps the holds the outcome declared, due for
 // release at once: the step reserved them before it asked.
-func (s *Engine) refuse(next *store.Task, o Outcome, agent Agent, reason string, now time.Time) ([]store.LogEntry, error) {
-	entries, err := s.applyOutcome(next, Fail(reason), now)
+func (s *Engine) refuse(next *store.Task, o api.Outcome, releases bool, reason string, now time.Time) ([]store.LogEntry, error) {
+	entries, err := s.applyOutcome(next, api.Fail(reason), false, now)
 	if err != nil {
 		return nil, err
 	}
-	s.keepRefusedHolds(next, o.Holds, agent, now)
+	s.keepRefusedHolds(next, o.Holds(), releases, now)
 	return entries, nil
 }
 

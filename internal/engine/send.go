@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/store"
@@ -38,6 +40,9 @@ import (
 // terminal or interrupted unless configuration.returnImmediately is set.
 func (h *Handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (res a2a.SendMessageResult, err error) {
 	defer func() { logInternal(h.s.log, "SendMessage", messageTask(req), err) }()
+	if ctx, err = h.admit(ctx); err != nil {
+		return nil, err
+	}
 	if reply, err := h.reply(ctx, req); err != nil || reply != nil {
 		if err != nil {
 			return nil, err
@@ -175,7 +180,7 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 			return nil, errInternal(err)
 		}
 		if dup {
-			s.event(ctx, existing.Agent, EventRedelivery)
+			s.event(ctx, existing.Agent, api.EventRedelivery)
 			return &accepted{task: existing}, nil
 		}
 		if existing == nil {
@@ -293,7 +298,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		if dup, err := s.redelivered(t, l.Message, req.Message); err != nil {
 			return errInternal(err)
 		} else if dup {
-			s.event(ctx, t.Agent, EventRedelivery)
+			s.event(ctx, t.Agent, api.EventRedelivery)
 			out = &accepted{task: t}
 			return nil
 		}
@@ -307,7 +312,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			// race to another answer (or came after one). The caller gets
 			// the task as it now stands; the message is not taken, and
 			// never bound to a later question.
-			s.event(ctx, t.Agent, EventAnswerConflict)
+			s.event(ctx, t.Agent, api.EventAnswerConflict)
 			out = &accepted{task: t}
 			return nil
 		}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/question"
@@ -224,7 +226,7 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 	var next *store.Task
 	var entries []store.LogEntry
 	switch p.OnExpiry {
-	case ExpireDefault:
+	case api.ExpireDefault:
 		ans := &question.Answer{QuestionID: q.ID, Fields: p.DefaultAnswer}
 		in := runInput{Kind: inputAnswer, Question: &q, Answer: ans, Expired: true, Key: t.ID + "/" + q.ID}
 		note := fmt.Sprintf("No answer in time: question %s expired at %s. The task continues with the agent's default answer %s.", q.ID, at, p.DefaultAnswer)
@@ -232,7 +234,7 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 		if err == nil {
 			err = withInput(next, &in)
 		}
-	case ExpireCancel:
+	case api.ExpireCancel:
 		var e store.LogEntry
 		next, e, err = s.endRow(t, a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at), now)
 		entries = []store.LogEntry{e}
@@ -341,7 +343,7 @@ func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 	failed := map[string]releaseFailure{}
 	for _, i := range claimed {
 		h := p.Holds[i]
-		status := HoldStatus{Name: h.Name, Until: h.Until, Data: h.Data, Lapsed: true, Released: true}
+		status := api.HoldStatus{Name: h.Name, Until: h.Until, Data: h.Data, Lapsed: true, Released: true}
 		if agent == nil {
 			s.log.Error("cannot release a hold: its agent is not served here", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.String("hold", h.Name))
 			continue
@@ -354,9 +356,9 @@ func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 			continue
 		}
 		s.log.Info("released a hold", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.String("hold", h.Name), slog.Time("deadline", h.Until))
-		s.event(ctx, t.Agent, EventHoldReleased)
+		s.event(ctx, t.Agent, api.EventHoldReleased)
 		if h.Early.IsZero() {
-			s.event(ctx, t.Agent, EventHoldLapsed) // its deadline came while the task was still paused
+			s.event(ctx, t.Agent, api.EventHoldLapsed) // its deadline came while the task was still paused
 		}
 		released[h.Name] = h.Releasing
 	}
@@ -394,19 +396,33 @@ func holdKey(taskID, questionID, name string) string {
 	return taskID + "/" + questionID + "/hold/" + name
 }
 
-func (s *Engine) callRelease(ctx context.Context, agent Agent, t *store.Task, key string, h HoldStatus) (err error) {
-	r, ok := agent.(Releaser)
+func (s *Engine) callRelease(ctx context.Context, agent api.Agent, t *store.Task, key string, h api.HoldStatus) (err error) {
+	r, ok := agent.(api.Releaser)
 	if !ok {
-		return Permanent(fmt.Errorf("agent %q cannot release holds", t.Agent))
+		return api.Permanent(fmt.Errorf("agent %q cannot release holds", t.Agent))
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("the release panicked: %v", p)
 		}
 	}()
-	call := &Call{TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner, Key: key, wake: s, agent: t.Agent, task: t.ID}
+	call := &api.Call{TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner, Key: key}
+	api.Bind(call, releaseRuntime{s: s, agent: t.Agent, task: t.ID})
 	return r.Release(ctx, call, h)
 }
+
+// releaseRuntime is what a release's Call reaches: the task's wake token.
+// A release runs no step, so it has nothing to stream: Progress and the
+// artifacts do nothing.
+type releaseRuntime struct {
+	s           *Engine
+	agent, task string
+}
+
+func (r releaseRuntime) WakeToken() string                                       { return r.s.wakeToken(r.agent, r.task) }
+func (releaseRuntime) Progress(context.Context, string) error                    { return nil }
+func (releaseRuntime) AddArtifact(context.Context, *a2a.Artifact) error          { return nil }
+func (releaseRuntime) AppendArtifact(context.Context, *a2a.Artifact, bool) error { return nil }
 
 // markReleased records released holds on the task, retrying the
 // compare-and-set while the task changes under it. A task that resumed in

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/store"
@@ -118,7 +120,7 @@ func (s *Engine) Wake(ctx context.Context, agent, taskID, token string, event js
 		if entry == nil {
 			return nil, fmt.Errorf("askpoint: task %s belongs to agent %q, which is not served here", t.ID, t.Agent)
 		}
-		if w, ok := entry.agent.(Waker); ok && !w.Wakes(t.Checkpoint, event) {
+		if w, ok := entry.agent.(api.Waker); ok && !w.Wakes(t.Checkpoint, event) {
 			return nil, nil // nothing new: the task stays as it is
 		}
 		return &runInput{Kind: inputEvent, Event: event, Key: fmt.Sprintf("%s/event-%d", t.ID, t.Version)}, nil

@@ -13,6 +13,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/api"
+	"github.com/askpoint/askpoint/internal/auth"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
@@ -40,109 +43,80 @@ type Agent struct {
 	Handler Handler
 }
 
-// Options configure the front.
-type Options struct {
-	// Tokens maps bearer tokens (at least 16 characters) to principals;
-	// empty: callers are anonymous.
-	Tokens map[string]string
-	// MaxRequestBytes caps a request body (default 1 MiB).
-	MaxRequestBytes int64
-	// MaxParts caps a message's parts (default 64).
-	MaxParts int
-	// MaxStreamsPerPrincipal caps a caller's open streams (default 32).
-	MaxStreamsPerPrincipal int
-	// MaxAttempts and QuestionExpiry are the question extension's
-	// parameters on the cards.
-	MaxAttempts    int
-	QuestionExpiry time.Duration
-	// Wake resumes a waiting task with an event (engine.Engine.Wake).
-	Wake func(ctx context.Context, agent, taskID, token string, event json.RawMessage) error
-	// PublicURL (scheme://host[:port]) is where callers reach the server:
-	// the agent cards' URLs are built from it, and its host is answered.
-	// Empty: cards name the host a request was sent to, once it passed the
-	// host check, and are not cached by shared caches.
-	PublicURL string
-	// AllowedHosts are more host names (or host:port) the server answers
-	// for; IP addresses and localhost are always answered.
-	AllowedHosts []string
-	// AllowedOrigins are browser origins (scheme://host[:port], or "*")
-	// whose pages may call the server; other cross-origin requests are
-	// refused.
-	AllowedOrigins []string
-	// AllowMissingContentType reads a POST body that declares no type as
-	// JSON (for conformance suites that send none); otherwise refused.
-	AllowMissingContentType bool
-	// BodyTimeout bounds the time a client takes to send a request body
-	// (default DefaultBodyTimeout).
-	BodyTimeout time.Duration
-	// MaxIDBytes caps identifiers (default DefaultMaxIDBytes).
-	MaxIDBytes int
-	Logger     *slog.Logger
-	Now        func() time.Time
-}
+// WakeFunc resumes a waiting task with an event (engine.Engine.Wake).
+type WakeFunc func(ctx context.Context, agent, taskID, token string, event json.RawMessage) error
 
 // Front is the HTTP front of a set of agents.
 type Front struct {
 	mu         sync.Mutex
 	interfaces []func(baseURL, agent string) *a2a.AgentInterface // AddInterface
-	opts       Options
+	// cfg is the server's configuration (defaults applied): the front
+	// reads the edge's fields (tokens, limits, hosts, origins, timeouts).
+	cfg  api.Config
+	wake WakeFunc
 	// allowedHosts and allowedOrigins are the edge's configuration,
 	// lower-cased.
 	allowedHosts   []string
 	allowedOrigins []string
 	streamCtx      streamContexts
-	tokens         tokenTable
+	tokens         auth.Tokens
 	streams        streamSlots
 	agents         []Agent
 	byName         map[string]*Agent
 }
 
-// New returns the front for agents.
-func New(opts Options, agents []Agent) (*Front, error) {
-	if opts.MaxRequestBytes <= 0 {
-		opts.MaxRequestBytes = 1 << 20
-	}
-	if opts.MaxParts <= 0 {
-		opts.MaxParts = 64
-	}
-	if opts.MaxStreamsPerPrincipal <= 0 {
-		opts.MaxStreamsPerPrincipal = 32
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
-	tokens, err := newTokenTable(opts.Tokens)
+// New returns the front for agents under cfg, whose defaults are applied
+// (api.Defaults); wake serves the wake endpoint.
+func New(cfg api.Config, wake WakeFunc, agents []Agent) (*Front, error) {
+	tokens, err := auth.NewTokens(cfg.Tokens)
 	if err != nil {
 		return nil, err
 	}
 	f := &Front{
-		opts: opts, tokens: tokens, agents: agents, byName: map[string]*Agent{},
-		streams: streamSlots{limit: opts.MaxStreamsPerPrincipal, open: map[string]int{}},
+		cfg: cfg, wake: wake, tokens: tokens, agents: agents, byName: map[string]*Agent{},
+		streams: streamSlots{limit: cfg.MaxStreamsPerPrincipal, open: map[string]int{}},
 	}
 	for i := range f.agents {
 		f.byName[f.agents[i].Name] = &f.agents[i]
 	}
-	if opts.PublicURL != "" {
-		u, err := url.Parse(opts.PublicURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("askpoint: public URL %q: want http://HOST[:PORT] or https://HOST[:PORT]", opts.PublicURL)
+	if cfg.PublicURL != "" {
+		u, err := parsePublicURL(cfg.PublicURL)
+		if err != nil {
+			return nil, err
 		}
-		f.opts.PublicURL = u.Scheme + "://" + u.Host
+		f.cfg.PublicURL = u.Scheme + "://" + u.Host
 		f.allowedHosts = append(f.allowedHosts, strings.ToLower(u.Hostname()))
 	}
-	for _, h := range opts.AllowedHosts {
+	for _, h := range cfg.AllowedHosts {
 		f.allowedHosts = append(f.allowedHosts, strings.ToLower(strings.Trim(h, "[]")))
 	}
-	for _, o := range opts.AllowedOrigins {
+	for _, o := range cfg.AllowedOrigins {
 		f.allowedOrigins = append(f.allowedOrigins, strings.TrimSuffix(o, "/"))
 	}
-	if f.opts.MaxIDBytes <= 0 {
-		f.opts.MaxIDBytes = DefaultMaxIDBytes
-	}
 	return f, nil
+}
+
+// CheckConfig says what in cfg the front cannot serve: a token shorter
+// than 16 characters, a token of no principal, a public URL that is not
+// http(s)://HOST[:PORT].
+func CheckConfig(cfg api.Config) error {
+	if _, err := auth.NewTokens(cfg.Tokens); err != nil {
+		return err
+	}
+	if cfg.PublicURL != "" {
+		if _, err := parsePublicURL(cfg.PublicURL); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parsePublicURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("askpoint: public URL %q: want http://HOST[:PORT] or https://HOST[:PORT]", raw)
+	}
+	return u, nil
 }
 
 func (f *Front) names() []string {
@@ -155,7 +129,7 @@ func (f *Front) names() []string {
 
 func (f *Front) agent(name string) *Agent { return f.byName[name] }
 
-func (f *Front) now() time.Time { return f.opts.Now().UTC() }
+func (f *Front) now() time.Time { return f.cfg.Now().UTC() }
 
 func errInvalidParams(format string, args ...any) error {
 	return a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf(format, args...))
@@ -202,7 +176,7 @@ func lookupProtocolError(err error) protocolError {
 func (f *Front) serveWake(w http.ResponseWriter, r *http.Request, agent string) {
 	id := r.PathValue("task")
 	token := r.Header.Get("A2A-Notification-Token")
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.opts.MaxRequestBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.cfg.MaxRequestBytes))
 	if err != nil {
 		http.Error(w, "the event is larger than this server takes", http.StatusRequestEntityTooLarge)
 		return
@@ -211,7 +185,7 @@ func (f *Front) serveWake(w http.ResponseWriter, r *http.Request, agent string) 
 		http.Error(w, "the event must be JSON (a push notification's StreamResponse)", http.StatusBadRequest)
 		return
 	}
-	err = f.opts.Wake(r.Context(), agent, id, token, body)
+	err = f.wake(r.Context(), agent, id, token, body)
 	switch {
 	case err == nil:
 		w.WriteHeader(http.StatusNoContent)
@@ -223,7 +197,7 @@ func (f *Front) serveWake(w http.ResponseWriter, r *http.Request, agent string) 
 	case errors.Is(err, a2a.ErrTaskNotFound):
 		http.Error(w, "no such waiting task, or a wrong token", http.StatusNotFound)
 	default:
-		f.opts.Logger.Error("wake a task", slog.String("task", id), slog.Any("err", err))
+		f.cfg.Logger.Error("wake a task", slog.String("task", id), slog.Any("err", err))
 		http.Error(w, "internal error", http.StatusInternalServerError)
 	}
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/errordetails"
 
-	"github.com/askpoint/askpoint/internal/engine"
+	"github.com/askpoint/askpoint/internal/auth"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -105,7 +105,7 @@ func (f *Front) card(e *Agent, baseURL string) *a2a.AgentCard {
 	if c.Skills == nil {
 		c.Skills = []a2a.AgentSkill{}
 	}
-	if len(f.tokens) > 0 {
+	if f.tokens.Required() {
 		c.SecuritySchemes = a2a.NamedSecuritySchemes{BearerScheme: a2a.HTTPAuthSecurityScheme{
 			Scheme: "Bearer", Description: "An API key issued by the server's operator, sent as Authorization: Bearer <token>.",
 		}}
@@ -118,8 +118,8 @@ func (f *Front) card(e *Agent, baseURL string) *a2a.AgentCard {
 		Description: "Questions carry a data part with questionId, expires, answerSchema and options; answers are validated and re-asked with errors.",
 		Required:    false,
 		Params: map[string]any{
-			"maxAttempts":   f.opts.MaxAttempts,
-			"defaultExpiry": f.opts.QuestionExpiry.String(),
+			"maxAttempts":   f.cfg.MaxAttempts,
+			"defaultExpiry": f.cfg.QuestionExpiry.String(),
 		},
 	})
 	return &c
@@ -127,7 +127,7 @@ func (f *Front) card(e *Agent, baseURL string) *a2a.AgentCard {
 
 func (f *Front) cardHandler(e *Agent, modified time.Time) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		base, cache := f.opts.PublicURL, "public, max-age=300"
+		base, cache := f.cfg.PublicURL, "public, max-age=300"
 		if base == "" {
 			// No configured URL: the host the request named, which the
 			// guard checked; a shared cache must not keep it for others.
@@ -532,11 +532,11 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			return
 		}
 		r = ar
-		if err := checkContentType(r, f.opts.AllowMissingContentType); err != nil {
+		if err := checkContentType(r, f.cfg.AllowMissingContentType); err != nil {
 			writeJSONRPCError(w, nil, err)
 			return
 		}
-		body, err := readBody(r, f.opts.MaxRequestBytes)
+		body, err := readBody(r, f.cfg.MaxRequestBytes)
 		if err != nil {
 			writeJSONRPCError(w, nil, err)
 			return
@@ -576,7 +576,7 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			}
 			env.Params = params
 		}
-		if err := checkFields(env.Params, "params", f.opts.MaxIDBytes); err != nil {
+		if err := checkFields(env.Params, "params", f.cfg.MaxIDBytes); err != nil {
 			fail(w, env.ID, err)
 			return
 		}
@@ -587,7 +587,7 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 				fail(w, env.ID, errInvalidParams("params must be an object holding message"))
 				return
 			}
-			if err := checkParts("params.message", msg, f.opts.MaxParts); err != nil {
+			if err := checkParts("params.message", msg, f.cfg.MaxParts); err != nil {
 				fail(w, env.ID, err)
 				return
 			}
@@ -619,7 +619,7 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			}
 		}
 		if env.Method == "SendStreamingMessage" || env.Method == "SubscribeToTask" {
-			release, err := f.streams.acquire(engine.Principal(r.Context()))
+			release, err := f.streams.acquire(auth.Principal(r.Context()))
 			if err != nil {
 				fail(w, env.ID, err)
 				return
@@ -665,12 +665,12 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 		}
 		r = ar
 		if r.ContentLength != 0 && r.Method != http.MethodGet && r.Method != http.MethodDelete {
-			if err := checkContentType(r, f.opts.AllowMissingContentType); err != nil {
+			if err := checkContentType(r, f.cfg.AllowMissingContentType); err != nil {
 				writeRESTError(w, err)
 				return
 			}
 		}
-		body, err := readBody(r, f.opts.MaxRequestBytes)
+		body, err := readBody(r, f.cfg.MaxRequestBytes)
 		if err != nil {
 			writeRESTError(w, err)
 			return
@@ -690,11 +690,11 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 			}
 		}
 		camelQuery(r)
-		if err := checkRESTPath(r, f.opts.MaxIDBytes); err != nil {
+		if err := checkRESTPath(r, f.cfg.MaxIDBytes); err != nil {
 			writeRESTError(w, err)
 			return
 		}
-		if err := checkFields(body, "body", f.opts.MaxIDBytes); err != nil {
+		if err := checkFields(body, "body", f.cfg.MaxIDBytes); err != nil {
 			writeRESTError(w, err)
 			return
 		}
@@ -710,7 +710,7 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 					return
 				}
 			}
-			if err := checkParts("message", msg, f.opts.MaxParts); err != nil {
+			if err := checkParts("message", msg, f.cfg.MaxParts); err != nil {
 				writeRESTError(w, err)
 				return
 			}
@@ -734,7 +734,7 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 			}
 		}
 		if r.URL.Path == "/message:stream" || strings.HasSuffix(r.URL.Path, ":subscribe") {
-			release, err := f.streams.acquire(engine.Principal(r.Context()))
+			release, err := f.streams.acquire(auth.Principal(r.Context()))
 			if err != nil {
 				writeRESTError(w, err)
 				return

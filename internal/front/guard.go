@@ -15,6 +15,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 )
@@ -25,14 +27,6 @@ import (
 // a connection (a body read deadline), and hostile input is refused with
 // an error that names the field (IDs, roles, UTF-8, JSON-RPC envelopes).
 // See docs/decisions/0060-the-edge.md.
-
-// DefaultMaxIDBytes caps messageId, contextId, task IDs and push
-// configuration IDs.
-const DefaultMaxIDBytes = 256
-
-// DefaultBodyTimeout is how long a client has to send a request body once
-// its headers are in.
-const DefaultBodyTimeout = 30 * time.Second
 
 // guard wraps the bindings with the browser and slow-client checks.
 func (f *Front) guard(next http.Handler) http.Handler {
@@ -62,7 +56,7 @@ func (f *Front) guard(next http.Handler) http.Handler {
 				}
 			}
 		}
-		bodyDeadline(w, r, f.opts.BodyTimeout)
+		bodyDeadline(w, r, f.cfg.BodyTimeout)
 		if strings.Contains(r.URL.Path, PathREST+"/") {
 			w = &restNotFoundWriter{ResponseWriter: w, path: r.URL.Path, method: r.Method}
 		}
@@ -71,7 +65,7 @@ func (f *Front) guard(next http.Handler) http.Handler {
 }
 
 // BodyDeadline wraps h so that a request's body must arrive within d of
-// its headers (DefaultBodyTimeout when d is 0); streams are not bounded,
+// its headers (api.DefaultBodyTimeout when d is 0); streams are not bounded,
 // since the deadline ends when the body has been read.
 func BodyDeadline(h http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -82,7 +76,7 @@ func BodyDeadline(h http.Handler, d time.Duration) http.Handler {
 
 func bodyDeadline(w http.ResponseWriter, r *http.Request, d time.Duration) {
 	if d <= 0 {
-		d = DefaultBodyTimeout
+		d = api.DefaultBodyTimeout
 	}
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return
@@ -408,7 +402,7 @@ func walkFields(raw []byte, where, key string, maxID int) error {
 // control character, naming the field.
 func CheckID(field, id string, maxID int) error {
 	if maxID <= 0 {
-		maxID = DefaultMaxIDBytes
+		maxID = api.DefaultMaxIDBytes
 	}
 	if len(id) > maxID {
 		return errInvalidParams("%s is %d bytes long; the server takes identifiers of at most %d bytes", field, len(id), maxID)

@@ -19,7 +19,6 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
-	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/question"
 )
@@ -217,7 +216,7 @@ func BenchmarkTelemetry(b *testing.B) {
 				obs := tp.Observer(telemetry.NewMetrics())
 				c = benchSetupWith(b, apitest.Options{Quiet: true, Wrap: obs.Middleware, Config: func(cfg *askpoint.Config) {
 					cfg.Store = obs.Metrics.TimedStore(cfg.Store)
-					*cfg = engine.WithObserver(*cfg, obs).(askpoint.Config)
+					cfg.Observer = obs
 				}})
 			} else {
 				c = benchSetupWith(b, apitest.Options{Quiet: true})

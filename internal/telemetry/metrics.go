@@ -1,7 +1,7 @@
 // Package telemetry implements the engine's Observer with Prometheus
 // metrics and OpenTelemetry traces, and wraps a store with operation
 // timings. The engine and the root package import neither library: they
-// call engine.Observer, which is nil (and costs nothing) when no metrics
+// call api.Observer, which is nil (and costs nothing) when no metrics
 // address and no OTEL_* exporter are configured.
 package telemetry
 
@@ -10,11 +10,11 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/askpoint/askpoint/internal/engine"
 )
 
 // Metrics are askpoint's Prometheus metrics (README, "Metrics"). Labels
@@ -103,16 +103,16 @@ func (m *Metrics) Handler() http.Handler {
 // Registry is the registry the metrics are on.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-func (m *Metrics) transition(t *engine.Transition) {
+func (m *Metrics) transition(t *api.Transition) {
 	c := &m.children
 	c.transitions.get(2, t.Agent, t.Cause, "").Inc()
 	if t.Closed != "" {
 		c.closed.get(3, t.Agent, t.ClosedKind, string(t.Closed)).Inc()
 		c.questionsOpen.get(1, t.Agent, "", "").Dec()
 		switch t.Closed {
-		case engine.QuestionAnswered:
+		case api.QuestionAnswered:
 			c.answerSeconds.get(2, t.Agent, t.ClosedKind, "").Observe(t.Waited.Seconds())
-		case engine.QuestionExpired:
+		case api.QuestionExpired:
 			m.expired.WithLabelValues(t.Agent, t.Expiry).Inc()
 		}
 	}
@@ -160,23 +160,23 @@ func (c *children[M]) get(n int, a, b, d string) M {
 	return s
 }
 
-func (m *Metrics) event(agent string, e engine.Event) {
+func (m *Metrics) event(agent string, e api.Event) {
 	switch e {
-	case engine.EventRedelivery:
+	case api.EventRedelivery:
 		m.redeliveries.WithLabelValues(agent).Inc()
-	case engine.EventAnswerConflict:
+	case api.EventAnswerConflict:
 		m.conflicts.WithLabelValues(agent).Inc()
-	case engine.EventLeaseTakeover:
+	case api.EventLeaseTakeover:
 		m.takeovers.WithLabelValues(agent).Inc()
-	case engine.EventPushDelivered:
+	case api.EventPushDelivered:
 		m.push.WithLabelValues("delivered").Inc()
-	case engine.EventPushRetried:
+	case api.EventPushRetried:
 		m.push.WithLabelValues("retried").Inc()
-	case engine.EventPushGivenUp:
+	case api.EventPushGivenUp:
 		m.push.WithLabelValues("given_up").Inc()
-	case engine.EventHoldReleased:
+	case api.EventHoldReleased:
 		m.holdsReleased.WithLabelValues(agent).Inc()
-	case engine.EventHoldLapsed:
+	case api.EventHoldLapsed:
 		m.holdsLapsed.WithLabelValues(agent).Inc()
 	}
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
-	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/question"
 )
@@ -62,7 +61,7 @@ func TestDeclinesConflictsAndRedeliveriesAreCounted(t *testing.T) {
 	withObs := func(o *telemetry.Observer) func(*askpoint.Config) {
 		return func(c *askpoint.Config) {
 			c.Store = o.Metrics.TimedStore(c.Store)
-			*c = engine.WithObserver(*c, o).(askpoint.Config)
+			c.Observer = o
 		}
 	}
 	env := apitest.Start(t, apitest.Options{Quiet: true, Config: withObs(obs)})

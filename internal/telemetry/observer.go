@@ -7,13 +7,13 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/askpoint/askpoint/internal/engine"
 )
 
 // Observer is the engine's observer: metrics when Metrics is set, spans
@@ -117,7 +117,7 @@ func (o *Observer) remembered(taskID string) (trace.SpanContext, bool) {
 	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: l.trace, SpanID: l.span, TraceFlags: l.flags, TraceState: ts, Remote: true}), true
 }
 
-var _ engine.Observer = (*Observer)(nil)
+var _ api.Observer = (*Observer)(nil)
 
 // Transition counts a committed change and, when tracing, notes it: on the
 // server span of the request that made it (its attributes are set once, as
@@ -125,7 +125,7 @@ var _ engine.Observer = (*Observer)(nil)
 // by a worker). A step run within its request (a quick step) has ended its
 // own span before its change is written, so the request's span says what
 // the change did. Either span is then the task's latest traced change.
-func (o *Observer) Transition(ctx context.Context, t engine.Transition) {
+func (o *Observer) Transition(ctx context.Context, t api.Transition) {
 	if o.Metrics != nil {
 		o.Metrics.transition(&t)
 	}
@@ -155,7 +155,7 @@ func (o *Observer) Transition(ctx context.Context, t engine.Transition) {
 }
 
 // Event counts e.
-func (o *Observer) Event(_ context.Context, agent string, e engine.Event) {
+func (o *Observer) Event(_ context.Context, agent string, e api.Event) {
 	if o.Metrics != nil {
 		o.Metrics.event(agent, e)
 	}
@@ -173,7 +173,7 @@ func noEnd(error) {}
 // StartStep starts the span of an agent step: a child of the request that
 // made it owed (s.Parent), linked to the request that asked the question
 // it resumes from (s.Link).
-func (o *Observer) StartStep(ctx context.Context, s engine.StepInfo) (context.Context, func(error)) {
+func (o *Observer) StartStep(ctx context.Context, s api.StepInfo) (context.Context, func(error)) {
 	if o.Tracer == nil {
 		return ctx, noEnd
 	}
@@ -397,7 +397,7 @@ func (s *served) Value(key any) any {
 }
 
 // note keeps what t tells of the request's task; false when the span ended.
-func (s *served) note(t *engine.Transition) bool {
+func (s *served) note(t *api.Transition) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended {

@@ -6,10 +6,11 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/telemetry"
 )
 
@@ -24,7 +25,7 @@ func TestPushJoinsTheTaskLatestTrace(t *testing.T) {
 	obs := &telemetry.Observer{Tracer: tp.Tracer(telemetry.TracerName)}
 	const taskID = "019ad7a4-3c2e-7b41-9a5e-2f1c3d4e5f60"
 	h := obs.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		obs.Transition(r.Context(), engine.Transition{TaskID: taskID, ContextID: "c", Agent: "expense", To: "working", Cause: "start"})
+		obs.Transition(r.Context(), api.Transition{TaskID: taskID, ContextID: "c", Agent: "expense", To: "working", Cause: "start"})
 	}))
 	r := httptest.NewRequest(http.MethodPost, "/expense/jsonrpc", nil)
 	r.Header.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/store"
 )
@@ -32,12 +34,12 @@ func StoreStats(ctx context.Context, st store.Store) ([][]string, error) {
 		r.asked++
 		r.reasks += float64(f.Reasks)
 		switch f.End {
-		case engine.QuestionAnswered:
+		case api.QuestionAnswered:
 			r.answered++
 			waits[k] = append(waits[k], f.Waited().Seconds())
-		case engine.QuestionDeclined:
+		case api.QuestionDeclined:
 			r.declined++
-		case engine.QuestionExpired:
+		case api.QuestionExpired:
 			r.expired++
 		}
 	})

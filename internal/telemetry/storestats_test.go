@@ -13,7 +13,6 @@ import (
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/internal/dbtest"
-	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/question"
 )
@@ -53,7 +52,7 @@ func testStoreStatsMatchMetrics(t *testing.T, pgURL string) {
 		c.Now = clk.Now
 		c.MaxAttempts = 2
 		c.Store = m.TimedStore(c.Store)
-		*c = engine.WithObserver(*c, obs).(askpoint.Config)
+		c.Observer = obs
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

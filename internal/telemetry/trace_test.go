@@ -18,7 +18,6 @@ import (
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/internal/apitest"
-	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/question"
 )
@@ -70,7 +69,7 @@ func TestOneRequestIsOneTrace(t *testing.T) {
 		Config: func(c *askpoint.Config) {
 			c.WebhookHosts = []string{u.Host}
 			c.PushInterval = 50 * time.Millisecond
-			*c = engine.WithObserver(*c, obs).(askpoint.Config)
+			c.Observer = obs
 		},
 	})
 

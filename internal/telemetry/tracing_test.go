@@ -12,11 +12,12 @@ import (
 	"time"
 	"weak"
 
+	"github.com/askpoint/askpoint/internal/api"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/telemetry"
 )
 
@@ -112,14 +113,14 @@ func quickSteps(obs *telemetry.Observer) http.Handler {
 	var asked string
 	return obs.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answer := r.Header.Get("X-Answer") != ""
-		tr := engine.Transition{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", To: "input-required", Cause: "start", Asked: true, Kind: "costCentre"}
+		tr := api.Transition{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", To: "input-required", Cause: "start", Asked: true, Kind: "costCentre"}
 		link := ""
 		if answer {
-			tr = engine.Transition{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", From: "input-required", To: "completed", Cause: "answer",
-				Closed: engine.QuestionAnswered, ClosedKind: "costCentre", Waited: time.Second, Ended: true}
+			tr = api.Transition{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", From: "input-required", To: "completed", Cause: "answer",
+				Closed: api.QuestionAnswered, ClosedKind: "costCentre", Waited: time.Second, Ended: true}
 			link = asked
 		}
-		sctx, end := obs.StartStep(context.Background(), engine.StepInfo{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense",
+		sctx, end := obs.StartStep(context.Background(), api.StepInfo{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense",
 			Parent: obs.TraceParent(r.Context()), Link: link, Request: r.Context()})
 		end(nil)
 		if !answer {
@@ -175,9 +176,9 @@ func TestHeldSpansKeepNoRequestAlive(t *testing.T) {
 	held := func() weak.Pointer[[1 << 16]byte] {
 		big := new([1 << 16]byte)
 		h := obs.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			sctx, end := obs.StartStep(context.Background(), engine.StepInfo{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", Request: r.Context()})
+			sctx, end := obs.StartStep(context.Background(), api.StepInfo{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", Request: r.Context()})
 			end(nil)
-			obs.Transition(sctx, engine.Transition{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", To: "input-required", Cause: "start"})
+			obs.Transition(sctx, api.Transition{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", To: "input-required", Cause: "start"})
 			_, end = obs.StartPush(sctx, roundTripTask)
 			end(nil)
 		}))
