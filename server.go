@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -15,6 +16,7 @@ import (
 	"github.com/askpoint/askpoint/internal/auth"
 	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/front"
+	"github.com/askpoint/askpoint/internal/grpcfront"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -33,18 +35,34 @@ type AgentSpec struct {
 
 // Server runs agents over A2A 1.0 on a durable store. A paused task is rows
 // in the store: the server holds no goroutine, channel or timer for it.
-// Create one with [NewServer], register agents, serve [Server.Handler] and
-// call [Server.Start].
+// Create one with [NewServer], [Server.Register] agents, and either
+// [Server.Serve] them (all three bindings on one port, with the edge's
+// limits) or mount [Server.Handler] and [Server.GRPC] yourself and call
+// [Server.Start].
 //
-// The server is a facade: the engine (internal/engine) runs tasks, the HTTP
-// front (internal/front) checks and routes requests to it.
+// The engine (internal/engine) runs tasks; the HTTP front (internal/front)
+// and the gRPC front (internal/grpcfront) check and route requests to it,
+// under the same Config.
 type Server struct {
 	cfg Config
 	eng *engine.Engine
 
 	mu    sync.Mutex
 	specs []AgentSpec
-	front *front.Front // built on first use, once every agent is registered
+	pages []page             // Handle
+	front *front.Front       // built on first use, once every agent is registered
+	mux   http.Handler       // Handler: the front and the pages, built with front
+	grpcs []*grpcfront.Front // GRPC's fronts, whose streams EndStreams ends
+	// shutdown ends when Serve shuts down: the requests the pages hold
+	// open end with it.
+	shutdown    context.Context
+	shutdownNow context.CancelFunc
+}
+
+// page is a handler added with Handle.
+type page struct {
+	pattern string
+	h       http.Handler
 }
 
 // Paths under an agent's prefix /NAME.
@@ -88,11 +106,17 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cfg = api.Defaults(cfg)
+	if cfg.Observer != nil {
+		cfg.Store = cfg.Observer.ObserveStore(cfg.Store)
+	}
 	eng, err := engine.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, eng: eng}, nil
+	s := &Server{cfg: cfg, eng: eng}
+	s.shutdown, s.shutdownNow = context.WithCancel(context.Background())
+	api.EngineHook(cfg)(eng)
+	return s, nil
 }
 
 // Register adds an agent. Call it before Start.
@@ -111,7 +135,7 @@ func (s *Server) Register(spec AgentSpec) error {
 	}
 	s.mu.Lock()
 	s.specs = append(s.specs, spec)
-	s.front = nil
+	s.front, s.mux = nil, nil
 	s.mu.Unlock()
 	return nil
 }
@@ -120,7 +144,14 @@ func (s *Server) Register(spec AgentSpec) error {
 func (s *Server) Agents() []string { return s.eng.Agents() }
 
 // RequestHandler returns the a2asrv.RequestHandler that serves the named
-// agent, for mounting on a transport of your choice.
+// agent, for mounting on a transport of your choice. It authenticates a
+// call itself when the server takes tokens (Config.Tokens): a call whose
+// context names no caller ([WithPrincipal]) is named from the
+// Authorization of its a2asrv call context (the header, or the gRPC
+// metadata, that a2a-go's transports put there), and refused as
+// Unauthenticated without a valid token. The edge's other rules (the
+// protocol version, body and part limits, identifier rules, stream slots)
+// are the fronts': [Server.Handler] and [Server.GRPC] apply them.
 func (s *Server) RequestHandler(name string) (a2asrv.RequestHandler, bool) {
 	h, ok := s.eng.Handler(name)
 	if !ok {
@@ -133,6 +164,10 @@ func (s *Server) RequestHandler(name string) (a2asrv.RequestHandler, bool) {
 func (s *Server) frontEnd() *front.Front {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.frontLocked()
+}
+
+func (s *Server) frontLocked() *front.Front {
 	if s.front != nil {
 		return s.front
 	}
@@ -143,13 +178,44 @@ func (s *Server) frontEnd() *front.Front {
 	}
 	f, err := front.New(s.cfg, s.eng.Wake, agents)
 	if err != nil {
-		panic(err) // the tokens were checked by NewServer
+		panic(err) // the configuration was checked by NewServer
+	}
+	if !s.cfg.DisableGRPC {
+		f.AddInterface(grpcfront.Interface) // served on the same port (Serve, or GRPC beside Handler)
 	}
 	s.front = f
 	return f
 }
 
-// Handler returns the HTTP handler that serves every registered agent:
+// Handle adds a handler of your own (a page, a health check) to what
+// [Server.Handler] and [Server.Serve] serve, for the pattern of an
+// http.ServeMux: behind the same port, connection cap and timeouts as the
+// agents, but not their A2A rules (the handler authenticates its own
+// callers). The pattern may not overlap an agent's path (/NAME/) or the
+// host's agent card. When Serve shuts down, the requests such a handler
+// holds open end (their context is canceled), so that a live page's
+// event stream does not hold the shutdown up. Call it before serving.
+func (s *Server) Handle(pattern string, h http.Handler) error {
+	_, path, _ := strings.Cut(strings.TrimSpace(pattern), "/")
+	first, _, _ := strings.Cut(path, "/")
+	first, _, _ = strings.Cut(first, "{")
+	if first == "" || first == ".well-known" {
+		return fmt.Errorf("askpoint: Handle %q: the pattern must name a path of its own, not the host's root or /.well-known/", pattern)
+	}
+	for _, name := range s.eng.Agents() {
+		if name == first {
+			return fmt.Errorf("askpoint: Handle %q: /%s/ is agent %q's path", pattern, first, name)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pages = append(s.pages, page{pattern: pattern, h: h})
+	s.mux = nil
+	return nil
+}
+
+// Handler returns the HTTP handler that serves every registered agent, and
+// what [Server.Handle] added:
 //
 //	/NAME/.well-known/agent-card.json   the agent card
 //	/NAME/jsonrpc                       JSON-RPC 2.0 binding
@@ -163,11 +229,53 @@ func (s *Server) frontEnd() *front.Front {
 //
 // The A2A bindings are the a2a-go SDK's transports over this server's
 // request handler. In front of them the server refuses, before anything is
-// stored: bodies over Config.MaxRequestBytes or not declared as JSON,
-// requests without A2A-Version 1.0, malformed messages, and subscriptions
-// to finished tasks. Proto field names (history_length) are read as their
-// JSON names (historyLength), as ProtoJSON readers do.
-func (s *Server) Handler() http.Handler { return s.frontEnd().Handler() }
+// stored: callers without a valid token (Config.Tokens), bodies over
+// Config.MaxRequestBytes or not declared as JSON, requests without
+// A2A-Version 1.0, malformed messages and identifiers, hosts and browser
+// origins it does not answer, and subscriptions to finished tasks. Proto
+// field names (history_length) are read as their JSON names
+// (historyLength), as ProtoJSON readers do. With Config.Observer set, each
+// A2A request is observed (a server span).
+//
+// The agent cards declare the gRPC binding on the host and port they are
+// served from unless Config.DisableGRPC is set: mounted on an http.Server
+// of your own, serve [Server.GRPC] on the same port (as Serve does) or set
+// DisableGRPC, set the http.Server's ReadHeaderTimeout and IdleTimeout,
+// and register [Server.EndStreams] with its RegisterOnShutdown; Serve does
+// all of it.
+func (s *Server) Handler() http.Handler {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mux != nil {
+		return s.mux
+	}
+	var a2aHandler http.Handler = s.frontLocked().Handler()
+	if s.cfg.Observer != nil {
+		a2aHandler = s.cfg.Observer.ObserveHTTP(a2aHandler)
+	}
+	if len(s.pages) == 0 {
+		s.mux = a2aHandler
+		return s.mux
+	}
+	mux := http.NewServeMux()
+	for _, p := range s.pages {
+		mux.Handle(p.pattern, s.endsAtShutdown(p.h))
+	}
+	mux.Handle("/", a2aHandler)
+	s.mux = mux
+	return mux
+}
+
+// endsAtShutdown ends h's requests when Serve shuts down.
+func (s *Server) endsAtShutdown(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(s.shutdown, cancel)
+		defer stop()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
 
 // Card returns the agent card of the named agent as served from baseURL
 // (scheme and host, e.g. "http://127.0.0.1:8420").
@@ -191,11 +299,21 @@ func (s *Server) Stop(ctx context.Context) error {
 }
 
 // EndStreams ends the open streams and subscriptions of [Server.Handler]
-// and refuses new ones, so that an http.Server's Shutdown, which waits for
-// its handlers, does not wait for streams that would stay open: register
-// it with http.Server.RegisterOnShutdown. What the streams' callers sent
-// is stored; they read their tasks again after the restart.
-func (s *Server) EndStreams() { s.frontEnd().EndStreams() }
+// and [Server.GRPC] (a gRPC stream ends with UNAVAILABLE and a message to
+// subscribe again) and refuses new ones, so that an http.Server's
+// Shutdown or a grpc.Server's GracefulStop, which wait for their calls, do
+// not wait for streams that would stay open: register it with
+// http.Server.RegisterOnShutdown. What the streams' callers sent is
+// stored; they read their tasks again after the restart.
+func (s *Server) EndStreams() {
+	s.frontEnd().EndStreams()
+	s.mu.Lock()
+	grpcs := append([]*grpcfront.Front(nil), s.grpcs...)
+	s.mu.Unlock()
+	for _, g := range grpcs {
+		g.EndStreams()
+	}
+}
 
 // Wake resumes a waiting task with event: one that returned [Await], or
 // one paused with a question asked [Outcome.WakeOn]. token must be the one

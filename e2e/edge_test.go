@@ -86,14 +86,18 @@ func TestEdgeSlowAndIdleConnectionsAreClosed(t *testing.T) {
 	}
 }
 
-func TestEdgeConnectionLimitMakesOthersWaitInsteadOfFailing(t *testing.T) {
+// Past --max-connections a caller is answered at once, never left in the
+// backlog: the connection idle the longest makes room, and when every
+// connection is busy (here: open and silent, as a slow or hostile client
+// leaves it) the new one gets a 503 that says why.
+func TestEdgeConnectionLimitClosesIdleFirstAndRefusesAtOnce(t *testing.T) {
 	bin := buildAskpoint(t)
 	s, err := startServer(t, bin, "askpoint", filepath.Join(t.TempDir(), "a.db"), "--max-connections", "4", "--idle-timeout", "1m")
 	if err != nil {
 		t.Fatal(err)
 	}
 	card := s.url + "/expense/.well-known/agent-card.json"
-	var held []net.Conn
+	var idle []net.Conn
 	for range 4 {
 		c := rawConn(t, s.url)
 		fmt.Fprintf(c, "GET /expense/.well-known/agent-card.json HTTP/1.1\r\nHost: %s\r\n\r\n", strings.TrimPrefix(s.url, "http://"))
@@ -102,20 +106,52 @@ func TestEdgeConnectionLimitMakesOthersWaitInsteadOfFailing(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		held = append(held, c)
+		idle = append(idle, c)
 	}
-	quick := &http.Client{Timeout: 500 * time.Millisecond, Transport: &http.Transport{DisableKeepAlives: true}}
-	if resp, err := quick.Get(card); err == nil {
-		resp.Body.Close()
-		t.Fatalf("a fifth connection was served while 4 were held under --max-connections 4")
-	}
-	held[0].Close()
-	patient := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-	resp, err := patient.Get(card)
+	quick := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := quick.Get(card)
 	if err != nil {
-		t.Fatalf("after one held connection closed: %v", err)
+		t.Fatalf("a fifth connection while 4 idle keep-alive ones are held: %v; want it served, an idle one closed to make room", err)
 	}
 	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a fifth connection while 4 idle ones are held: %s, want 200", resp.Status)
+	}
+	if d := closedWithin(t, idle[0], 5*time.Second); d > 4*time.Second {
+		t.Errorf("the connection idle the longest was not closed to make room (%s)", d)
+	}
+	for _, c := range idle[1:] {
+		c.Close()
+	}
+
+	// Four busy connections: open and silent (the server waits for their
+	// first bytes). None is idle, so a fifth is refused, at once.
+	for range 4 {
+		rawConn(t, s.url)
+	}
+	var refused *http.Response
+	for range 50 { // the idle ones just closed leave the count as their closes are seen
+		start := time.Now()
+		resp, err := quick.Get(card)
+		if err == nil && resp.StatusCode == http.StatusServiceUnavailable {
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("refused after %s; want at once", d)
+			}
+			refused = resp
+			break
+		}
+		if err == nil {
+			resp.Body.Close()
+		}
+	}
+	if refused == nil {
+		t.Fatal("no connection was refused while 4 silent ones held every slot of --max-connections 4")
+	}
+	body, _ := io.ReadAll(refused.Body)
+	refused.Body.Close()
+	if !strings.Contains(string(body), "connections") || refused.Header.Get("Retry-After") == "" {
+		t.Errorf("refusal = %q (Retry-After %q); want it to say the server holds as many connections as it takes, with a Retry-After", body, refused.Header.Get("Retry-After"))
+	}
 	if strings.Contains(s.log.String(), "too many open files") {
 		t.Errorf("the server failed accept:\n%s", s.log)
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/internal/dbtest"
-	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/telemetry"
 )
 
 // TestMetricsFollowTheWorkedExample runs the worked example against the

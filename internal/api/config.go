@@ -193,9 +193,38 @@ type Config struct {
 	// Content-Type as JSON. Off by default: a browser's no-cors fetch
 	// sends no type, so every POST must say application/json.
 	AllowMissingContentType bool
-	// BodyTimeout bounds how long a client takes to send a request body.
+	// BodyTimeout bounds how long a client takes to send a request body
+	// once its headers are in (HTTP), or a call's request message once
+	// the call opened (gRPC). Streams, once open, are not bounded by it.
 	// Defaults to 30s.
 	BodyTimeout time.Duration
+	// HeaderTimeout bounds how long a client takes to send a request's
+	// headers (HTTP), or to finish a connection's handshake (gRPC), and
+	// how long a new connection may stay silent before the port can tell
+	// HTTP from gRPC. Used by Server.Serve. Defaults to 10s.
+	HeaderTimeout time.Duration
+	// IdleTimeout is how long a connection with no request or call under
+	// way is kept open: an HTTP keep-alive connection, a gRPC connection
+	// with no call. Used by Server.Serve and Server.GRPC. Defaults to 2m.
+	IdleTimeout time.Duration
+	// MaxConnections caps the connections Server.Serve holds open at once,
+	// HTTP and gRPC together. Past it, the connection idle the longest is
+	// closed to make room, and when none is idle the new one is answered
+	// 503 at once and closed: a caller is never left hanging in the
+	// backlog. Defaults to 1024, or fewer when the process may open fewer
+	// files.
+	MaxConnections int
+	// MaxStreamsPerConnection caps the gRPC calls one connection has open
+	// at once, before any of them is authenticated. Defaults to 100.
+	MaxStreamsPerConnection int
+	// ShutdownTimeout bounds how long Server.Serve's graceful stop waits
+	// for calls under way once its context ends; what is left then is cut
+	// off. Defaults to 5s.
+	ShutdownTimeout time.Duration
+	// DisableGRPC serves only the HTTP bindings (JSON-RPC and HTTP+JSON):
+	// Server.Serve does not serve gRPC and the agent cards do not declare
+	// it. Off by default: gRPC shares the port.
+	DisableGRPC bool
 	// MaxIDBytes caps messageId, contextId, task IDs and push
 	// configuration IDs. Defaults to 256.
 	MaxIDBytes int
@@ -209,6 +238,25 @@ type Config struct {
 
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+
+	// engineHook, when set, is given the server's engine once it is built:
+	// how askpoint's own test harness reaches what the public API does not
+	// offer (WithEngineHook).
+	engineHook func(engine any)
+}
+
+// WithEngineHook makes NewServer hand the engine it builds for c to hook
+// (as an *engine.Engine): for askpointtest and the module's own tests,
+// which wait for a server to be idle or drive its sweeper, through methods
+// that are not the Server's.
+func WithEngineHook(c *Config, hook func(engine any)) { c.engineHook = hook }
+
+// EngineHook is c's engine hook, one that does nothing when none is set.
+func EngineHook(c Config) func(engine any) {
+	if c.engineHook == nil {
+		return func(any) {}
+	}
+	return c.engineHook
 }
 
 // The defaults of the fields whose default is a number (see Config).
@@ -217,7 +265,7 @@ const (
 	DefaultMaxParts               = 64
 	DefaultMaxStreamsPerPrincipal = 32
 	DefaultBodyTimeout            = 30 * time.Second
-	DefaultMaxIDBytes             = 256
+	DefaultMaxIDBytes             = text.DefaultMaxIDBytes
 )
 
 // Defaults returns c with every unset field at its default: the one place
@@ -286,6 +334,21 @@ func Defaults(c Config) Config {
 	if c.MaxIDBytes <= 0 {
 		c.MaxIDBytes = DefaultMaxIDBytes
 	}
+	if c.HeaderTimeout <= 0 {
+		c.HeaderTimeout = 10 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 2 * time.Minute
+	}
+	if c.MaxConnections <= 0 {
+		c.MaxConnections = defaultMaxConnections()
+	}
+	if c.MaxStreamsPerConnection <= 0 {
+		c.MaxStreamsPerConnection = 100
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = 5 * time.Second
+	}
 	if c.Reminders == nil {
 		c.Reminders = []float64{0.5, 0.9}
 	}
@@ -326,4 +389,15 @@ func Check(c Config) error {
 		}
 	}
 	return nil
+}
+
+// defaultMaxConnections is 1024, or fewer when the process may open fewer
+// files: the store keeps descriptors of its own, and an accept that fails
+// with "too many open files" helps nobody.
+func defaultMaxConnections() int {
+	n := 1024
+	if room := openFileLimit() - 64; room < n {
+		n = max(room, 8)
+	}
+	return n
 }

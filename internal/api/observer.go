@@ -2,13 +2,15 @@ package api
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/askpoint/askpoint/store"
 )
 
-// Observer hears of what the engine does, for metrics, traces and logs
-// (internal/telemetry implements it with Prometheus and OpenTelemetry).
+// Observer hears of what a server does, for metrics, traces and logs (the
+// telemetry package implements it with Prometheus and OpenTelemetry).
 // The engine calls it from the one place each thing happens: Transition
 // from commit, for every task change that was written; Event for what
 // writes nothing of its own (a redelivery, a losing answer, a lease taken
@@ -33,8 +35,18 @@ type Observer interface {
 	// is recorded (so the engine keeps nothing when tracing is off).
 	TraceParent(ctx context.Context) string
 	// OpenQuestions is told, once at start, how many questions the store
-	// holds open per agent.
+	// holds open per agent: every registered agent is in byAgent, with 0
+	// when it has none open.
 	OpenQuestions(byAgent map[string]int)
+	// ObserveHTTP wraps the HTTP handler of the A2A bindings (agent
+	// cards, JSON-RPC, HTTP+JSON, the wake endpoint): a server span per
+	// request, say. It returns next itself to observe nothing there.
+	ObserveHTTP(next http.Handler) http.Handler
+	// ObserveStore wraps the server's store, to time its operations, say;
+	// the wrapper must keep the optional interfaces of s that the engine
+	// asks for (store.Notifier, store.Locker, SingleNode). It returns s
+	// itself to observe nothing there.
+	ObserveStore(s store.Store) store.Store
 }
 
 // Event is something the engine counts that is not a transition.

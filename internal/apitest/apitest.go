@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ import (
 	"github.com/askpoint/askpoint"
 	apclient "github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/examples/expense"
-	"github.com/askpoint/askpoint/internal/grpcfront"
+	"github.com/askpoint/askpoint/internal/port"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/postgres"
 	"github.com/askpoint/askpoint/store/sqlite"
@@ -34,10 +35,12 @@ type Env struct {
 	PostgresURL string
 	Server      *askpoint.Server
 	Store       store.Store // SQLite, or PostgreSQL when Options.PostgresURL is set
-	HTTP        *http.Server
-	// GRPC serves the gRPC binding on the same listener (grpcfront.Split);
-	// each agent's tenant is its name.
-	GRPC *grpcfront.Front
+
+	// stop ends the server's Serve, whose result served holds.
+	stop   context.CancelFunc
+	served chan error
+	once   sync.Once
+	err    error
 }
 
 // Options tune Start.
@@ -53,7 +56,13 @@ type Options struct {
 	// one to know the server's URL before its agents are built, as an
 	// orchestrator that gives its own URL to its sub-agents must.
 	Listener net.Listener
-	// Wrap, when set, wraps the server's handler (a tracing middleware).
+	// Setup, when set, is called with the server once its agents are
+	// registered, before it serves (to Handle a handler of the test's).
+	Setup func(*askpoint.Server)
+	// Wrap, when set, wraps the server's HTTP handler (to watch what it
+	// answers); the server is then served by the test's own http.Server
+	// and the gRPC server of Server.GRPC on the same port, as Serve does,
+	// instead of by Serve.
 	Wrap func(http.Handler) http.Handler
 }
 
@@ -121,33 +130,62 @@ func Start(t testing.TB, opts Options) *Env {
 	if ln == nil {
 		ln, _ = Listen(t, "")
 	}
-	front, err := grpcfront.ForServer(srv, logger)
-	if err != nil {
-		t.Fatalf("grpcfront.ForServer() = %v", err)
+	if opts.Setup != nil {
+		opts.Setup(srv)
 	}
+	// Started here, so that a test's first call finds it running.
 	if err := srv.Start(ctx); err != nil {
 		t.Fatalf("Start() = %v", err)
 	}
-	httpLn, grpcLn := grpcfront.Split(ln, 0)
-	h := srv.Handler()
-	if opts.Wrap != nil {
-		h = opts.Wrap(h)
+	serveCtx, stop := context.WithCancel(ctx)
+	env := &Env{URL: "http://" + ln.Addr().String(), DBPath: path, PostgresURL: opts.PostgresURL, Server: srv, Store: st,
+		stop: stop, served: make(chan error, 1)}
+	if opts.Wrap == nil {
+		go func() { env.served <- srv.Serve(serveCtx, ln) }()
+	} else {
+		serveWrapped(t, env, serveCtx, ln, opts.Wrap)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(httpLn) }()
-	go func() { _ = front.Serve(grpcLn) }()
-	env := &Env{URL: "http://" + ln.Addr().String(), DBPath: path, PostgresURL: opts.PostgresURL, Server: srv, Store: st, HTTP: hs, GRPC: front}
 	t.Cleanup(func() { env.Close() })
 	return env
 }
 
-// Close stops the server and closes the store. It is safe to call twice.
+// serveWrapped serves env's server with its HTTP handler wrapped, until
+// ctx ends.
+func serveWrapped(t testing.TB, env *Env, ctx context.Context, ln net.Listener, wrap func(http.Handler) http.Handler) {
+	gs, err := env.Server.GRPC()
+	if err != nil {
+		t.Fatalf("GRPC() = %v", err)
+	}
+	httpLn, grpcLn := port.Split(ln, 0)
+	hs := &http.Server{Handler: wrap(env.Server.Handler()), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(httpLn) }()
+	go func() { _ = gs.Serve(grpcLn) }()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		env.Server.EndStreams()
+		gs.GracefulStop()
+		_ = hs.Shutdown(sctx)
+		env.served <- env.Server.Stop(sctx)
+	}()
+}
+
+// Shutdown stops serving as the end of Serve's context does (streams end,
+// calls under way finish, the server stops) and returns what Serve
+// returned. It is safe to call twice.
+func (e *Env) Shutdown() error {
+	e.once.Do(func() {
+		e.stop()
+		e.err = <-e.served
+	})
+	return e.err
+}
+
+// Close shuts the server down and closes the store. It is safe to call
+// twice.
 func (e *Env) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = e.GRPC.Stop(ctx)
-	_ = e.HTTP.Close()
-	_ = e.Server.Stop(ctx)
+	_ = e.Shutdown()
 	_ = e.Store.Close()
 }
 

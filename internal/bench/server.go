@@ -32,10 +32,10 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/examples/expense"
-	"github.com/askpoint/askpoint/internal/grpcfront"
-	"github.com/askpoint/askpoint/internal/telemetry"
+	"github.com/askpoint/askpoint/internal/port"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/sqlite"
+	"github.com/askpoint/askpoint/telemetry"
 )
 
 // The bench server is the process under measurement: one server of one
@@ -157,13 +157,9 @@ func serverMain(args []string, stdout, stderr io.Writer) int {
 	if bs.grpc != nil {
 		// gRPC on the same port, as askpoint serve does it.
 		var grpcLn net.Listener
-		httpLn, grpcLn = grpcfront.Split(ln, 0)
+		httpLn, grpcLn = port.Split(ln, 0)
 		go func() { _ = bs.grpc.Serve(grpcLn) }()
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = bs.grpc.Stop(sctx)
-		}()
+		defer bs.grpc.Stop()
 	}
 	hs := &http.Server{Handler: bs.track(mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(httpLn) }()
@@ -194,7 +190,7 @@ type benchServer struct {
 	// telemetry: metrics and tracing on (--telemetry).
 	telemetry bool
 	app       http.Handler
-	grpc      *grpcfront.Front // kind sqlite-grpc
+	grpc      *grpc.Server // kind sqlite-grpc
 	tracker   *resumeTracker
 
 	// seed adds n paused tasks in process.
@@ -245,8 +241,11 @@ func (bs *benchServer) setupAskpoint(ctx context.Context, st store.Store, logger
 	var inner store.Store = st
 	var stopTraces func()
 	if bs.telemetry {
-		obs, stopTraces = benchObserver()
-		inner = obs.Metrics.TimedStore(st)
+		var err error
+		if obs, stopTraces, err = benchObserver(); err != nil {
+			return nil, err
+		}
+		inner = obs.ObserveStore(st)
 	}
 	var tracked store.Store = trackedStore{Store: inner, tr: bs.tracker, n: &bs.calls}
 	if n, ok := inner.(store.Notifier); ok { // keep what the engine looks for
@@ -254,7 +253,9 @@ func (bs *benchServer) setupAskpoint(ctx context.Context, st store.Store, logger
 	}
 	cfg := askpoint.Config{Store: tracked, Logger: logger}
 	if obs != nil {
-		cfg.Observer = obs
+		// The store is observed already, under the tracking wrapper, so
+		// that the wrapper counts the calls the observer times.
+		cfg.Observer = storeObserved{obs}
 	}
 	srv, err := askpoint.NewServer(cfg)
 	if err != nil {
@@ -268,16 +269,11 @@ func (bs *benchServer) setupAskpoint(ctx context.Context, st store.Store, logger
 		return nil, err
 	}
 	if bs.kind == KindSQLiteGRPC {
-		cfg, err := grpcfront.ConfigFor(srv, logger)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Unary = []grpc.UnaryServerInterceptor{bs.trackGRPC}
-		if bs.grpc, err = grpcfront.New(cfg); err != nil {
+		if bs.grpc, err = srv.GRPC(grpc.ChainUnaryInterceptor(bs.trackGRPC)); err != nil {
 			return nil, err
 		}
 	}
-	bs.app = obs.Middleware(srv.Handler())
+	bs.app = srv.Handler()
 	bs.seedFn = func(ctx context.Context, n int) error { return seedAskpoint(ctx, srv, st, n) }
 	return func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

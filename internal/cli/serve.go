@@ -2,8 +2,6 @@ package cli
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,19 +22,13 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
-	"github.com/askpoint/askpoint/examples/approval"
-	"github.com/askpoint/askpoint/examples/booking"
-	"github.com/askpoint/askpoint/examples/conformance"
-	"github.com/askpoint/askpoint/examples/expense"
-	"github.com/askpoint/askpoint/examples/planning"
+	"github.com/askpoint/askpoint/examples/demo"
 	"github.com/askpoint/askpoint/inbox/web"
-	"github.com/askpoint/askpoint/internal/front"
-	"github.com/askpoint/askpoint/internal/grpcfront"
-	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/postgres"
 	"github.com/askpoint/askpoint/store/sqlite"
+	"github.com/askpoint/askpoint/telemetry"
 )
 
 func serve(args []string, stdout, stderr io.Writer) int {
@@ -73,7 +65,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	headerTimeout := fs.Duration("header-timeout", 10*time.Second, "how long a client has to send a request's headers")
 	bodyTimeout := fs.Duration("body-timeout", 30*time.Second, "how long a client has to send a request's body once its headers are in (streams are not bounded by it)")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection is kept open")
-	maxConns := fs.Int("max-connections", 0, "most connections served at once; more wait to be accepted (default 1024, or fewer when the open-file limit is lower)")
+	maxConns := fs.Int("max-connections", 0, "most connections open at once, HTTP and gRPC together; past it the one idle the longest is closed, or the new one answered 503 at once (default 1024, or fewer when the open-file limit is lower)")
 	tokensFile := fs.String("tokens", "", "JSON `file` mapping principals to bearer tokens (mode 0600; also $"+EnvTokens+", the same JSON)")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err, 2)
@@ -145,7 +137,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 
 	var st store.Store
-	var ledger expense.Ledger = expense.IDLedger{}
 	var where string // what the start-up line says about the store; never a password
 	if postgres.IsURL(db) {
 		pg, err := postgres.OpenWith(ctx, db, postgres.Options{Logger: logger})
@@ -154,15 +145,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		st, where = pg, "PostgreSQL "+postgres.Redact(db)
-		// The expense ledger lives in the same database (and schema), so
-		// that every node files into one ledger, each step's key once.
-		l, closeLedger, err := openPostgresLedger(ctx, db)
-		if err != nil {
-			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
-			return 1
-		}
-		defer closeLedger()
-		ledger = l
 	} else {
 		path, err := filepath.Abs(db)
 		if err != nil {
@@ -174,16 +156,17 @@ func serve(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 			return 1
 		}
-		st, where = lite, path
-		l, closeLedger, err := openLedger(ctx, path)
-		if err != nil {
-			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
-			return 1
-		}
-		defer closeLedger()
-		ledger = l
+		st, where, db = lite, path, path
 	}
 	defer st.Close()
+	// The expense ledger lives beside the tasks: in the same SQLite file,
+	// or the same PostgreSQL database, so every node files into one.
+	ledger, closeLedger, err := demo.OpenLedger(ctx, db)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
+		return 1
+	}
+	defer closeLedger()
 
 	tel, closeTel, err := startTelemetry(ctx, *metricsAddr, stdout, logger)
 	if err != nil {
@@ -191,9 +174,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeTel()
-	if tel != nil && tel.Metrics != nil {
-		st = tel.Metrics.TimedStore(st)
-	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -202,11 +182,6 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	defer ln.Close()
 	base, anyAddr := listenURL(ln.Addr())
-	limit := *maxConns
-	if limit <= 0 {
-		limit = defaultMaxConnections()
-	}
-	ln = newLimitListener(ln, limit)
 	cardURL := base
 	if *publicURL != "" {
 		cardURL = strings.TrimSuffix(*publicURL, "/")
@@ -230,13 +205,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		QuestionExpiry: *expiry, Reminders: points, DisableSweeper: *noSweep,
 		AllowPrivateWebhooks: *allowPrivate || *conformanceMode,
 		PushRetryMin:         *pushRetryMin, PushRetryMax: *pushRetryMax, PushMaxAttempts: *pushAttempts,
-		// The finance assistant hears from the expense agent on this
-		// server's own address.
-		WebhookHosts: selfHosts(ln.Addr()),
-		PublicURL:    cardURL, AllowedHosts: allowHosts, AllowedOrigins: allowOrigins,
+		PublicURL: cardURL, AllowedHosts: allowHosts, AllowedOrigins: allowOrigins,
 		// No AllowMissingContentType, not even under --conformance:
 		// neither suite sends a POST without one (docs/CONFORMANCE.md).
-		BodyTimeout: *bodyTimeout,
+		BodyTimeout: *bodyTimeout, HeaderTimeout: *headerTimeout, IdleTimeout: *idleTimeout,
+		MaxConnections: *maxConns, DisableGRPC: !*grpcOn,
 	}
 	if tel != nil {
 		cfg.Observer = tel
@@ -246,63 +219,29 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
 	}
-	if *conformanceMode {
-		// Registered first: the first agent's card is the host root's,
-		// where the suite looks for it.
-		if err := srv.Register(askpoint.AgentSpec{Name: conformance.Name, Agent: conformance.Agent(), Card: conformance.Card()}); err != nil {
-			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
-			return 1
-		}
-	}
-	if err := srv.Register(askpoint.AgentSpec{
-		Name: "expense", Agent: expense.Agent(expense.DefaultDirectory, ledger, nil), Card: expense.Card(),
+	// The demo agents (examples/demo); the orchestrators reach the expense
+	// agent on this server's own address.
+	if err := demo.Register(srv, demo.Options{
+		BaseURL: base, Ledger: ledger, CostCentres: defaults, Dial: internalDial, Conformance: *conformanceMode,
 	}); err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
 	}
-	// The approval example: a yes/no question with labelled options and
-	// a schema derived from its answer type.
-	if err := srv.Register(askpoint.AgentSpec{Name: "approval", Agent: approval.Agent(), Card: approval.Card()}); err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
-		return 1
+	var stats func() ([]string, [][]string)
+	if tel != nil && tel.Metrics != nil {
+		m := tel.Metrics
+		stats = func() ([]string, [][]string) { return telemetry.StatsHeader, m.Stats() }
 	}
-	// The booking example's seats live in memory, one inventory for every
-	// booking task of this process.
-	if err := srv.Register(askpoint.AgentSpec{
-		Name: "booking", Agent: booking.Agent(booking.NewInventory(), nil), Card: booking.Card(),
-	}); err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
-		return 1
-	}
-	// The finance assistant: an orchestrator in front of the expense
-	// agent, reaching it over A2A on this server's own address.
-	assistant, err := expense.Assistant(expense.AssistantConfig{ExpenseURL: base + "/expense", SelfURL: base + "/assistant", Defaults: defaults, Dial: internalDial})
+	page, closePage, err := serverPage(srv, base, cardURL, tokens, logger, stats)
 	if err == nil {
-		err = srv.Register(askpoint.AgentSpec{Name: "assistant", Agent: assistant, Card: expense.AssistantCard()})
-	}
-	// The workflow demo: a group chat of a planner and the expense agent
-	// that stops when the expense agent asks.
-	if err == nil {
-		err = srv.Register(askpoint.AgentSpec{Name: "planner", Agent: planning.Planner(), Card: planning.PlannerCard()})
-	}
-	if err == nil {
-		var chat askpoint.Agent
-		if chat, err = planning.Workflow(base, internalDial); err == nil {
-			err = srv.Register(askpoint.AgentSpec{Name: "planning", Agent: chat, Card: planning.WorkflowCard()})
-		}
+		defer closePage()
+		err = srv.Handle("/inbox/", page)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
 	}
 
-	if tel != nil && tel.Metrics != nil {
-		tel.Metrics.InitAgents(srv.Agents())
-	}
-	if err := srv.Start(ctx); err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
-		return 1
-	}
 	fmt.Fprintf(stdout, "askpoint: data in %s\n", where)
 	fmt.Fprintf(stdout, "askpoint: listening on %s\n", base)
 	if anyAddr {
@@ -321,75 +260,17 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "askpoint: agent %q card: %s/%s/.well-known/agent-card.json\n", name, cardURL, name)
 	}
 	fmt.Fprintf(stdout, "askpoint: try: askpoint send %s/expense \"File my taxi receipt from Tuesday, 42 euros\"\n", base)
-
-	var stats func() ([]string, [][]string)
-	if tel != nil && tel.Metrics != nil {
-		m := tel.Metrics
-		stats = func() ([]string, [][]string) { return telemetry.StatsHeader, m.Stats() }
-	}
-	page, closePage, err := serverPage(srv, base, cardURL, tokens, logger, stats)
-	if err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
-		return 1
-	}
 	fmt.Fprintf(stdout, "askpoint: paused tasks, answered in the browser: %s/inbox/\n", base)
-	root := http.NewServeMux()
-	root.Handle("/inbox/", page)
-	root.Handle("/", tel.Middleware(srv.Handler()))
-
-	// gRPC shares the port: a connection that opens with the HTTP/2
-	// preface is gRPC, any other HTTP/1.1 (docs/decisions/0040).
-	httpLn := ln
-	var gfront *grpcfront.Front
-	errc := make(chan error, 2)
 	if *grpcOn {
-		if gfront, err = grpcfront.ForServer(srv, logger); err != nil {
-			fmt.Fprintf(stderr, "askpoint serve: %v\n", err)
-			_ = srv.Stop(context.Background())
-			return 1
-		}
-		var grpcLn net.Listener
-		httpLn, grpcLn = grpcfront.Split(ln, *headerTimeout)
-		go func() {
-			if err := gfront.Serve(grpcLn); err != nil {
-				errc <- err
-			}
-		}()
 		fmt.Fprintf(stdout, "askpoint: gRPC on %s too: tenant = the agent's name\n", ln.Addr())
 	}
-	hs := &http.Server{
-		Handler:           front.BodyDeadline(root, *bodyTimeout),
-		ReadHeaderTimeout: *headerTimeout,
-		IdleTimeout:       *idleTimeout,
-		// No ReadTimeout or WriteTimeout: either would cut streams, which
-		// stay open for as long as their tasks run.
-	}
-	// Shutdown waits for handlers; a stream's handler returns when its
-	// context ends, so the streams are ended first.
-	hs.RegisterOnShutdown(srv.EndStreams)
-	go func() { errc <- hs.Serve(httpLn) }()
 
-	select {
-	case <-ctx.Done():
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
-			_ = srv.Stop(context.Background())
-			return 1
-		}
-	}
-	fmt.Fprintln(stdout, "askpoint: shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	closePage() // its live pages' streams would hold the shutdown up
-	if gfront != nil {
-		// Open gRPC streams end with UNAVAILABLE and a message to
-		// subscribe again; calls under way finish.
-		_ = gfront.Stop(shutdownCtx)
-	}
-	_ = hs.Shutdown(shutdownCtx)
-	if err := srv.Stop(shutdownCtx); err != nil {
-		fmt.Fprintf(stderr, "askpoint serve: stop: %v\n", err)
+	// Serve serves the three bindings on the one port and stops them
+	// gracefully when ctx ends (docs/decisions/0040 and 0085).
+	stopping := context.AfterFunc(ctx, func() { fmt.Fprintln(stdout, "askpoint: shutting down") })
+	defer stopping()
+	if err := srv.Serve(ctx, ln); err != nil {
+		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
 	}
 	return 0
@@ -440,33 +321,4 @@ func parseReminders(s string) ([]float64, error) {
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-// openPostgresLedger opens the expense ledger in the PostgreSQL database of
-// dbURL. Nodes that start at once would race on the ledger's CREATE TABLE
-// IF NOT EXISTS (PostgreSQL reports a duplicate type), so the creation runs
-// under a session advisory lock.
-func openPostgresLedger(ctx context.Context, dbURL string) (expense.Ledger, func() error, error) {
-	db, err := sql.Open("pgx", dbURL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open the expense ledger: %w", err)
-	}
-	lock, err := db.Conn(ctx)
-	if err != nil {
-		db.Close()
-		return nil, nil, fmt.Errorf("open the expense ledger: %w", err)
-	}
-	defer lock.Close()
-	const key = "hashtext('askpoint.expense-ledger')"
-	if _, err := lock.ExecContext(ctx, "SELECT pg_advisory_lock("+key+")"); err != nil {
-		db.Close()
-		return nil, nil, fmt.Errorf("open the expense ledger: %w", err)
-	}
-	defer lock.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock("+key+")")
-	l, err := expense.NewSQLLedger(ctx, db, "postgres")
-	if err != nil {
-		db.Close()
-		return nil, nil, err
-	}
-	return l, db.Close, nil
 }

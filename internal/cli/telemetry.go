@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/askpoint/askpoint/internal/telemetry"
+	"github.com/askpoint/askpoint/telemetry"
 )
 
 // startTelemetry starts what serve observes with: Prometheus metrics on
@@ -18,17 +18,22 @@ import (
 // variables ask for them. It returns nil when neither is on (the engine
 // then observes nothing), and a close that stops both.
 func startTelemetry(ctx context.Context, addr string, stdout io.Writer, logger *slog.Logger) (*telemetry.Observer, func(), error) {
-	tp, err := telemetry.TracerFromEnv(ctx, stdout)
+	tp, err := telemetry.TracingFromEnv(ctx, stdout)
 	if err != nil {
 		return nil, nil, err
 	}
 	if addr == "" && tp == nil {
 		return nil, func() {}, nil
 	}
-	o := &telemetry.Observer{}
+	var m *telemetry.Metrics
+	if addr != "" {
+		if m, err = telemetry.NewMetrics(nil); err != nil {
+			return nil, nil, err
+		}
+	}
+	o := telemetry.New(m, tp)
 	var closers []func()
 	if tp != nil {
-		o = tp.Observer(nil)
 		// Sub-agent calls (relays, workflows) and push deliveries to the
 		// hosts that skip the SSRF guard go through the default
 		// transport: they carry the caller's traceparent.
@@ -45,7 +50,6 @@ func startTelemetry(ctx context.Context, addr string, stdout io.Writer, logger *
 		fmt.Fprintln(stdout, "askpoint: tracing on (OTEL_* environment)")
 	}
 	if addr != "" {
-		o.Metrics = telemetry.NewMetrics()
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			for _, c := range closers {

@@ -99,7 +99,7 @@ func New(cfg api.Config) (*Engine, error) {
 		tokens:  tokens,
 		cfg:     cfg,
 		log:     cfg.Logger,
-		obs:     cfg.Observer,
+		obs:     guardObserver(cfg.Observer, cfg.Logger),
 		store:   cfg.Store,
 		locker:  store.LockerOf(cfg.Store),
 		agents:  map[string]*agentEntry{},
@@ -157,6 +157,9 @@ func (s *Engine) Handler(name string) (*Handler, bool) {
 	return e.handler, true
 }
 
+// ErrStarted says Start was called on an engine that started already.
+var ErrStarted = errors.New("askpoint: server already started")
+
 // Start starts the worker pool, the poller that takes over runnable tasks
 // whose lease lapsed (a crashed run, or work left by a stopped node), and
 // the timer loops: the sweeper (question expiries and reminders), the
@@ -166,7 +169,7 @@ func (s *Engine) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.started {
-		return errors.New("askpoint: server already started")
+		return ErrStarted
 	}
 	secret, err := s.store.Secret(ctx, wakeSecretName)
 	if err != nil {

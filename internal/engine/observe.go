@@ -5,10 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net/http"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/askpoint/askpoint/internal/api"
 
@@ -193,11 +196,19 @@ func schemaKind(schema json.RawMessage) string {
 	names := append([]string(nil), sc.Required...)
 	sort.Strings(names)
 	k := strings.Join(names, "+")
-	if len(k) > 80 {
-		k = k[:80]
+	if len(k) > maxKindBytes {
+		// Cut on a character's first byte: a label must be valid UTF-8.
+		cut := maxKindBytes
+		for cut > 0 && !utf8.RuneStart(k[cut]) {
+			cut--
+		}
+		k = k[:cut]
 	}
 	return k
 }
+
+// maxKindBytes bounds a question kind's length.
+const maxKindBytes = 80
 
 // kindCache keeps schemaKind by answer schema: an agent asks the same few
 // questions again and again, so each schema is decoded once, not at every
@@ -245,7 +256,10 @@ func (s *Engine) countOpenQuestions(ctx context.Context) {
 		s.log.Warn("count the open questions for askpoint_questions_open; it starts from 0", slog.Any("err", err))
 		tasks = nil
 	}
-	by := map[string]int{}
+	by := make(map[string]int, len(s.order))
+	for _, name := range s.order { // every agent, so that its series show at zero
+		by[name] = 0
+	}
 	for _, t := range tasks {
 		if t.State == a2a.TaskStateInputRequired && len(t.Question) > 0 {
 			by[t.Agent]++
@@ -290,3 +304,74 @@ func rawString(raw json.RawMessage, key string) []byte {
 	}
 	return rest[:j]
 }
+
+// safeObserver is the engine's observer behind a recover: a panic in the
+// observer (a metrics library refusing a label, say) is logged, once per
+// method, and never takes a worker, and with it the process, down.
+type safeObserver struct {
+	o      api.Observer
+	log    *slog.Logger
+	logged sync.Map // method name -> struct{}: panics already logged
+}
+
+func guardObserver(o api.Observer, log *slog.Logger) api.Observer {
+	if o == nil {
+		return nil
+	}
+	return &safeObserver{o: o, log: log}
+}
+
+// recovered logs a panic of method, the first time it happens.
+func (g *safeObserver) recovered(method string) {
+	if p := recover(); p != nil {
+		if _, seen := g.logged.LoadOrStore(method, struct{}{}); !seen {
+			g.log.Error("the observer panicked; what it observed there is lost (logged once per method)",
+				slog.String("method", method), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))
+		}
+	}
+}
+
+func (g *safeObserver) Transition(ctx context.Context, t api.Transition) {
+	defer g.recovered("Transition")
+	g.o.Transition(ctx, t)
+}
+
+func (g *safeObserver) Event(ctx context.Context, agent string, e api.Event) {
+	defer g.recovered("Event")
+	g.o.Event(ctx, agent, e)
+}
+
+func (g *safeObserver) StartStep(ctx context.Context, s api.StepInfo) (out context.Context, end func(error)) {
+	out, end = ctx, func(error) {} // what a panic leaves: the step runs unobserved
+	defer g.recovered("StartStep")
+	c, e := g.o.StartStep(ctx, s)
+	return c, g.safeEnd("StartStep end", e)
+}
+
+func (g *safeObserver) StartPush(ctx context.Context, taskID string) (out context.Context, end func(error)) {
+	out, end = ctx, func(error) {} // what a panic leaves: the delivery runs unobserved
+	defer g.recovered("StartPush")
+	c, e := g.o.StartPush(ctx, taskID)
+	return c, g.safeEnd("StartPush end", e)
+}
+
+func (g *safeObserver) safeEnd(method string, end func(error)) func(error) {
+	return func(err error) {
+		defer g.recovered(method)
+		end(err)
+	}
+}
+
+func (g *safeObserver) TraceParent(ctx context.Context) string {
+	defer g.recovered("TraceParent")
+	return g.o.TraceParent(ctx)
+}
+
+func (g *safeObserver) OpenQuestions(by map[string]int) {
+	defer g.recovered("OpenQuestions")
+	g.o.OpenQuestions(by)
+}
+
+func (g *safeObserver) ObserveHTTP(next http.Handler) http.Handler { return g.o.ObserveHTTP(next) }
+
+func (g *safeObserver) ObserveStore(s store.Store) store.Store { return g.o.ObserveStore(s) }

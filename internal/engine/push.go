@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/askpoint/askpoint/internal/api"
@@ -40,7 +41,9 @@ import (
 type pushSender struct {
 	guarded *http.Client
 	open    *http.Client // for the hosts in Config.WebhookHosts
-	hosts   map[string]bool
+
+	mu    sync.RWMutex
+	hosts map[string]bool
 }
 
 func newPushSender(cfg api.Config) *pushSender {
@@ -49,17 +52,37 @@ func newPushSender(cfg api.Config) *pushSender {
 		open:    newPushClient(cfg.PushTimeout, true),
 		hosts:   map[string]bool{},
 	}
-	for _, h := range cfg.WebhookHosts {
-		ps.hosts[strings.ToLower(h)] = true
-	}
+	ps.allow(cfg.WebhookHosts...)
 	return ps
 }
 
-// allowed reports whether rawURL's host:port is one of Config.WebhookHosts.
+// allow adds hosts (host:port) to those notifications may go to although
+// they are loopback or private.
+func (ps *pushSender) allow(hosts ...string) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, h := range hosts {
+		ps.hosts[strings.ToLower(h)] = true
+	}
+}
+
+// allowed reports whether rawURL's host:port is one of Config.WebhookHosts
+// (or one allow added).
 func (ps *pushSender) allowed(rawURL string) bool {
 	u, err := url.Parse(rawURL)
-	return err == nil && ps.hosts[strings.ToLower(u.Host)]
+	if err != nil {
+		return false
+	}
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	return ps.hosts[strings.ToLower(u.Host)]
 }
+
+// AllowWebhookHosts adds hosts (host:port, as written in URLs) to
+// Config.WebhookHosts: the addresses a server listens on, known once it
+// listens, so that an orchestrator it serves hears from a sub-agent it
+// also serves.
+func (s *Engine) AllowWebhookHosts(hosts ...string) { s.push.allow(hosts...) }
 
 // send posts ev to the configuration's URL.
 func (ps *pushSender) send(ctx context.Context, cfg *a2a.PushConfig, ev a2a.Event, traceparent string) error {

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/askpoint/askpoint/internal/api"
+	"github.com/askpoint/askpoint/internal/text"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -393,27 +393,7 @@ func walkFields(raw []byte, where, key string, maxID int) error {
 		if !idFields[key] {
 			return nil
 		}
-		return CheckID(where, unquote(raw), maxID)
-	}
-	return nil
-}
-
-// CheckID refuses an identifier longer than maxID bytes or holding a
-// control character, naming the field.
-func CheckID(field, id string, maxID int) error {
-	if maxID <= 0 {
-		maxID = api.DefaultMaxIDBytes
-	}
-	if len(id) > maxID {
-		return errInvalidParams("%s is %d bytes long; the server takes identifiers of at most %d bytes", field, len(id), maxID)
-	}
-	if !utf8.ValidString(id) {
-		return errInvalidParams("%s is not valid UTF-8", field)
-	}
-	for i, r := range id {
-		if unicode.IsControl(r) {
-			return errInvalidParams("%s holds the control character U+%04X at byte %d: identifiers may not hold control characters", field, r, i)
-		}
+		return text.CheckID(where, unquote(raw), maxID)
 	}
 	return nil
 }
@@ -425,19 +405,19 @@ func checkRESTPath(r *http.Request, maxID int) error {
 	for i, s := range segs {
 		if i > 0 && segs[i-1] == "tasks" {
 			s, _, _ = strings.Cut(s, ":")
-			if err := CheckID("the task ID in the path", s, maxID); err != nil {
+			if err := text.CheckID("the task ID in the path", s, maxID); err != nil {
 				return err
 			}
 		}
 		if i > 0 && segs[i-1] == "pushNotificationConfigs" {
-			if err := CheckID("the push configuration ID in the path", s, maxID); err != nil {
+			if err := text.CheckID("the push configuration ID in the path", s, maxID); err != nil {
 				return err
 			}
 		}
 	}
 	for _, k := range []string{"contextId", "pageToken"} {
 		for _, v := range r.URL.Query()[k] {
-			if err := CheckID(k, v, max(maxID, 1024)); err != nil {
+			if err := text.CheckID(k, v, max(maxID, 1024)); err != nil {
 				return err
 			}
 		}

@@ -12,8 +12,9 @@
 // out with the status codes of the specification's table (section 5.4) and
 // a google.rpc.ErrorInfo detail (docs/decisions/0042).
 //
-// The front takes what it needs as explicit inputs ([Config]), so it can
-// sit beside whatever serves HTTP.
+// The front reads the server's one configuration (api.Config): the same
+// tokens, limits and identifier rules as the HTTP bindings, and limits of
+// its own on connections and calls (see New).
 package grpcfront
 
 import (
@@ -25,16 +26,23 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/askpoint/askpoint/internal/api"
+	"github.com/askpoint/askpoint/internal/auth"
+	"github.com/askpoint/askpoint/internal/text"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Agent is one agent the front serves.
@@ -46,42 +54,21 @@ type Agent struct {
 	Handler a2asrv.RequestHandler
 }
 
-// Config says what the front serves and which rules it applies.
-type Config struct {
-	// Agents are served in this order; the first one also takes calls
-	// that name no tenant. At least one.
-	Agents []Agent
-	// Authenticate names the caller from the authorization metadata
-	// ("Bearer <token>", "" when absent), or refuses the call with an
-	// error wrapping a2a.ErrUnauthenticated. The principal reaches the
-	// handler through WithPrincipal. Nil: every caller is anonymous.
-	Authenticate func(authorization string) (principal string, err error)
-	// WithPrincipal puts the caller's principal into a call's context, as
-	// the handlers read it (askpoint.WithPrincipal). Required with
-	// Authenticate.
-	WithPrincipal func(ctx context.Context, principal string) context.Context
-	// AcquireStream takes a stream slot for the caller of ctx, or says why
-	// not (the caller holds too many open streams). Nil: no limit.
-	AcquireStream func(ctx context.Context) (release func(), err error)
-	// MaxRequestBytes caps one request message (default 1 MiB).
-	MaxRequestBytes int64
-	// MaxParts caps the parts of one sent message (default 64).
-	MaxParts int
-	// Logger logs internal failures with their cause (default: discard).
-	Logger *slog.Logger
-	// Unary are interceptors run before the front's own on unary calls
-	// (instrumentation; the benchmark times an answer's arrival).
-	Unary []grpc.UnaryServerInterceptor
-}
+// AcquireFunc takes one of a principal's stream slots (the HTTP front's,
+// so that Config.MaxStreamsPerPrincipal is counted across bindings), or
+// says why it cannot.
+type AcquireFunc func(principal string) (release func(), err error)
 
-// Front is a gRPC server for the agents of a Config.
+// Front is a gRPC server for a set of agents.
 type Front struct {
-	cfg    Config
-	agents map[string]a2asrv.RequestHandler
-	first  string
-	names  []string
-	srv    *grpc.Server
-	log    *slog.Logger
+	cfg     api.Config
+	tokens  auth.Tokens
+	acquire AcquireFunc
+	agents  map[string]a2asrv.RequestHandler
+	first   string
+	names   []string
+	srv     *grpc.Server
+	log     *slog.Logger
 
 	// stopping ends open streams when the front stops.
 	stopping context.Context
@@ -89,25 +76,39 @@ type Front struct {
 	once     sync.Once
 }
 
-// New returns a front for cfg. It serves nothing until Serve.
-func New(cfg Config) (*Front, error) {
-	if len(cfg.Agents) == 0 {
+// New returns a front for agents under cfg, the server's configuration
+// with its defaults applied (api.Defaults): the same tokens, message and
+// part limits, identifier rules, stream slots (acquire; nil: no cap) and
+// timeouts as the HTTP bindings. The first agent also takes calls that
+// name no tenant. extra are more server options (instrumentation), added
+// after the front's own. It serves nothing until Serve.
+//
+// The limits of a connection and a call, counted against the same
+// settings as HTTP's:
+//   - Config.MaxRequestBytes caps a request message (gRPC refuses a larger
+//     one with RESOURCE_EXHAUSTED before it reaches the front);
+//   - Config.MaxStreamsPerConnection caps the streams one connection has
+//     open at once, before any is authenticated;
+//   - Config.HeaderTimeout bounds the connection's HTTP/2 handshake;
+//   - Config.BodyTimeout bounds how long a call's request message takes
+//     to arrive once the call opened (a stream opened and left silent is
+//     reset);
+//   - Config.IdleTimeout closes a connection that has had no call for
+//     that long, so idle connections do not hold Config.MaxConnections
+//     slots.
+func New(cfg api.Config, agents []Agent, acquire AcquireFunc, extra ...grpc.ServerOption) (*Front, error) {
+	if len(agents) == 0 {
 		return nil, errors.New("grpcfront: no agents to serve")
 	}
-	if cfg.Authenticate != nil && cfg.WithPrincipal == nil {
-		return nil, errors.New("grpcfront: Authenticate needs WithPrincipal to hand the principal on")
+	tokens, err := auth.NewTokens(cfg.Tokens)
+	if err != nil {
+		return nil, err
 	}
-	if cfg.MaxRequestBytes <= 0 {
-		cfg.MaxRequestBytes = 1 << 20
+	f := &Front{cfg: cfg, tokens: tokens, acquire: acquire, agents: map[string]a2asrv.RequestHandler{}, log: cfg.Logger}
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.MaxParts <= 0 {
-		cfg.MaxParts = 64
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	f := &Front{cfg: cfg, agents: map[string]a2asrv.RequestHandler{}, log: cfg.Logger}
-	for _, a := range cfg.Agents {
+	for _, a := range agents {
 		if a.Name == "" || a.Handler == nil {
 			return nil, fmt.Errorf("grpcfront: agent %q: a name and a handler are required", a.Name)
 		}
@@ -117,18 +118,29 @@ func New(cfg Config) (*Front, error) {
 		f.agents[a.Name] = a.Handler
 		f.names = append(f.names, a.Name)
 	}
-	f.first = cfg.Agents[0].Name
+	f.first = agents[0].Name
 	f.stopping, f.stop = context.WithCancel(context.Background())
-	f.srv = grpc.NewServer(
-		// A larger request is refused by gRPC itself with
-		// RESOURCE_EXHAUSTED before it reaches the front.
+	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(int(min(cfg.MaxRequestBytes, 1<<30))),
-		grpc.ChainUnaryInterceptor(append(append([]grpc.UnaryServerInterceptor(nil), cfg.Unary...), f.unary)...),
+		grpc.MaxConcurrentStreams(uint32(max(cfg.MaxStreamsPerConnection, 1))),
+		grpc.ConnectionTimeout(cfg.HeaderTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}),
+		grpc.InTapHandle(f.tap),
+		grpc.ChainUnaryInterceptor(f.unary),
 		grpc.ChainStreamInterceptor(f.streaming),
-	)
+	}
+	f.srv = grpc.NewServer(append(opts, extra...)...)
 	a2agrpc.NewHandler(router{f}).RegisterWith(f.srv)
 	return f, nil
 }
+
+// Server is the gRPC server the front serves with, for a caller that
+// serves it on a listener of its own (Serve does).
+func (f *Front) Server() *grpc.Server { return f.srv }
+
+// EndStreams ends the open streams, each with UNAVAILABLE and a message
+// saying to subscribe again, and every stream opened later at once.
+func (f *Front) EndStreams() { f.once.Do(f.stop) }
 
 // Serve serves gRPC on ln until Stop; it returns nil after Stop.
 func (f *Front) Serve(ln net.Listener) error {
@@ -143,7 +155,7 @@ func (f *Front) Serve(ln net.Listener) error {
 // to subscribe again), refuses new calls, and waits for the calls under
 // way to finish, or for ctx, after which it cuts them off.
 func (f *Front) Stop(ctx context.Context) error {
-	f.once.Do(f.stop)
+	f.EndStreams()
 	done := make(chan struct{})
 	go func() { f.srv.GracefulStop(); close(done) }()
 	select {
@@ -181,12 +193,12 @@ type agentKey struct{}
 func (f *Front) admit(ctx context.Context, req any) (context.Context, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	// The caller first, then the version, as the HTTP front checks them.
-	if f.cfg.Authenticate != nil {
-		principal, err := f.cfg.Authenticate(first(md, "authorization"))
+	if f.tokens.Required() {
+		principal, err := f.tokens.Authenticate(first(md, "authorization"))
 		if err != nil {
 			return nil, toStatus(f.log, err)
 		}
-		ctx = f.cfg.WithPrincipal(ctx, principal)
+		ctx = auth.WithPrincipal(ctx, principal)
 	}
 	if err := checkVersion(md); err != nil {
 		return nil, err
@@ -202,7 +214,7 @@ func (f *Front) admit(ctx context.Context, req any) (context.Context, error) {
 		return nil, toStatus(f.log, a2a.NewError(a2a.ErrInvalidParams,
 			fmt.Sprintf("tenant %q names no agent here: use one of %s (the tenant of the agent card's GRPC interface)", name, strings.Join(f.names, ", "))))
 	}
-	if err := checkRequest(req, f.cfg.MaxParts); err != nil {
+	if err := checkRequest(req, f.cfg.MaxParts, f.cfg.MaxIDBytes); err != nil {
 		return nil, toStatus(f.log, err)
 	}
 	return context.WithValue(ctx, agentKey{}, h), nil
@@ -243,8 +255,15 @@ func checkVersion(md metadata.MD) error {
 }
 
 // checkRequest refuses what the SDK's conversion would drop or misread: a
-// malformed message, a negative history length (which it reads as none).
-func checkRequest(req any, maxParts int) error {
+// malformed message, a negative history length (which it reads as none),
+// and an identifier the HTTP bindings refuse (too long, or holding a
+// control character: text.CheckID).
+func checkRequest(req any, maxParts, maxID int) error {
+	if m, ok := req.(proto.Message); ok {
+		if err := checkIDs(m.ProtoReflect(), "", maxID); err != nil {
+			return err
+		}
+	}
 	var hl *int32
 	switch r := req.(type) {
 	case *a2apb.SendMessageRequest:
@@ -263,6 +282,54 @@ func checkRequest(req any, maxParts int) error {
 		return invalidParams("history_length must be 0 or more, got %d", *hl)
 	}
 	return nil
+}
+
+// idFields are the fields that hold identifiers, by their JSON names (the
+// HTTP bindings' words): bounded in length and free of control characters
+// on every binding.
+var idFields = map[string]bool{"id": true, "taskId": true, "contextId": true, "messageId": true, "referenceTaskIds": true, "tenant": true}
+
+// checkIDs walks a request's fields (not the caller's own data: metadata,
+// data parts, extensions) and checks the identifiers, naming the field as
+// the HTTP bindings do (params.message.messageId).
+func checkIDs(m protoreflect.Message, where string, maxID int) error {
+	var err error
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		name := fd.JSONName()
+		field := name
+		if where != "" {
+			field = where + "." + name
+		}
+		switch {
+		case fd.Kind() == protoreflect.StringKind && idFields[name]:
+			if fd.IsList() {
+				l := v.List()
+				for i := range l.Len() {
+					if err = text.CheckID(fmt.Sprintf("%s[%d]", field, i), l.Get(i).String(), maxID); err != nil {
+						return false
+					}
+				}
+				return true
+			}
+			err = text.CheckID(field, v.String(), maxID)
+		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
+			if name == "metadata" || name == "data" || name == "extensions" || fd.Message().FullName() == "google.protobuf.Struct" {
+				return true
+			}
+			if fd.IsList() {
+				l := v.List()
+				for i := range l.Len() {
+					if err = checkIDs(l.Get(i).Message(), fmt.Sprintf("%s[%d]", field, i), maxID); err != nil {
+						return false
+					}
+				}
+				return true
+			}
+			err = checkIDs(v.Message(), field, maxID)
+		}
+		return err == nil
+	})
+	return err
 }
 
 // checkMessage names what is missing or wrong in a sent message, in the
@@ -293,7 +360,31 @@ func invalidParams(format string, args ...any) error {
 	return a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf(format, args...))
 }
 
+// tap gives every call a context that ends, resetting the call, unless
+// its request message arrives within Config.BodyTimeout (arrived stops the
+// clock): a connection cannot hold calls opened and left silent. The
+// context is the one the transport reads the request with, so its end
+// stops the read.
+func (f *Front) tap(ctx context.Context, _ *tap.Info) (context.Context, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	clock := time.AfterFunc(f.cfg.BodyTimeout, func() { cancel(errSlowRequest) })
+	return context.WithValue(ctx, requestClockKey{}, clock), nil
+}
+
+type requestClockKey struct{}
+
+// errSlowRequest ends a call whose request did not arrive in time.
+var errSlowRequest = errors.New("grpcfront: the call's request message did not arrive within the body timeout")
+
+// arrived stops the clock tap started: the call's request is in.
+func arrived(ctx context.Context) {
+	if clock, ok := ctx.Value(requestClockKey{}).(*time.Timer); ok {
+		clock.Stop()
+	}
+}
+
 func (f *Front) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	arrived(ctx)
 	ctx, err := f.admit(ctx, req)
 	if err != nil {
 		return nil, err
@@ -334,12 +425,13 @@ func (s *stream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
+	arrived(s.ctx)
 	ctx, err := s.f.admit(s.ctx, m)
 	if err != nil {
 		return err
 	}
-	if s.f.cfg.AcquireStream != nil {
-		release, err := s.f.cfg.AcquireStream(ctx)
+	if s.f.acquire != nil {
+		release, err := s.f.acquire(auth.Principal(ctx))
 		if err != nil {
 			return withInfo(codes.ResourceExhausted, err.Error(), a2a.ErrInvalidRequest)
 		}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +23,6 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
-	"github.com/askpoint/askpoint/internal/grpcfront"
 )
 
 // raw is a plain gRPC client of the generated stubs, to see the statuses
@@ -243,11 +241,7 @@ func TestStopEndsOpenStreamsSayingToSubscribeAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := make(chan error, 1)
-	go func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		stopped <- env.GRPC.Stop(sctx)
-	}()
+	go func() { stopped <- env.Shutdown() }()
 	_, err = s.Recv()
 	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "subscribe to the task again") {
 		t.Fatalf("open stream at Stop = %v, want UNAVAILABLE saying to subscribe again", err)
@@ -275,68 +269,5 @@ func TestHTTPStillServedOnTheSharedPort(t *testing.T) {
 	line, err := bufio.NewReader(conn).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) || !strings.HasPrefix(line, "HTTP/1.") {
 		t.Fatalf("short HTTP/1.0 request: %q, %v; want an HTTP answer", line, err)
-	}
-}
-
-func TestClosingBothSidesOfASplitFreesThePort(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	httpLn, grpcLn := grpcfront.Split(ln, 0)
-	httpLn.Close()
-	if again, err := net.Listen("tcp", addr); err == nil {
-		again.Close()
-		t.Fatalf("the port was free with the gRPC side still open")
-	}
-	grpcLn.Close()
-	again, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatalf("listen on %s after closing both sides: %v", addr, err)
-	}
-	again.Close()
-	if _, err := httpLn.Accept(); !errors.Is(err, net.ErrClosed) {
-		t.Errorf("Accept on a closed side = %v, want net.ErrClosed", err)
-	}
-}
-
-// A connection that has not sent its first bytes when the split listener
-// closes is closed then, not left to wait out its deadline: a client's
-// idle connection that never spoke held a goroutine of the server's past
-// its stop.
-func TestClosingASplitClosesConnectionsThatHaveNotSpoken(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpLn, grpcLn := grpcfront.Split(ln, time.Hour)
-	silent, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer silent.Close()
-	// Connections are accepted in order: once one dialed after it reaches
-	// the HTTP side, the silent one was accepted and waits for its first
-	// bytes.
-	probe, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := probe.Write([]byte("GET / HTTP/1.0\r\n\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	got, err := httpLn.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got.Close()
-	probe.Close()
-
-	httpLn.Close()
-	grpcLn.Close()
-	_ = silent.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := silent.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
-		t.Fatalf("read on a silent connection after the split closed = %v, want it closed by the server", err)
 	}
 }

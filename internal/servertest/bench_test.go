@@ -19,8 +19,8 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
-	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/telemetry"
 )
 
 // The round-trip benchmarks measure the worked example end to end: an
@@ -213,11 +213,12 @@ func BenchmarkTelemetry(b *testing.B) {
 			if on {
 				tp := telemetry.NewTracing(tracetest.NewNoopExporter(), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-				obs := tp.Observer(telemetry.NewMetrics())
-				c = benchSetupWith(b, apitest.Options{Quiet: true, Wrap: obs.Middleware, Config: func(cfg *askpoint.Config) {
-					cfg.Store = obs.Metrics.TimedStore(cfg.Store)
-					cfg.Observer = obs
-				}})
+				m, err := telemetry.NewMetrics(nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				obs := telemetry.New(m, tp)
+				c = benchSetupWith(b, apitest.Options{Quiet: true, Config: func(cfg *askpoint.Config) { cfg.Observer = obs }})
 			} else {
 				c = benchSetupWith(b, apitest.Options{Quiet: true})
 			}

@@ -18,16 +18,13 @@ import (
 
 // sdkPaths serves /sdk/AGENT with the SDK's own JSON-RPC transport over
 // the agent's request handler, beside the front's paths.
-func sdkPaths(env **apitest.Env) func(http.Handler) http.Handler {
-	return func(front http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if name, ok := strings.CutPrefix(r.URL.Path, "/sdk/"); ok {
-				h, _ := (*env).Server.RequestHandler(name)
-				a2asrv.NewJSONRPCHandler(h).ServeHTTP(w, r)
-				return
-			}
-			front.ServeHTTP(w, r)
-		})
+func sdkPaths(srv *askpoint.Server) {
+	if err := srv.Handle("/sdk/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, "/sdk/")
+		h, _ := srv.RequestHandler(name)
+		a2asrv.NewJSONRPCHandler(h).ServeHTTP(w, r)
+	})); err != nil {
+		panic(err)
 	}
 }
 
@@ -67,7 +64,7 @@ func bothPaths(t *testing.T) (env *apitest.Env, post func(agent, body string) []
 			return reply, true
 		},
 	}
-	env = apitest.Start(t, apitest.Options{Quiet: true, Wrap: sdkPaths(&env), Agents: []askpoint.AgentSpec{
+	env = apitest.Start(t, apitest.Options{Quiet: true, Setup: sdkPaths, Agents: []askpoint.AgentSpec{
 		{Name: "replier", Agent: replier, Card: a2a.AgentCard{Name: "Replier", Description: "Answers with a message."}},
 	}})
 	post = func(agent, body string) []byte { return postRaw(t, env.AgentURL(agent)+"/jsonrpc", body) }

@@ -6,8 +6,10 @@ package text
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -115,4 +117,31 @@ func (c cleanWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// DefaultMaxIDBytes caps an identifier when no cap is given.
+const DefaultMaxIDBytes = 256
+
+// CheckID refuses an identifier longer than maxID bytes or holding a
+// control character, naming the field.
+func CheckID(field, id string, maxID int) error {
+	if maxID <= 0 {
+		maxID = DefaultMaxIDBytes
+	}
+	if len(id) > maxID {
+		return invalidID("%s is %d bytes long; the server takes identifiers of at most %d bytes", field, len(id), maxID)
+	}
+	if !utf8.ValidString(id) {
+		return invalidID("%s is not valid UTF-8", field)
+	}
+	for i, r := range id {
+		if unicode.IsControl(r) {
+			return invalidID("%s holds the control character U+%04X at byte %d: identifiers may not hold control characters", field, r, i)
+		}
+	}
+	return nil
+}
+
+func invalidID(format string, args ...any) error {
+	return a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf(format, args...))
 }

@@ -13,11 +13,11 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/askpoint/askpoint/internal/telemetry"
+	"github.com/askpoint/askpoint/telemetry"
 )
 
 // BenchmarkObserver is the observer's part of one round trip without the
-// rest of the server: two requests through Middleware, each running a
+// rest of the server: two requests through ObserveHTTP, each running a
 // quick step (the second linked to the first) and writing its change, with
 // every span sampled and exported to an exporter that drops them: as serve
 // does (spans=askpoint: telemetry.Tracing, the ended span handed to the
@@ -35,7 +35,7 @@ func BenchmarkObserver(b *testing.B) {
 			case "askpoint":
 				tr := telemetry.NewTracing(tracetest.NewNoopExporter(), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 				b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-				obs = tr.Observer(telemetry.NewMetrics())
+				obs = telemetry.New(newMetrics(b), tr)
 			default:
 				var sp sdktrace.SpanProcessor = sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter())
 				if p == "batcher" {
@@ -43,7 +43,7 @@ func BenchmarkObserver(b *testing.B) {
 				}
 				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sp), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-				obs = &telemetry.Observer{Metrics: telemetry.NewMetrics(), Tracer: tp.Tracer(telemetry.TracerName)}
+				obs = telemetry.New(newMetrics(b), tp)
 			}
 			benchObserver(b, obs)
 		})

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/askpoint/askpoint/internal/api"
+	"github.com/askpoint/askpoint/store"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -16,17 +17,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Observer is the engine's observer: metrics when Metrics is set, spans
-// when Tracer is set. Either may be nil.
+// Observer is an askpoint.Observer (Config.Observer) that records
+// askpoint's Prometheus metrics when Metrics is set and its OpenTelemetry
+// spans when Tracer is set; either may be nil, and the zero Observer
+// records nothing. Make one with New.
 type Observer struct {
 	Metrics *Metrics
 	Tracer  trace.Tracer
-	// Batcher, when set, is handed every span the observer ends, the SDK's
+	// batcher, when set, is handed every span the observer ends, the SDK's
 	// span itself rather than the copy the SDK makes for span processors
-	// (decision 0083): Tracing sets it, with a provider that has no span
-	// processor of its own. Without it, spans go to the provider's
+	// (decision 0083): New sets it for a Tracing, whose provider has no
+	// span processor of its own. Without it, spans go to the provider's
 	// processors as usual.
-	Batcher *Batcher
+	batcher *Batcher
 
 	prop propagation.TraceContext
 	// last is the span of each task's latest traced change, so that its
@@ -39,6 +42,33 @@ type Observer struct {
 	states map[taskKey]trace.TraceState
 
 	names spanNames
+}
+
+// New returns an observer that records m (nil: no metrics) and spans made
+// with tp (nil: no spans), under the instrumentation scope TracerName. A
+// *Tracing (TracingFromEnv, NewTracing) exports its spans at less cost
+// than another provider (decision 0083).
+func New(m *Metrics, tp trace.TracerProvider) *Observer {
+	o := &Observer{Metrics: m}
+	switch t := tp.(type) {
+	case nil:
+	case *Tracing:
+		if t != nil { // a nil *Tracing, as TracingFromEnv returns without OTEL_*: no spans
+			o.Tracer, o.batcher = t.provider.Tracer(TracerName), t.batcher
+		}
+	default:
+		o.Tracer = tp.Tracer(TracerName)
+	}
+	return o
+}
+
+// ObserveStore wraps s so that its operations are timed
+// (askpoint_store_operation_seconds) when the observer records metrics.
+func (o *Observer) ObserveStore(s store.Store) store.Store {
+	if o == nil || o.Metrics == nil {
+		return s
+	}
+	return o.Metrics.TimedStore(s)
 }
 
 // stepSpan starts the name of an agent step's span.
@@ -262,16 +292,16 @@ func (o *Observer) endWith(span trace.Span) func(error) {
 	}
 }
 
-// end ends span and hands it to o.Batcher when there is one: the SDK's
+// end ends span and hands it to o.batcher when there is one: the SDK's
 // span, which after End is only read (its methods take its lock), goes to
 // the exporter as it is (decision 0083).
 func (o *Observer) end(span trace.Span) {
 	span.End()
-	if o.Batcher == nil {
+	if o.batcher == nil {
 		return
 	}
 	if ro, ok := span.(sdktrace.ReadOnlySpan); ok {
-		o.Batcher.OnEnd(ro)
+		o.batcher.OnEnd(ro)
 	}
 }
 
@@ -327,13 +357,13 @@ func parseTraceParent(traceparent string) (trace.SpanContext, bool) {
 	return trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, Remote: true}), true
 }
 
-// Middleware gives every request a server span, a child of the caller's
+// ObserveHTTP gives every request a server span, a child of the caller's
 // W3C traceparent when it sends one. Without a tracer it returns h.
 //
 // The span's attributes (method, path, status, and the task's IDs that the
 // engine tells Transition) are set once, when it ends: one write of the
 // span's attribute list instead of one per change.
-func (o *Observer) Middleware(h http.Handler) http.Handler {
+func (o *Observer) ObserveHTTP(h http.Handler) http.Handler {
 	if o == nil || o.Tracer == nil {
 		return h
 	}

@@ -18,7 +18,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/askpoint/askpoint/internal/telemetry"
+	"github.com/askpoint/askpoint/telemetry"
 )
 
 // TestTracingExportsWhatTheSDKWould: spans handed to the Batcher as they
@@ -36,7 +36,7 @@ func TestTracingExportsWhatTheSDKWould(t *testing.T) {
 	handed := tracetest.NewInMemoryExporter()
 	tr := telemetry.NewTracing(handed)
 	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	traceRoundTrip(t, tr.Observer(nil))
+	traceRoundTrip(t, telemetry.New(nil, tr))
 	if err := tr.ForceFlush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -104,14 +104,14 @@ func traceRoundTrip(t *testing.T, obs *telemetry.Observer) {
 	end(errors.New("receiver answered 503\nbody"))
 }
 
-// quickSteps is a handler, under obs.Middleware, that does what the engine
+// quickSteps is a handler, under obs.ObserveHTTP, that does what the engine
 // does for a request whose step runs within it (a quick step): runs the
 // step in a context of its own, a child of the request, and tells its
 // change once the step ended. A request with an X-Answer header answers
 // the question the one before asked, and its step links to that one's.
 func quickSteps(obs *telemetry.Observer) http.Handler {
 	var asked string
-	return obs.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return obs.ObserveHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		answer := r.Header.Get("X-Answer") != ""
 		tr := api.Transition{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", To: "input-required", Cause: "start", Asked: true, Kind: "costCentre"}
 		link := ""
@@ -170,12 +170,12 @@ func TestHeldSpansKeepNoRequestAlive(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tr := telemetry.NewTracing(exp)
 	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	obs := tr.Observer(nil)
+	obs := telemetry.New(nil, tr)
 
 	type heldKey struct{}
 	held := func() weak.Pointer[[1 << 16]byte] {
 		big := new([1 << 16]byte)
-		h := obs.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := obs.ObserveHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			sctx, end := obs.StartStep(context.Background(), api.StepInfo{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", Request: r.Context()})
 			end(nil)
 			obs.Transition(sctx, api.Transition{TaskID: roundTripTask, ContextID: "ctx-1", Agent: "expense", To: "input-required", Cause: "start"})

@@ -7,7 +7,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
-	"github.com/askpoint/askpoint/internal/telemetry"
+	"github.com/askpoint/askpoint/telemetry"
 )
 
 // batches is an exporter that keeps the names of the spans of each batch

@@ -18,8 +18,8 @@ import (
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/internal/apitest"
-	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/telemetry"
 )
 
 // exported tells a test when spans are exported, so that it waits on a
@@ -50,7 +50,7 @@ func TestOneRequestIsOneTrace(t *testing.T) {
 	done := exported{InMemoryExporter: exp, ch: make(chan struct{}, 1)}
 	tr := telemetry.NewTracing(done)
 	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	obs := tr.Observer(telemetry.NewMetrics())
+	obs := telemetry.New(newMetrics(t), tr)
 	callers := sdktrace.NewTracerProvider() // the caller's own spans: for their IDs, exported nowhere
 	t.Cleanup(func() { _ = callers.Shutdown(context.Background()) })
 	prev := http.DefaultTransport
@@ -64,7 +64,7 @@ func TestOneRequestIsOneTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	apitest.Start(t, apitest.Options{
-		Quiet: true, Listener: ln, Wrap: obs.Middleware,
+		Quiet: true, Listener: ln,
 		Agents: []askpoint.AgentSpec{{Name: "assistant", Agent: assistant, Card: expense.AssistantCard()}},
 		Config: func(c *askpoint.Config) {
 			c.WebhookHosts = []string{u.Host}

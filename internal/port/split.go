@@ -1,4 +1,4 @@
-package grpcfront
+package port
 
 import (
 	"bytes"
@@ -210,3 +210,6 @@ func (l *sub) Close() error {
 }
 
 func (l *sub) Addr() net.Addr { return l.addr }
+
+// NetConn is the connection p wraps.
+func (p *peeked) NetConn() net.Conn { return p.Conn }

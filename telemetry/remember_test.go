@@ -11,7 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/askpoint/askpoint/internal/telemetry"
+	"github.com/askpoint/askpoint/telemetry"
 )
 
 // TestPushJoinsTheTaskLatestTrace: a push delivery's span is a child of
@@ -24,7 +24,7 @@ func TestPushJoinsTheTaskLatestTrace(t *testing.T) {
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	obs := &telemetry.Observer{Tracer: tp.Tracer(telemetry.TracerName)}
 	const taskID = "019ad7a4-3c2e-7b41-9a5e-2f1c3d4e5f60"
-	h := obs.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := obs.ObserveHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		obs.Transition(r.Context(), api.Transition{TaskID: taskID, ContextID: "c", Agent: "expense", To: "working", Cause: "start"})
 	}))
 	r := httptest.NewRequest(http.MethodPost, "/expense/jsonrpc", nil)

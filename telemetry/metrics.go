@@ -1,12 +1,7 @@
-// Package telemetry implements the engine's Observer with Prometheus
-// metrics and OpenTelemetry traces, and wraps a store with operation
-// timings. The engine and the root package import neither library: they
-// call api.Observer, which is nil (and costs nothing) when no metrics
-// address and no OTEL_* exporter are configured.
 package telemetry
 
 import (
-	"context"
+	"fmt"
 	"net/http"
 	"sync"
 
@@ -17,11 +12,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics are askpoint's Prometheus metrics (README, "Metrics"). Labels
-// carry agent names, question kinds, states and outcomes: bounded values,
-// never task IDs.
+// Metrics are askpoint's Prometheus metrics (docs/operations.md,
+// "Metrics"). Labels carry agent names, question kinds, states and
+// outcomes: bounded values, never task IDs. A question kind is the sorted
+// names of its answer's required fields, which an agent (or a sub-agent
+// whose question a relay asks on) chooses: at most maxKindsPerAgent
+// distinct kinds are kept per agent, the rest are counted as "other".
 type Metrics struct {
+	// reg holds askpoint's collectors (and, without a registerer of the
+	// caller's, the Go runtime's and the process's): Handler serves it and
+	// Stats reads it.
 	reg *prometheus.Registry
+	// kinds bounds the question kinds of each agent's series.
+	kinds kindBound
 
 	questionsOpen   *prometheus.GaugeVec
 	asked           *prometheus.CounterVec
@@ -53,23 +56,33 @@ type Metrics struct {
 // answerBuckets span a quick answer in seconds to a slow one in days.
 var answerBuckets = []float64{1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200, 86400, 172800, 604800}
 
-// NewMetrics registers askpoint's metrics and the Go runtime's and the
-// process's collectors on a registry of their own.
-func NewMetrics() *Metrics {
+// NewMetrics makes askpoint's metrics and registers them on reg (a
+// *prometheus.Registry of the program's, or prometheus.DefaultRegisterer),
+// which then serves them with the program's other metrics. With a nil reg
+// they are registered, with the Go runtime's and the process's collectors,
+// on a registry of their own, which Handler serves (as `askpoint serve
+// --metrics-addr` does). It fails when reg already has metrics of the same
+// names.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{reg: prometheus.NewRegistry()}
+	var mine []prometheus.Collector
+	register := func(c prometheus.Collector) {
+		m.reg.MustRegister(c) // a new registry of distinct names cannot refuse
+		mine = append(mine, c)
+	}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
-		m.reg.MustRegister(c)
+		register(c)
 		return c
 	}
 	m.questionsOpen = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "askpoint_questions_open",
 		Help: "Questions open (tasks in input-required), from the store at start and this node's transitions since."}, []string{"agent"})
-	m.reg.MustRegister(m.questionsOpen)
+	register(m.questionsOpen)
 	m.asked = counter("askpoint_questions_asked_total", "Questions asked: the first question of each pause (re-asks are askpoint_reasks_total).", "agent", "kind")
 	m.closed = counter("askpoint_questions_closed_total", "Open questions closed, by how: answered, declined, expired, canceled, ended.", "agent", "kind", "outcome")
 	m.answerSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "askpoint_question_answer_seconds",
 		Help: "Seconds from asking (the pause's first question) to a valid answer.", Buckets: answerBuckets}, []string{"agent", "kind"})
-	m.reg.MustRegister(m.answerSeconds)
+	register(m.answerSeconds)
 	m.reasks = counter("askpoint_reasks_total", "Invalid answers re-asked with a new question.", "agent", "kind")
 	m.expired = counter("askpoint_questions_expired_total", "Questions that expired unanswered, by the expiry action taken (fail, cancel, default).", "agent", "action")
 	m.reminders = counter("askpoint_reminders_sent_total", "Reminders of open questions written for push receivers.", "agent")
@@ -83,27 +96,39 @@ func NewMetrics() *Metrics {
 	m.takeovers = counter("askpoint_lease_takeovers_total", "Runs this node took over after their lease lapsed.", "agent")
 	m.storeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "askpoint_store_operation_seconds",
 		Help: "Latency of store operations, by operation.", Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 12)}, []string{"op"})
-	m.reg.MustRegister(m.storeSeconds)
+	register(m.storeSeconds)
 	for _, o := range []string{"delivered", "retried", "given_up"} {
 		m.push.WithLabelValues(o)
 	}
-	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if reg == nil {
+		m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	} else {
+		for _, c := range mine {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("telemetry: register askpoint's metrics: %w", err)
+			}
+		}
+	}
 	c := &m.children
 	c.transitions.new, c.closed.new, c.asked.new, c.tasks.new = m.transitions.WithLabelValues, m.closed.WithLabelValues, m.asked.WithLabelValues, m.tasks.WithLabelValues
 	c.questionsOpen.new = m.questionsOpen.WithLabelValues
 	c.answerSeconds.new = m.answerSeconds.WithLabelValues
-	return m
+	return m, nil
 }
 
-// Handler serves the registry in the Prometheus exposition format.
+// Handler serves askpoint's metrics in the Prometheus exposition format
+// (with the Go runtime's and the process's when NewMetrics made their
+// registry).
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// Registry is the registry the metrics are on.
+// Registry is the registry Handler serves.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 func (m *Metrics) transition(t *api.Transition) {
+	t.Kind = m.kinds.bound(t.Agent, t.Kind)
+	t.ClosedKind = m.kinds.bound(t.Agent, t.ClosedKind)
 	c := &m.children
 	c.transitions.get(2, t.Agent, t.Cause, "").Inc()
 	if t.Closed != "" {
@@ -181,7 +206,9 @@ func (m *Metrics) event(agent string, e api.Event) {
 	}
 }
 
-// openQuestions adds the store's count at start to the gauge.
+// openQuestions adds the store's count at start to the gauge, and creates
+// every agent's series (by holds every registered agent) at zero, so that
+// a scrape shows them before anything happens.
 func (m *Metrics) openQuestions(by map[string]int) {
 	m.openMu.Lock()
 	defer m.openMu.Unlock()
@@ -190,22 +217,61 @@ func (m *Metrics) openQuestions(by map[string]int) {
 	}
 	m.openInitialised = true
 	for agent, n := range by {
+		m.initAgent(agent)
 		m.questionsOpen.WithLabelValues(agent).Add(float64(n))
 	}
 }
 
-// InitAgents creates every per-agent series at zero, so that a scrape
-// shows them before anything happens.
-func (m *Metrics) InitAgents(agents []string) {
-	for _, a := range agents {
-		m.questionsOpen.WithLabelValues(a)
-		m.reminders.WithLabelValues(a)
-		m.conflicts.WithLabelValues(a)
-		m.redeliveries.WithLabelValues(a)
-		m.takeovers.WithLabelValues(a)
-		m.holdsReleased.WithLabelValues(a)
-		m.holdsLapsed.WithLabelValues(a)
-	}
+// initAgent creates an agent's per-agent series at zero.
+func (m *Metrics) initAgent(a string) {
+	m.questionsOpen.WithLabelValues(a)
+	m.reminders.WithLabelValues(a)
+	m.conflicts.WithLabelValues(a)
+	m.redeliveries.WithLabelValues(a)
+	m.takeovers.WithLabelValues(a)
+	m.holdsReleased.WithLabelValues(a)
+	m.holdsLapsed.WithLabelValues(a)
 }
 
-var _ = context.Background
+// maxKindsPerAgent bounds the question kinds one agent's series carry.
+const maxKindsPerAgent = 64
+
+// otherKind is the kind of the questions past maxKindsPerAgent.
+const otherKind = "other"
+
+// kindBound keeps the question kinds each agent's series have used.
+type kindBound struct {
+	mu sync.RWMutex
+	m  map[string]map[string]bool
+}
+
+// bound is kind, or otherKind once agent has used maxKindsPerAgent others.
+func (b *kindBound) bound(agent, kind string) string {
+	if kind == "" {
+		return ""
+	}
+	b.mu.RLock()
+	seen, full := b.m[agent][kind], len(b.m[agent]) >= maxKindsPerAgent
+	b.mu.RUnlock()
+	switch {
+	case seen:
+		return kind
+	case full:
+		return otherKind
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[string]map[string]bool{}
+	}
+	kinds := b.m[agent]
+	if kinds == nil {
+		kinds = map[string]bool{}
+		b.m[agent] = kinds
+	}
+	if !kinds[kind] && len(kinds) >= maxKindsPerAgent {
+		return otherKind
+	}
+	kinds[kind] = true
+	return kind
+}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
-	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/telemetry"
 )
 
 // series gathers m's registry into "name{k="v",...}" -> value (counters,
@@ -56,11 +56,10 @@ func series(t *testing.T, m *telemetry.Metrics) map[string]float64 {
 // a redelivered message each show in their series, and the open-question
 // gauge starts from the store when a server restarts on it.
 func TestDeclinesConflictsAndRedeliveriesAreCounted(t *testing.T) {
-	m := telemetry.NewMetrics()
+	m := newMetrics(t)
 	obs := &telemetry.Observer{Metrics: m}
 	withObs := func(o *telemetry.Observer) func(*askpoint.Config) {
 		return func(c *askpoint.Config) {
-			c.Store = o.Metrics.TimedStore(c.Store)
 			c.Observer = o
 		}
 	}
@@ -115,7 +114,7 @@ func TestDeclinesConflictsAndRedeliveriesAreCounted(t *testing.T) {
 
 	// A new server on the same database starts the gauge from the store.
 	env.Close()
-	m2 := telemetry.NewMetrics()
+	m2 := newMetrics(t)
 	apitest.Start(t, apitest.Options{Quiet: true, DBPath: env.DBPath, Config: withObs(&telemetry.Observer{Metrics: m2})})
 	if v := series(t, m2)[`askpoint_questions_open{agent="expense"}`]; v != 1 {
 		t.Errorf("after a restart askpoint_questions_open = %v, want 1 (the question still open in the store)", v)

@@ -13,15 +13,23 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
 )
 
 // Tracing is askpoint's tracer provider and the Batcher that exports its
-// spans. The provider has no span processor: the Observer it configures
+// spans. The provider has no span processor: an Observer made with New
 // hands each span it ends to the Batcher itself, so the SDK makes no copy
-// of the span at its end (decision 0083).
+// of the span at its end (decision 0083). It is a trace.TracerProvider.
 type Tracing struct {
+	embedded.TracerProvider
 	provider *sdktrace.TracerProvider
 	batcher  *Batcher
+}
+
+// Tracer is the provider's tracer of name.
+func (t *Tracing) Tracer(name string, opts ...trace.TracerOption) trace.Tracer {
+	return t.provider.Tracer(name, opts...)
 }
 
 // NewTracing starts a Batcher exporting to e (configured by the OTEL_BSP_*
@@ -29,11 +37,6 @@ type Tracing struct {
 // span processor.
 func NewTracing(e sdktrace.SpanExporter, opts ...sdktrace.TracerProviderOption) *Tracing {
 	return &Tracing{provider: sdktrace.NewTracerProvider(opts...), batcher: NewBatcher(e)}
-}
-
-// Observer is an observer tracing with t, and with m when it is not nil.
-func (t *Tracing) Observer(m *Metrics) *Observer {
-	return &Observer{Metrics: m, Tracer: t.provider.Tracer(TracerName), Batcher: t.batcher}
 }
 
 // ForceFlush exports every span ended so far.
@@ -44,7 +47,7 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 	return errors.Join(t.batcher.Shutdown(ctx), t.provider.Shutdown(ctx))
 }
 
-// TracerFromEnv builds askpoint's tracing from the standard OTEL_*
+// TracingFromEnv builds askpoint's tracing from the standard OTEL_*
 // environment variables: OTEL_TRACES_EXPORTER (otlp, console or none; otlp
 // when unset and an OTLP endpoint is), OTEL_EXPORTER_OTLP_ENDPOINT /
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and the rest of the OTLP exporter's
@@ -52,7 +55,7 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 // variables and its OTEL_BSP_* batch variables (read by Batcher). It
 // returns nil when none asks for traces: then tracing is off and costs
 // nothing.
-func TracerFromEnv(ctx context.Context, console io.Writer) (*Tracing, error) {
+func TracingFromEnv(ctx context.Context, console io.Writer) (*Tracing, error) {
 	exp := strings.ToLower(strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")))
 	if exp == "" && (os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "") {
 		exp = "otlp"

@@ -13,8 +13,8 @@ import (
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/internal/dbtest"
-	"github.com/askpoint/askpoint/internal/telemetry"
 	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/telemetry"
 )
 
 // clock is a settable clock for a server: the log's times and the
@@ -45,13 +45,12 @@ func TestStoreStatsMatchMetrics(t *testing.T) {
 }
 
 func testStoreStatsMatchMetrics(t *testing.T, pgURL string) {
-	m := telemetry.NewMetrics()
+	m := newMetrics(t)
 	obs := &telemetry.Observer{Metrics: m}
 	clk := &clock{now: time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)}
 	env := apitest.Start(t, apitest.Options{Quiet: true, PostgresURL: pgURL, Config: func(c *askpoint.Config) {
 		c.Now = clk.Now
 		c.MaxAttempts = 2
-		c.Store = m.TimedStore(c.Store)
 		c.Observer = obs
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
