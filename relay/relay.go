@@ -32,10 +32,20 @@
 // relay re-asks in its own terms: through Config.Errors, or by default with
 // the sub-agent's field names mapped back through Translate. The sub-task's
 // artifacts become the relay's when the sub-task completes.
+//
+// The machinery is public for agents that drive several sub-agents in an
+// order of their own, as the workflow package does: a [Hop] drives one
+// sub-agent the way the relay does, and its state is a [Checkpoint] that
+// the agent keeps in its own task's checkpoint. The relay's own task
+// checkpoint is one Checkpoint, stored as JSON whose field names do not
+// change from one version to the next, so a task paused by an older
+// version resumes on a newer one.
 package relay
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -43,7 +53,6 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
-	"github.com/askpoint/askpoint/internal/hop"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -108,9 +117,36 @@ type Config struct {
 
 // Agent returns the relay agent for cfg.
 func Agent(cfg Config) (askpoint.Agent, error) {
-	return hop.Agent(hop.Config(cfg))
+	return newRelay(cfg)
+}
+
+// newRelay checks cfg and fills in its defaults.
+func newRelay(cfg Config) (*relay, error) {
+	if cfg.SubAgentURL == "" || cfg.CallbackURL == "" {
+		return nil, errors.New("relay: SubAgentURL and CallbackURL are required")
+	}
+	if cfg.SubAgentName == "" {
+		cfg.SubAgentName = "the agent I asked"
+	}
+	if cfg.Margin <= 0 {
+		cfg.Margin = 5 * time.Minute
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 24 * time.Hour
+	}
+	if cfg.SettleWithin <= 0 {
+		cfg.SettleWithin = 3 * time.Second
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = func(ctx context.Context, u string) (*a2aclient.Client, error) { return client.Dial(ctx, u, nil) }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.CallbackURL = strings.TrimSuffix(cfg.CallbackURL, "/")
+	return &relay{cfg: cfg}, nil
 }
 
 // ErrUnreadableQuestion says a sub-task asks something without the
 // question extension's machine-readable part: nothing a relay can restate.
-var ErrUnreadableQuestion = hop.ErrUnreadableQuestion
+var ErrUnreadableQuestion = errors.New("relay: the sub-agent's question has no machine-readable part")

@@ -56,7 +56,6 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
-	subagent "github.com/askpoint/askpoint/internal/hop"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/relay"
@@ -109,8 +108,9 @@ type Config struct {
 	// reach it; their push notifications go to CallbackURL/wake/TASK_ID.
 	CallbackURL string
 	// Relay tunes how participants are reached (Dial, Margin, MaxWait,
-	// SettleWithin, Now); its SubAgent fields and CallbackURL are set per
-	// participant.
+	// SettleWithin, Now) and how their questions are put to the caller
+	// (Restate, Translate, Errors); its SubAgent fields, CallbackURL and
+	// Resolvers are set per participant (Participant.AutoAnswer).
 	Relay relay.Config
 }
 
@@ -127,14 +127,19 @@ type Turn struct {
 	Artifacts []*a2a.Artifact `json:"artifacts,omitempty"`
 }
 
-// State is a workflow run's checkpoint.
+// State is a workflow run's checkpoint: the conversation so far and, while
+// a turn is under way, where it stands. It is stored as JSON whose field
+// names do not change from one version to the next (nor those of Hop's,
+// see relay.Checkpoint), so a run suspended by an older version resumes
+// on a newer one.
 type State struct {
 	Transcript []Turn `json:"transcript"`
 	Rounds     int    `json:"rounds"` // finished participant turns
 	// Speaker is the participant whose turn is under way ("" between
-	// turns); Hop is its sub-task.
-	Speaker string               `json:"speaker,omitempty"`
-	Hop     *subagent.Checkpoint `json:"hop,omitempty"`
+	// turns); Hop is where its task stands: its ID at the participant and
+	// the question it asks, if any.
+	Speaker string            `json:"speaker,omitempty"`
+	Hop     *relay.Checkpoint `json:"hop,omitempty"`
 	// Request is the open request to the caller while suspended.
 	Request *Request `json:"request,omitempty"`
 	// WakeToken is the run's wake token as a state of an older version
@@ -165,7 +170,7 @@ var ErrNoMessage = errors.New("workflow: the next participant would be invoked w
 
 type workflow struct {
 	cfg  Config
-	hops map[string]*subagent.Hop
+	hops map[string]*relay.Hop
 }
 
 // Agent returns the workflow as an askpoint agent.
@@ -181,7 +186,7 @@ func Agent(cfg Config) (askpoint.Agent, error) {
 	if cfg.MaxRounds <= 0 {
 		cfg.MaxRounds = 2 * len(cfg.Participants)
 	}
-	w := &workflow{cfg: cfg, hops: map[string]*subagent.Hop{}}
+	w := &workflow{cfg: cfg, hops: map[string]*relay.Hop{}}
 	for _, p := range cfg.Participants {
 		if p.Name == "" || p.URL == "" || p.Name == "caller" {
 			return nil, fmt.Errorf("workflow: participant %q needs a name (not \"caller\") and a URL", p.Name)
@@ -191,7 +196,7 @@ func Agent(cfg Config) (askpoint.Agent, error) {
 		}
 		rc := cfg.Relay
 		rc.SubAgentURL, rc.SubAgentName, rc.CallbackURL, rc.Resolvers = p.URL, p.Name, cfg.CallbackURL, p.AutoAnswer
-		hop, err := subagent.New(subagent.Config(rc))
+		hop, err := relay.NewHop(rc)
 		if err != nil {
 			return nil, err
 		}
@@ -258,13 +263,8 @@ func (w *workflow) resume(ctx context.Context, call *askpoint.Call, res *askpoin
 			if len(errs) > 0 {
 				// Refused before it reaches the participant: the caller's
 				// attempts count, and run out.
-				q := *st.Hop.SubQuestion
-				st.Hop.Refused++
-				q.Errors, q.Attempt = errs, max(q.Attempt, 1)+st.Hop.Refused
-				if q.MaxAttempts <= 0 {
-					q.MaxAttempts = question.DefaultMaxAttempts
-				}
-				if q.Attempt > q.MaxAttempts {
+				q, ok := hop.Refuse(st.Hop, errs)
+				if !ok {
 					return askpoint.Fail(fmt.Sprintf("No valid answer for %s after %d attempts. Last errors: %s", st.Speaker, q.Attempt-1, question.ErrorsText(errs))), nil
 				}
 				return w.suspend(ctx, call, &st, hop, &q)
@@ -272,7 +272,6 @@ func (w *workflow) resume(ctx context.Context, call *askpoint.Call, res *askpoin
 			ans.Fields = checked
 		}
 		st.Request = nil
-		st.Hop.Resolved = 0 // the caller has spoken
 		sub, err := hop.Answer(ctx, call, st.Hop, ans, call.Key)
 		if errors.Is(err, a2a.ErrInvalidParams) || errors.Is(err, a2a.ErrUnsupportedOperation) {
 			// The participant's task moved on before the answer reached
@@ -324,8 +323,7 @@ func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) 
 		// being refused as unknown and retried by the participant's server.
 		// Only a state of an older version that its participant would not
 		// move off its own token keeps that token for the next turns.
-		hopCP := subagent.NewCheckpoint()
-		hopCP.Token = st.WakeToken
+		hopCP := &relay.Checkpoint{Token: st.WakeToken}
 		st.Speaker, st.Hop, st.Request = next, hopCP, nil
 		key := fmt.Sprintf("%s/turn-%d", call.Key, len(st.Transcript))
 		sub, err := hop.Send(ctx, call, st.Hop, &a2a.Message{Parts: parts}, key)
@@ -342,7 +340,7 @@ func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) 
 
 // turn handles the current participant's sub-task and, when its turn is
 // finished, goes on with the next.
-func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop *subagent.Hop, sub *a2a.Task) (askpoint.Outcome, error) {
+func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, sub *a2a.Task) (askpoint.Outcome, error) {
 	out, finished, err := w.settle(ctx, call, st, hop, sub)
 	if err != nil || !finished {
 		return out, err
@@ -353,7 +351,7 @@ func (w *workflow) turn(ctx context.Context, call *askpoint.Call, st *State, hop
 // settle decides what the participant's sub-task means: a finished turn
 // (finished true, the reply in the transcript), a suspension, a wait, or
 // the workflow's end.
-func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, hop *subagent.Hop, sub *a2a.Task) (askpoint.Outcome, bool, error) {
+func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, sub *a2a.Task) (askpoint.Outcome, bool, error) {
 	var asked string // the participant's question the open request relays, if any
 	if st.Request != nil && st.Hop.SubQuestion != nil {
 		asked = st.Hop.SubQuestion.ID
@@ -361,7 +359,7 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 	sub, q, err := hop.Settle(ctx, call, st.Hop, sub, "workflow", func(ans *client.Answer) string {
 		return fmt.Sprintf("The workflow answered %s's question from its own context: %s", st.Speaker, jsonText(ans.Fields))
 	})
-	if errors.Is(err, subagent.ErrUnreadableQuestion) {
+	if errors.Is(err, relay.ErrUnreadableQuestion) {
 		return askpoint.Fail(fmt.Sprintf("%s asked something the workflow cannot relay (no machine-readable question).", st.Speaker)), false, nil
 	}
 	if err != nil {
@@ -392,20 +390,20 @@ func (w *workflow) settle(ctx context.Context, call *askpoint.Call, st *State, h
 		out, err := w.suspend(ctx, call, st, hop, q)
 		return out, false, err
 	default: // submitted, working
-		st.Hop.SubQuestion, st.Request = nil, nil
-		return askpoint.Await(fmt.Sprintf("Waiting for %s.", st.Speaker), st, subagent.WakeToken(call, st.Hop), w.now().Add(w.maxWait())).
+		st.Request = nil
+		return askpoint.Await(fmt.Sprintf("Waiting for %s.", st.Speaker), st, relay.WakeToken(call, st.Hop), w.now().Add(w.maxWait())).
 			Hold(hop.Hold(st.Hop)), false, nil
 	}
 }
 
 // suspend asks the caller the participant's question: one request, named
 // by its question ID.
-func (w *workflow) suspend(ctx context.Context, call *askpoint.Call, st *State, hop *subagent.Hop, q *question.Question) (askpoint.Outcome, error) {
+func (w *workflow) suspend(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, q *question.Question) (askpoint.Outcome, error) {
 	return w.suspendAs(ctx, call, st, hop, q, newRequestID())
 }
 
 // suspendAs is suspend with the request ID given.
-func (w *workflow) suspendAs(ctx context.Context, call *askpoint.Call, st *State, hop *subagent.Hop, q *question.Question, id string) (askpoint.Outcome, error) {
+func (w *workflow) suspendAs(ctx context.Context, call *askpoint.Call, st *State, hop *relay.Hop, q *question.Question, id string) (askpoint.Outcome, error) {
 	own, err := hop.Question(ctx, call, st.Hop, q)
 	if err != nil {
 		return askpoint.Outcome{}, err
@@ -416,7 +414,7 @@ func (w *workflow) suspendAs(ctx context.Context, call *askpoint.Call, st *State
 	st.Request = &Request{ID: own.ID, Participant: st.Speaker, TaskID: string(st.Hop.SubTaskID)}
 	// The participant's task is held while the caller thinks: if the run
 	// ends without an answer, it is canceled.
-	return askpoint.Ask(own, st).WakeOn(subagent.WakeToken(call, st.Hop)).Hold(hop.Hold(st.Hop)), nil
+	return askpoint.Ask(own, st).WakeOn(relay.WakeToken(call, st.Hop)).Hold(hop.Hold(st.Hop)), nil
 }
 
 // Release implements askpoint.Releaser: it cancels the participant's task

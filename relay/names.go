@@ -1,4 +1,4 @@
-package hop
+package relay
 
 import (
 	"context"

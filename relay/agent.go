@@ -1,12 +1,4 @@
-// Package hop is the machinery an askpoint agent uses to drive one
-// sub-agent over A2A: send once with a push configuration, read the
-// sub-task until it settles, answer its questions from resolvers, restate
-// them for its own caller, carry the caller's answer down, cancel the
-// sub-task when the caller's task ends without it. The relay package is an
-// agent built of one hop; the workflow package drives one hop per
-// participant. The state of a hop is a [Checkpoint], kept in the agent's
-// own checkpoint.
-package hop
+package relay
 
 import (
 	"context"
@@ -28,83 +20,8 @@ import (
 	"github.com/askpoint/askpoint/question"
 )
 
-// Config describes a hop. It is relay.Config's twin (relay converts one
-// into the other), and relay.Config documents every field: the public
-// type is where an agent author reads them, so they are written once, there.
-type Config struct {
-	SubAgentURL, SubAgentName, CallbackURL string
-
-	Forward   func(ctx context.Context, call *askpoint.Call) (*a2a.Message, error)
-	Resolvers []client.Resolver
-	Restate   func(ctx context.Context, call *askpoint.Call, sub *question.Question) (question.Question, error)
-	Translate func(ctx context.Context, call *askpoint.Call, sub *question.Question, answer map[string]any) (map[string]any, error)
-	Errors    func(ctx context.Context, call *askpoint.Call, sub *question.Question, errs []question.FieldError) []question.FieldError
-
-	Margin, MaxWait, SettleWithin time.Duration
-
-	Dial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
-	Now  func() time.Time
-}
-
-// Checkpoint is what a relay task saves when it pauses: the mapping from
-// its own question to the sub-agent's.
-type Checkpoint struct {
-	SubTaskID    a2a.TaskID         `json:"subTaskId"`
-	SubContextID string             `json:"subContextId,omitempty"`
-	SubQuestion  *question.Question `json:"subQuestion,omitempty"` // the sub-agent's open question, nil while it works
-	// Token is the wake token a checkpoint of an older version kept in
-	// clear, honoured until the sub-agent has the task's own (see adopt);
-	// empty in every checkpoint written now: the wake token (also the push
-	// token) is Call.WakeToken, derived again on every step.
-	Token string `json:"token,omitempty"`
-	// OwnQuestionID is the ID of the relay's own open question, kept
-	// when a notification wakes the relay to the same sub-question.
-	OwnQuestionID string `json:"ownQuestionId,omitempty"`
-	// SubSeenAt is the timestamp of the newest sub-task status the relay
-	// acted on: a notification of a status no newer is stale.
-	SubSeenAt *time.Time `json:"subSeenAt,omitempty"`
-	// Refused counts the caller's answers to SubQuestion that the relay
-	// refused (they failed the sub-agent's schema): the caller's attempts.
-	Refused int `json:"refused,omitempty"`
-	// Resolved counts the sub-agent's questions the relay answered itself
-	// since the caller last answered, across steps.
-	Resolved int `json:"resolved,omitempty"`
-	// Names maps the sub-agent's field names to the caller's, as the
-	// caller's last answer was translated (Config.Translate): the sub
-	// agent's errors are re-asked in the caller's names.
-	Names map[string]string `json:"names,omitempty"`
-	// NoPush: the sub-agent took a message only without the relay's push
-	// configuration, so the relay reads the sub-task instead.
-	NoPush bool `json:"noPush,omitempty"`
-}
-
-// Agent returns the relay agent for cfg.
-func Agent(cfg Config) (askpoint.Agent, error) {
-	if cfg.SubAgentURL == "" || cfg.CallbackURL == "" {
-		return nil, errors.New("relay: SubAgentURL and CallbackURL are required")
-	}
-	if cfg.SubAgentName == "" {
-		cfg.SubAgentName = "the agent I asked"
-	}
-	if cfg.Margin <= 0 {
-		cfg.Margin = 5 * time.Minute
-	}
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = 24 * time.Hour
-	}
-	if cfg.SettleWithin <= 0 {
-		cfg.SettleWithin = 3 * time.Second
-	}
-	if cfg.Dial == nil {
-		cfg.Dial = func(ctx context.Context, u string) (*a2aclient.Client, error) { return client.Dial(ctx, u, nil) }
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	cfg.CallbackURL = strings.TrimSuffix(cfg.CallbackURL, "/")
-	return &relay{cfg: cfg}, nil
-}
-
+// relay is the relay agent [Agent] returns, and what every [Hop] runs on:
+// its methods are the machinery that drives one sub-agent.
 type relay struct {
 	cfg Config
 }
@@ -295,15 +212,10 @@ func (r *relay) handle(ctx context.Context, call *askpoint.Call, c *a2aclient.Cl
 	case a2a.TaskStateInputRequired:
 		return r.askUp(ctx, call, cp, q)
 	default: // submitted, working
-		cp.SubQuestion = nil
 		return askpoint.Await(fmt.Sprintf("Waiting for %s to finish.", name), cp, WakeToken(call, cp), r.cfg.Now().Add(r.cfg.MaxWait)).
 			Hold(r.subTaskHold(cp)), nil
 	}
 }
-
-// ErrUnreadableQuestion says a sub-task asks something without the
-// question extension's machine-readable part: nothing a relay can restate.
-var ErrUnreadableQuestion = errors.New("relay: the sub-agent's question has no machine-readable part")
 
 // settleSub records sub in cp and, while sub asks a question the relay's
 // resolvers can answer, answers it (recording note in the history; by, when
@@ -319,6 +231,7 @@ func (r *relay) settleSub(ctx context.Context, call *askpoint.Call, c *a2aclient
 			cp.SubSeenAt = ts
 		}
 		if sub.Status.State != a2a.TaskStateInputRequired {
+			cp.SubQuestion = nil // it asks nothing now
 			return sub, nil, nil
 		}
 		q, ok, err := question.FromMessage(sub.Status.Message)
@@ -393,16 +306,6 @@ func (r *relay) askUp(ctx context.Context, call *askpoint.Call, cp *Checkpoint, 
 	// expires), the sub-task is canceled instead of waiting for its own
 	// expiry.
 	return askpoint.Ask(own, cp).WakeOn(WakeToken(call, cp)).Hold(r.subTaskHold(cp)), nil
-}
-
-// WakeToken is the wake token of a hop's task: the task's own
-// (Call.WakeToken), or the one an older checkpoint kept until adopt has
-// moved the sub-agent off it.
-func WakeToken(call *askpoint.Call, cp *Checkpoint) string {
-	if cp.Token != "" {
-		return cp.Token
-	}
-	return call.WakeToken()
 }
 
 // pushConfig is the push configuration the relay gives the sub-agent: its
@@ -498,6 +401,17 @@ func (r *relay) ownQuestion(ctx context.Context, call *askpoint.Call, cp *Checkp
 // reAsk asks the caller again after the translated answer failed the
 // sub-agent's schema.
 func (r *relay) reAsk(ctx context.Context, call *askpoint.Call, cp *Checkpoint, errs []question.FieldError) (askpoint.Outcome, error) {
+	q, ok := refuse(cp, errs)
+	if !ok {
+		return askpoint.Fail(fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt-1, question.ErrorsText(errs))), nil
+	}
+	return r.askUp(ctx, call, cp, &q)
+}
+
+// refuse counts a refused answer to cp's sub-question and returns the
+// sub-question to ask again, with errs and the next attempt; false when
+// the attempts have run out.
+func refuse(cp *Checkpoint, errs []question.FieldError) (question.Question, bool) {
 	q := *cp.SubQuestion
 	cp.Refused++
 	q.Errors = errs
@@ -505,11 +419,8 @@ func (r *relay) reAsk(ctx context.Context, call *askpoint.Call, cp *Checkpoint, 
 	if q.MaxAttempts <= 0 {
 		q.MaxAttempts = question.DefaultMaxAttempts
 	}
-	if q.Attempt > q.MaxAttempts {
-		return askpoint.Fail(fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt-1, question.ErrorsText(errs))), nil
-	}
 	cp.OwnQuestionID = "" // a re-ask is a new question
-	return r.askUp(ctx, call, cp, &q)
+	return q, q.Attempt <= q.MaxAttempts
 }
 
 // ownExpiry is the relay's question's expiry for a sub-question that
