@@ -99,8 +99,8 @@ type Config struct {
 	// to pause or finish before the relay waits for its notification
 	// instead. Defaults to 3s.
 	SettleWithin time.Duration
-	// Dial opens a client for the sub-agent. Defaults to client.Dial with
-	// a plain HTTP client.
+	// Dial opens a client for the sub-agent. Defaults to grpcdial.Dial
+	// with a plain HTTP client.
 	Dial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
 	// Now is the clock for expiries and deadlines. Defaults to time.Now.
 	Now func() time.Time

@@ -36,6 +36,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/question"
 )
@@ -64,7 +65,7 @@ type Config struct {
 	// tokens, the round cap...).
 	Options []client.Option
 	// Dial connects to an agent to read a task (the history view, the
-	// refresh); default client.Dial.
+	// refresh); default grpcdial.Dial.
 	Dial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
 	// Card fetches an agent's card, whose question extension params say
 	// how many attempts a question gets (a first ask does not carry it);
@@ -162,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Dial == nil {
 		cfg.Dial = func(ctx context.Context, agentURL string) (*a2aclient.Client, error) {
-			return client.Dial(ctx, agentURL, nil)
+			return grpcdial.Dial(ctx, agentURL, client.DialOptions{})
 		}
 	}
 	s := &Server{

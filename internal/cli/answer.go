@@ -18,6 +18,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
@@ -161,7 +162,7 @@ func (f *loopFlags) dialer() func(ctx context.Context, url string) (*a2aclient.C
 			return nil, tokenErr
 		}
 		tok := tokenFor(byOrigin, token, url)
-		return client.DialWith(ctx, url, client.DialOptions{HTTP: bearerClient(url, tok), Token: tok, Preferred: pref})
+		return grpcdial.Dial(ctx, url, client.DialOptions{HTTP: bearerClient(url, tok), Token: tok, Preferred: pref})
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/examples/approval"
 	"github.com/askpoint/askpoint/examples/booking"
 	"github.com/askpoint/askpoint/examples/conformance"
@@ -93,7 +94,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		internal := text.RandomHex(24)
 		tokens[internal] = internalPrincipal
 		internalDial = func(ctx context.Context, u string) (*a2aclient.Client, error) {
-			return client.DialWith(ctx, u, client.DialOptions{HTTP: bearerClient(u, internal), Token: internal})
+			return grpcdial.Dial(ctx, u, client.DialOptions{HTTP: bearerClient(u, internal), Token: internal})
 		}
 	}
 	if callers == 0 {

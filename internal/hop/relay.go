@@ -24,6 +24,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
@@ -96,7 +97,9 @@ func Agent(cfg Config) (askpoint.Agent, error) {
 		cfg.SettleWithin = 3 * time.Second
 	}
 	if cfg.Dial == nil {
-		cfg.Dial = func(ctx context.Context, u string) (*a2aclient.Client, error) { return client.Dial(ctx, u, nil) }
+		cfg.Dial = func(ctx context.Context, u string) (*a2aclient.Client, error) {
+			return grpcdial.Dial(ctx, u, client.DialOptions{})
+		}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
