@@ -7,7 +7,7 @@
 // answered, expired and withdrawn questions through server-sent events, and
 // people can be told of new questions and reminders by email.
 //
-// Answers go through client.Resume with the resolver chain the inbox was
+// Answers go through inbox.Resume with the resolver chain the inbox was
 // given: what facts or policy answer never reaches a person.
 //
 // ServerPage serves the same pages for a server's own paused tasks
@@ -61,7 +61,7 @@ type Config struct {
 	// Resolvers answer the questions that follow a person's answer before
 	// a person is asked again (facts, policy); the inbox is always last.
 	Resolvers []client.Resolver
-	// Options are passed to client.Resume (a dialer with the agents'
+	// Options are passed to inbox.Resume (a dialer with the agents'
 	// tokens, the round cap...).
 	Options []client.Option
 	// Dial connects to an agent to read a task (the history view, the

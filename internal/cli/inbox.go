@@ -187,7 +187,7 @@ func details(it *inbox.Item) []string {
 			out = append(out, "options: "+strings.Join(opts, "  "))
 		}
 		var fields []string
-		for _, f := range client.ItemQuery(it).Fields() {
+		for _, f := range it.Query().Fields() {
 			if f.Name == q.OptionField() && len(q.Options) > 0 {
 				continue
 			}
