@@ -25,6 +25,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/store/sqlite"
 )
 
@@ -235,7 +236,7 @@ func TestServeServesEveryBindingOnOnePortWithTheSameTokens(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			for _, token := range []string{"", testToken} {
-				c, err := client.DialWith(ctx, base+"/greeter", client.DialOptions{Token: token, Preferred: []a2a.TransportProtocol{binding}, GRPC: nil})
+				c, err := grpcdial.Dial(ctx, base+"/greeter", client.DialOptions{Token: token, Preferred: []a2a.TransportProtocol{binding}})
 				if err != nil {
 					t.Fatalf("dial %s: %v", binding, err)
 				}

@@ -6,10 +6,16 @@
 // task is terminal. Only then are artifacts read: a paused task's partial
 // artifacts are never the result.
 //
-// A person may take hours. The Person resolver does not wait: it records
-// the question in a durable inbox (package inbox) and the loop returns an
-// error wrapping ErrDeferred. The loop is resumed from the inbox by Resume,
-// in this process or another one after a restart.
+// A person may take hours. A resolver that hands a question to a person
+// does not wait: it records the question somewhere durable and returns an
+// error wrapping ErrDeferred, and so does the loop. Package inbox is such a
+// place (inbox.Person records the question, inbox.Resume answers it later,
+// in this process or another one after a restart); it builds on Continue,
+// which answers a paused question and drives its task on.
+//
+// The package speaks the JSON-RPC and HTTP+JSON bindings and links neither
+// SQLite nor gRPC: package client/grpcdial adds the gRPC binding, and the
+// durable inbox imports this package, not the reverse.
 //
 // The loop works whether the agent's server closes a stream at
 // input-required or keeps it open, and recovers from a dropped connection
@@ -18,6 +24,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,7 +33,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
-	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
@@ -39,9 +45,10 @@ var (
 	// ErrKeptAsking: the agent asked more questions than the round cap
 	// allows; the loop canceled the task.
 	ErrKeptAsking = errors.New("client: the agent kept asking")
-	// ErrDeferred: the question was handed to a person through the inbox;
-	// the task stays paused until the answer is sent (Resume). The error is
-	// a *DeferredError.
+	// ErrDeferred: a resolver handed the question to a person who answers
+	// later; the task stays paused until the answer is sent (Continue, or
+	// inbox.Resume). The error is the resolver's: inbox.Person's is an
+	// *inbox.DeferredError that names the inbox item.
 	ErrDeferred = errors.New("client: the question waits on a person")
 	// ErrUnanswered: no resolver in the chain answered; the task stays
 	// paused.
@@ -52,26 +59,14 @@ var (
 	// ErrAuthRequired: the agent paused the task in auth-required, which
 	// this loop cannot answer; the task stays paused.
 	ErrAuthRequired = errors.New("client: the agent needs authorization")
-	// ErrStale: the inbox item's question no longer takes answers (the
-	// task moved on or ended); the item was closed.
+	// ErrStale: the paused question no longer takes answers (the task
+	// moved on or ended); its record was closed.
 	ErrStale = errors.New("client: the question is no longer open")
-	// ErrInvalidAnswer: an answer given to Resume fails the question's
+	// ErrInvalidAnswer: an answer given to Continue fails the question's
 	// schema or options; nothing was sent. The error is an
 	// *InvalidAnswerError.
 	ErrInvalidAnswer = errors.New("client: the answer is not valid")
 )
-
-// DeferredError says where the question waits for a person.
-type DeferredError struct {
-	Item *inbox.Item
-}
-
-func (e *DeferredError) Error() string {
-	return fmt.Sprintf("client: question %s of task %s waits on a person in inbox item %d", e.Item.Key, e.Item.TaskID, e.Item.ID)
-}
-
-// Is makes errors.Is(err, ErrDeferred) true.
-func (e *DeferredError) Is(target error) bool { return target == ErrDeferred }
 
 // EndedError says how a task ended when it did not complete.
 type EndedError struct {
@@ -103,7 +98,7 @@ func (e *InvalidAnswerError) Error() string {
 // Is makes errors.Is(err, ErrInvalidAnswer) true.
 func (e *InvalidAnswerError) Is(target error) bool { return target == ErrInvalidAnswer }
 
-// Result is what the loop saw. Run and Resume return a non-nil Result
+// Result is what the loop saw. Run and Continue return a non-nil Result
 // whenever the agent created a task, with or without an error.
 type Result struct {
 	// Task is the task as last seen: terminal when the error is nil or an
@@ -113,13 +108,14 @@ type Result struct {
 	// Message is the agent's reply when it answered with a message and
 	// created no task.
 	Message *a2a.Message
-	// Rounds counts the questions answered on this task (across Resume).
+	// Rounds counts the questions answered on this task (across Continue).
 	Rounds int
 	// Answers lists the answers this loop sent, in order, and who gave
 	// them.
 	Answers []Answered
-	// Waiting is the inbox item of a question handed to a person.
-	Waiting *inbox.Item
+	// Waiting is the question handed to a person (ErrDeferred), as the
+	// resolvers saw it; the error says where it waits.
+	Waiting *Query
 	// Calls lists the A2A methods the loop called, in order
 	// (SendMessage, SendStreamingMessage, SubscribeToTask, GetTask,
 	// CancelTask; a run of GetTask polls counts once); for logs and tests.
@@ -143,7 +139,7 @@ func (r *Result) Artifacts() []*a2a.Artifact {
 	return r.Task.Artifacts
 }
 
-// Option configures Run and Resume.
+// Option configures Run and Continue.
 type Option func(*config)
 
 type config struct {
@@ -171,15 +167,16 @@ func newConfig(opts []Option) *config {
 }
 
 // WithResolvers sets the resolver chain, tried in order for each question
-// (typically Facts, a *Policy, then Person). Without resolvers every
+// (typically Facts, a *Policy, then inbox.Person). Without resolvers every
 // question ends the loop with ErrUnanswered.
 func WithResolvers(rs ...Resolver) Option {
 	return func(c *config) { c.resolvers = append(c.resolvers[:0:0], rs...) }
 }
 
 // WithMaxRounds caps the questions answered on one task (default
-// DefaultMaxRounds; Resume defaults to the cap the item was recorded with). When the agent asks once more, the loop cancels the
-// task and returns an error wrapping ErrKeptAsking.
+// DefaultMaxRounds; Continue defaults to the cap the paused question was
+// recorded with). When the agent asks once more, the loop cancels the task
+// and returns an error wrapping ErrKeptAsking.
 func WithMaxRounds(n int) Option {
 	return func(c *config) {
 		if n > 0 {
@@ -213,18 +210,20 @@ func WithRetries(n int) Option {
 }
 
 // WithAgentURL tells the loop the agent's URL: policy rules match on it,
-// and the Person resolver records it so that the answer can be sent later.
+// and a resolver that defers the question (inbox.Person) records it so
+// that the answer can be sent later.
 func WithAgentURL(url string) Option { return func(c *config) { c.agentURL = url } }
 
 // WithCaller names on whose behalf the loop runs; policy rules with a
-// "caller" condition match on it, and the inbox records it.
+// "caller" condition match on it, and a deferring resolver records it.
 func WithCaller(name string) Option { return func(c *config) { c.caller = name } }
 
 // WithLogger receives the loop's debug logs (default: none).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
-// WithDialer sets how Resume connects to the agent of an inbox item
-// (default: Dial with http.DefaultClient's settings).
+// WithDialer sets how Continue connects to the agent of a paused question
+// (default: Dial with a plain http.Client, which speaks JSON-RPC and
+// HTTP+JSON; pass grpcdial.Dial for gRPC).
 func WithDialer(dial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)) Option {
 	return func(c *config) { c.dial = dial }
 }
@@ -261,52 +260,84 @@ func Run(ctx context.Context, c *a2aclient.Client, msg *a2a.Message, opts ...Opt
 	return l.run(ctx, &m)
 }
 
-// Resume answers the open question of inbox item itemID with ans and drives
-// the task on, like Run: later questions go through the resolver chain
-// (WithResolvers), and may be deferred to the inbox again. It connects to
-// the item's agent (or, for an item that does not name one, the agent of
+// Paused is a question that waited on someone and is answered now with
+// Continue: the question as the resolvers saw it when it was deferred, and
+// where to record what became of it. A deferring resolver keeps what it
+// needs to build one (package inbox keeps an item).
+type Paused struct {
+	// Query is the question. Query.Agent is where the answer goes (""
+	// means the agent of WithAgentURL); Query.Caller, Query.Round and
+	// Query.MaxRounds carry the loop's bookkeeping on (WithCaller and
+	// WithMaxRounds win over them).
+	Query *Query
+	// Key identifies the question within its task (see QuestionKey):
+	// when the task asks another one, this one is stale.
+	Key string
+	// Name names the record in errors, for people: "inbox item 7".
+	Name string
+	// Record is told what became of the question.
+	Record Record
+}
+
+func (p *Paused) name() string {
+	if p.Name == "" {
+		return "paused question " + p.Key
+	}
+	return p.Name
+}
+
+// Record keeps what became of a paused question. Continue calls it once,
+// when the question's fate is known; package inbox's implementation
+// updates the item.
+type Record interface {
+	// Answered: the agent took the answer that by gave; answer is what
+	// was sent (the fields, the text as a JSON string, or the action).
+	Answered(ctx context.Context, by string, answer json.RawMessage) error
+	// Closed: the question no longer takes answers and was not answered
+	// from here; note says why. A record closed already is no error.
+	Closed(ctx context.Context, note string) error
+}
+
+// Continue answers the paused question p with ans and drives the task on,
+// like Run: later questions go through the resolver chain
+// (WithResolvers), and may be deferred again. It connects to the
+// question's agent (or, when the question does not name one, the agent of
 // WithAgentURL) with the dialer (WithDialer, default Dial).
 //
 // The answer is checked against the question before anything is sent: an
-// invalid one returns an *InvalidAnswerError and leaves the item open. When
-// the task no longer asks the item's question, the item is closed and the
-// error wraps ErrStale. Once the agent has taken the answer, the item is
+// invalid one returns an *InvalidAnswerError and leaves the record open.
+// When the task no longer asks the question, the record is closed and the
+// error wraps ErrStale. Once the agent has taken the answer, the record is
 // marked answered with ans.By (default ByPerson).
-func Resume(ctx context.Context, ib *inbox.Inbox, itemID int64, ans Answer, opts ...Option) (*Result, error) {
-	if ib == nil {
-		return nil, errors.New("client: Resume needs the inbox")
+func Continue(ctx context.Context, p *Paused, ans Answer, opts ...Option) (*Result, error) {
+	if p == nil || p.Query == nil || p.Record == nil {
+		return nil, errors.New("client: Continue needs the paused question, with its Query and Record")
 	}
-	it, err := ib.Get(ctx, itemID)
-	if err != nil {
-		return nil, err
-	}
-	if it.State != inbox.StateOpen {
-		return nil, fmt.Errorf("%w: inbox item %d is %s", ErrStale, it.ID, it.StateText())
-	}
+	q := p.Query
 	if ans.By == "" {
 		ans.By = ByPerson
 	}
-	if it.Question != nil && ans.Action == "" && ans.Text == "" {
-		if errs := validateFields(it.Question, ans.Fields); len(errs) > 0 {
+	if q.Question != nil && ans.Action == "" && ans.Text == "" {
+		if errs := validateFields(q.Question, ans.Fields); len(errs) > 0 {
 			return nil, &InvalidAnswerError{Errors: errs}
 		}
 	}
-	if it.Question == nil && ans.Action == "" && ans.Text == "" {
-		return nil, fmt.Errorf("%w: question %s was asked in text only; answer it with text", ErrInvalidAnswer, it.Key)
+	if q.Question == nil && ans.Action == "" && ans.Text == "" {
+		return nil, fmt.Errorf("%w: question %s was asked in text only; answer it with text", ErrInvalidAnswer, p.Key)
 	}
 
 	cfg := newConfig(opts)
-	if it.AgentURL != "" {
-		cfg.agentURL = it.AgentURL
+	if q.Agent != "" {
+		cfg.agentURL = q.Agent
 	}
 	if cfg.agentURL == "" {
-		return nil, fmt.Errorf("client: inbox item %d does not say which agent asked (it came from a push without ?agent=); pass the agent's URL with WithAgentURL", it.ID)
+		return nil, fmt.Errorf("client: %s does not say which agent asked; pass the agent's URL with WithAgentURL", p.name())
 	}
 	if cfg.caller == "" {
-		cfg.caller = it.Caller
+		cfg.caller = q.Caller
 	}
-	if it.MaxRounds > 0 && !cfg.maxRoundsSet {
-		cfg.maxRounds = it.MaxRounds
+	if q.MaxRounds > 0 && !cfg.maxRoundsSet {
+		cfg.maxRounds = q.MaxRounds
 	}
 	dial := cfg.dial
 	if dial == nil {
@@ -318,10 +349,10 @@ func Resume(ctx context.Context, ib *inbox.Inbox, itemID int64, ans Answer, opts
 	}
 	defer c.Destroy()
 
-	l := newLoop(c, cfg, it.Request)
-	l.item, l.inbox = it, ib
-	if it.Round > 0 {
-		l.rounds = it.Round - 1
+	l := newLoop(c, cfg, q.Request)
+	l.paused = p
+	if q.Round > 0 {
+		l.rounds = q.Round - 1
 	}
-	return l.resume(ctx, it, &ans)
+	return l.resume(ctx, q.TaskID, &ans)
 }

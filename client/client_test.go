@@ -40,7 +40,7 @@ func TestPolicyAnswersTheWorkedExampleWithoutAPerson(t *testing.T) {
 			ib := openInbox(t, "")
 			res, err := client.Run(ctx(t), dial(t, url, nil, transport), textMessage(receipt),
 				client.WithAgentURL(url), client.WithCaller("alice"),
-				client.WithResolvers(client.Facts(nil), costCentrePolicy(t, url), client.Person{Inbox: ib}))
+				client.WithResolvers(client.Facts(nil), costCentrePolicy(t, url), inbox.Person{Inbox: ib}))
 			if err != nil {
 				t.Fatalf("Run = %v", err)
 			}
@@ -82,13 +82,13 @@ func TestPolicyForAnotherCallerLeavesTheQuestionToAPerson(t *testing.T) {
 	ib := openInbox(t, "")
 	res, err := client.Run(ctx(t), dial(t, url, nil), textMessage(receipt),
 		client.WithAgentURL(url), client.WithCaller("bob"),
-		client.WithResolvers(costCentrePolicy(t, url), client.Person{Inbox: ib}))
-	var d *client.DeferredError
+		client.WithResolvers(costCentrePolicy(t, url), inbox.Person{Inbox: ib}))
+	var d *inbox.DeferredError
 	if !errors.As(err, &d) || !errors.Is(err, client.ErrDeferred) {
 		t.Fatalf("Run = %v; want a DeferredError", err)
 	}
-	if res.State() != a2a.TaskStateInputRequired || res.Waiting == nil || res.Waiting.ID != d.Item.ID {
-		t.Errorf("result state %s waiting %+v; want input-required and the inbox item", res.State(), res.Waiting)
+	if res.State() != a2a.TaskStateInputRequired || res.Waiting == nil || client.QuestionKey(res.Waiting.Status) != d.Item.Key {
+		t.Errorf("result state %s waiting %+v; want input-required and the inbox item's question", res.State(), res.Waiting)
 	}
 	if res.Artifacts() != nil {
 		t.Errorf("a paused task's artifacts were returned as the result: %v", res.Artifacts())
@@ -520,7 +520,7 @@ func TestDeferringToAPersonLeavesNoGoroutineOfTheLoop(t *testing.T) {
 	url := env.AgentURL("expense")
 	ib := openInbox(t, "")
 	_, err := client.Run(ctx(t), dial(t, url, nil), textMessage(receipt), client.WithStreaming(true),
-		client.WithAgentURL(url), client.WithResolvers(client.Person{Inbox: ib}))
+		client.WithAgentURL(url), client.WithResolvers(inbox.Person{Inbox: ib}))
 	if !errors.Is(err, client.ErrDeferred) {
 		t.Fatalf("Run = %v; want ErrDeferred", err)
 	}

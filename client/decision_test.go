@@ -7,6 +7,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/question"
 )
@@ -34,7 +35,7 @@ func TestDecisionRecordOfEveryAnswerSurvivesIntoTheTasksHistory(t *testing.T) {
 
 	// The policy answers: the record names the rule, and no person.
 	res, err := client.Run(ctx(t), c, textMessage(receipt), client.WithAgentURL(url), client.WithCaller("alice"),
-		client.WithResolvers(costCentrePolicy(t, url), client.Person{Inbox: ib}))
+		client.WithResolvers(costCentrePolicy(t, url), inbox.Person{Inbox: ib}))
 	if err != nil || res.State() != a2a.TaskStateCompleted {
 		t.Fatalf("Run = %v, state %s", err, res.State())
 	}

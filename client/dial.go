@@ -5,22 +5,24 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
-	"google.golang.org/grpc"
 )
 
 // Dial fetches the agent card at agentURL (the agent's base URL, whose card
 // is at agentURL/.well-known/agent-card.json, or the card's own URL ending
 // in .json) and returns an a2a-go client for it, over whichever of the
-// card's bindings comes first (JSON-RPC, HTTP+JSON or gRPC). hc carries the
+// card's HTTP bindings comes first (JSON-RPC or HTTP+JSON). hc carries the
 // HTTP requests, the card's and the agent's (nil: a plain http.Client;
 // give streams no overall timeout). preferred, when given, picks the
 // transports to use in order (a2a.TransportProtocolJSONRPC,
-// a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC).
+// a2a.TransportProtocolHTTPJSON). The gRPC binding is dialled by package
+// client/grpcdial, so that a caller that does not use it does not link
+// gRPC.
 func Dial(ctx context.Context, agentURL string, hc *http.Client, preferred ...a2a.TransportProtocol) (*a2aclient.Client, error) {
 	return DialWith(ctx, agentURL, DialOptions{HTTP: hc, Preferred: preferred})
 }
@@ -33,10 +35,12 @@ type DialOptions struct {
 	// every call on every binding (on gRPC as metadata).
 	Token string
 	// Preferred picks the transports to use, in order (default: the
-	// card's order).
+	// card's order). It names gRPC only with a transport for it in
+	// Transports (grpcdial.Dial adds one).
 	Preferred []a2a.TransportProtocol
-	// GRPC are extra dial options for the gRPC binding.
-	GRPC []grpc.DialOption
+	// Transports are a2a-go client options for more bindings, tried after
+	// JSON-RPC's and HTTP+JSON's: grpcdial.Dial adds gRPC's here.
+	Transports []a2aclient.FactoryOption
 }
 
 // DialWith is [Dial] with options.
@@ -53,6 +57,9 @@ func DialWith(ctx context.Context, agentURL string, o DialOptions) (*a2aclient.C
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("client: %q is not an http(s) URL of an agent", agentURL)
 	}
+	if len(o.Transports) == 0 && slices.Contains(o.Preferred, a2a.TransportProtocolGRPC) {
+		return nil, fmt.Errorf("client: %s: gRPC is dialled by package client/grpcdial (grpcdial.Dial); package client speaks JSON-RPC and HTTP+JSON", agentURL)
+	}
 	base := strings.TrimSuffix(agentURL, "/")
 	var ropts []agentcard.ResolveOption
 	if strings.HasSuffix(u.Path, ".json") {
@@ -63,11 +70,7 @@ func DialWith(ctx context.Context, agentURL string, o DialOptions) (*a2aclient.C
 	if err != nil {
 		return nil, fmt.Errorf("client: fetch the agent card from %s: %w", agentURL, err)
 	}
-	opts := []a2aclient.FactoryOption{
-		a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc),
-		// gRPC with TLS when the card came over https.
-		GRPCTransport(u.Scheme == "https", o.GRPC...),
-	}
+	opts := append([]a2aclient.FactoryOption{a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc)}, o.Transports...)
 	if len(o.Preferred) > 0 {
 		opts = append(opts, a2aclient.WithConfig(a2aclient.Config{PreferredTransports: o.Preferred}))
 	}
@@ -76,7 +79,19 @@ func DialWith(ctx context.Context, agentURL string, o DialOptions) (*a2aclient.C
 	}
 	c, err := a2aclient.NewFromCard(ctx, card, opts...)
 	if err != nil {
+		if len(o.Transports) == 0 && offersGRPC(card) {
+			return nil, fmt.Errorf("client: connect to %s (%s): %w (the card offers gRPC, which package client/grpcdial dials)", card.Name, agentURL, err)
+		}
 		return nil, fmt.Errorf("client: connect to %s (%s): %w", card.Name, agentURL, err)
 	}
 	return c, nil
+}
+
+func offersGRPC(card *a2a.AgentCard) bool {
+	for _, iface := range card.SupportedInterfaces {
+		if iface != nil && iface.ProtocolBinding == a2a.TransportProtocolGRPC {
+			return true
+		}
+	}
+	return false
 }

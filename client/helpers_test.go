@@ -15,6 +15,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/inbox"
 )
 
@@ -29,10 +30,11 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-// dial connects to an agent through hc (nil: a fresh http.Client).
+// dial connects to an agent through hc (nil: a fresh http.Client), on any
+// of its bindings, gRPC's too.
 func dial(t *testing.T, url string, hc *http.Client, pref ...a2a.TransportProtocol) *a2aclient.Client {
 	t.Helper()
-	c, err := client.Dial(ctx(t), url, hc, pref...)
+	c, err := grpcdial.Dial(ctx(t), url, client.DialOptions{HTTP: hc, Preferred: pref})
 	if err != nil {
 		t.Fatalf("Dial(%s) = %v", url, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
-	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
@@ -33,14 +32,13 @@ type loop struct {
 	answers  []Answered
 	answered map[string]*Answered // question key -> the answer sent for it
 	pending  *pendingAnswer       // sent, not yet seen taken
-	waiting  *inbox.Item
+	waiting  *Query               // the question a resolver deferred
 	calls    []string
 	failures int // dropped calls in a row
 	noSub    bool
 
-	item    *inbox.Item // Resume: the item answered
-	inbox   *inbox.Inbox
-	settled bool // the item's fate is recorded
+	paused  *Paused // Continue: the question answered
+	settled bool    // the paused question's fate is recorded
 }
 
 type pendingAnswer struct {
@@ -65,43 +63,45 @@ func (l *loop) run(ctx context.Context, m *a2a.Message) (*Result, error) {
 	return l.drive(ctx, l.send(ctx, m))
 }
 
-// resume answers the item's question with ans, then drives the task on.
-func (l *loop) resume(ctx context.Context, it *inbox.Item, ans *Answer) (*Result, error) {
-	t, err := l.getTask(ctx, a2a.TaskID(it.TaskID))
+// resume answers the paused question of task id with ans, then drives
+// the task on.
+func (l *loop) resume(ctx context.Context, id a2a.TaskID, ans *Answer) (*Result, error) {
+	p := l.paused
+	t, err := l.getTask(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("client: read task %s of inbox item %d: %w", it.TaskID, it.ID, err)
+		return nil, fmt.Errorf("client: read task %s of %s: %w", id, p.name(), err)
 	}
 	l.task = t
-	if t.Status.State != a2a.TaskStateInputRequired || l.key() != it.Key {
+	if t.Status.State != a2a.TaskStateInputRequired || l.key() != p.Key {
 		note := "the task is now " + text.StateWord(t.Status.State)
 		if t.Status.State == a2a.TaskStateInputRequired {
 			note = "the task asks another question now (" + l.key() + ")"
 		}
-		if err := l.inbox.Dismiss(ctx, it.ID, note); err != nil && !errors.Is(err, inbox.ErrNotOpen) {
+		if err := p.Record.Closed(ctx, note); err != nil {
 			return l.result(), err
 		}
-		return l.result(), fmt.Errorf("%w: inbox item %d asked question %s, but %s; the item is closed", ErrStale, it.ID, it.Key, note)
+		return l.result(), fmt.Errorf("%w: %s asked question %s, but %s; it is closed", ErrStale, p.name(), p.Key, note)
 	}
 	src, err := l.deliver(ctx, nil, l.query(), ans)
 	if err != nil {
-		l.settleItem(ctx, err)
+		l.settle(ctx, err)
 		return l.result(), err
 	}
 	res, err := l.drive(ctx, src)
-	l.settleItem(ctx, err)
+	l.settle(ctx, err)
 	return res, err
 }
 
-// settleItem records in the inbox what became of the resumed item.
-// It runs after every event, so that the item is marked answered before a
-// later question is recorded.
-func (l *loop) settleItem(ctx context.Context, runErr error) {
-	it := l.item
-	if it == nil || l.task == nil || l.settled {
+// settle records what became of the paused question Continue answered.
+// It runs after every event, so that the question is marked answered
+// before a later question is deferred.
+func (l *loop) settle(ctx context.Context, runErr error) {
+	p := l.paused
+	if p == nil || l.task == nil || l.settled {
 		return
 	}
-	movedOn := l.task.Status.State != a2a.TaskStateInputRequired || l.key() != it.Key
-	sent := l.answered[it.Key]
+	movedOn := l.task.Status.State != a2a.TaskStateInputRequired || l.key() != p.Key
+	sent := l.answered[p.Key]
 	l.settled = true
 	switch {
 	case sent != nil && movedOn:
@@ -110,13 +110,13 @@ func (l *loop) settleItem(ctx context.Context, runErr error) {
 		if sent.Person != "" {
 			by += " (" + sent.Person + ")"
 		}
-		if err := l.inbox.MarkAnswered(ctx, it.ID, by, raw); err != nil {
-			l.log.Warn("inbox item not marked answered", slog.Int64("item", it.ID), slog.Any("error", err))
+		if err := p.Record.Answered(ctx, by, raw); err != nil {
+			l.log.Warn("paused question not recorded as answered", slog.String("record", p.name()), slog.Any("error", err))
 		}
 	case movedOn:
-		_ = l.inbox.Dismiss(ctx, it.ID, "the task is now "+text.StateWord(l.task.Status.State))
+		_ = p.Record.Closed(ctx, "the task is now "+text.StateWord(l.task.Status.State))
 	case errors.Is(runErr, a2a.ErrUnsupportedOperation):
-		_ = l.inbox.Dismiss(ctx, it.ID, "the agent refused the answer: "+runErr.Error())
+		_ = p.Record.Closed(ctx, "the agent refused the answer: "+runErr.Error())
 	default:
 		l.settled = false
 	}
@@ -152,7 +152,7 @@ func (l *loop) drive(ctx context.Context, src *source) (*Result, error) {
 		}
 		l.failures = 0
 		l.apply(ev)
-		l.settleItem(ctx, nil)
+		l.settle(ctx, nil)
 		if l.task == nil {
 			if l.reply != nil {
 				return l.finish(ctx)
@@ -417,13 +417,26 @@ func keyOf(t *a2a.Task) string {
 	if t == nil || t.Status.State != a2a.TaskStateInputRequired {
 		return ""
 	}
-	if k := inbox.QuestionKey(t.Status.Message); k != "" {
+	if k := QuestionKey(t.Status.Message); k != "" {
 		return k
 	}
 	if t.Status.Timestamp != nil {
 		return "at-" + t.Status.Timestamp.UTC().Format(time.RFC3339Nano)
 	}
 	return "unkeyed"
+}
+
+// QuestionKey identifies the question a status message asks within its
+// task: the questionId of a question-extension data part, else the
+// message's ID. It is "" for a nil message.
+func QuestionKey(status *a2a.Message) string {
+	if status == nil {
+		return ""
+	}
+	if q, ok, err := question.FromMessage(status); ok && err == nil {
+		return q.ID
+	}
+	return status.ID
 }
 
 // query describes the open question for the resolvers.
@@ -479,9 +492,8 @@ func (l *loop) resolve(ctx context.Context, q *Query) (*Answer, error) {
 	for _, r := range l.cfg.resolvers {
 		a, err := r.Resolve(ctx, q)
 		if err != nil {
-			var d *DeferredError
-			if errors.As(err, &d) {
-				l.waiting = d.Item
+			if errors.Is(err, ErrDeferred) {
+				l.waiting = q
 				return nil, err
 			}
 			return nil, fmt.Errorf("client: answering question %s of task %s: %w", qid(q), q.TaskID, err)

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -51,17 +48,6 @@ type Query struct {
 	// Refused is, on a re-ask, the answer the agent did not accept (the
 	// reasons are in Question.Errors); nil otherwise.
 	Refused *Answered
-}
-
-// ItemQuery describes an inbox item's question the way a resolver sees it
-// (for showing it to a person before Resume).
-func ItemQuery(it *inbox.Item) *Query {
-	return &Query{
-		Agent: it.AgentURL, Caller: it.Caller,
-		TaskID: a2a.TaskID(it.TaskID), ContextID: it.ContextID,
-		Request: it.Request, Status: it.Status, Question: it.Question, Text: it.Text,
-		Round: it.Round, MaxRounds: it.MaxRounds,
-	}
 }
 
 // Fields lists the question's schema properties, required ones first in
@@ -116,7 +102,7 @@ type Answered struct {
 // question to the next resolver in the chain, an Answer to answer it, or
 // an error to stop the loop (the task stays paused). A resolver that hands
 // the question to a person who will answer later returns an error wrapping
-// ErrDeferred (see Person).
+// ErrDeferred (inbox.Person does).
 type Resolver interface {
 	Resolve(ctx context.Context, q *Query) (*Answer, error)
 }
@@ -212,49 +198,6 @@ func validateFields(q *question.Question, fields map[string]any) []question.Fiel
 		return []question.FieldError{{Message: "the answer cannot be encoded as JSON: " + err.Error()}}
 	}
 	return q.Validate(raw)
-}
-
-// Person is the last resolver of a chain: it hands the question to a
-// person through the durable inbox. It records the agent's URL, the task,
-// its context, the question and the loop's bookkeeping in the inbox and
-// returns a *DeferredError (errors.Is ErrDeferred): the loop returns at
-// once, holding no goroutine, loop or connection for the person. The
-// person answers later (askpoint answer, or Resume), from this process or
-// another.
-type Person struct {
-	Inbox *inbox.Inbox
-}
-
-// Resolve implements Resolver.
-func (p Person) Resolve(ctx context.Context, q *Query) (*Answer, error) {
-	if p.Inbox == nil {
-		return nil, errors.New("client: the Person resolver has no inbox")
-	}
-	if q.Agent == "" {
-		return nil, errors.New("client: the Person resolver needs the agent's URL to send the answer later; pass client.WithAgentURL")
-	}
-	it := inbox.FromStatus(q.Agent, string(q.TaskID), q.ContextID, q.Status)
-	if it.Key == "" {
-		it.Key = questionKeyFallback(q)
-	}
-	it.Request, it.Caller = q.Request, q.Caller
-	it.Round, it.MaxRounds = q.Round, q.MaxRounds
-	it.Source = inbox.SourceClient
-	stored, _, err := p.Inbox.Add(ctx, it)
-	if err != nil {
-		return nil, fmt.Errorf("client: record the question in the inbox: %w", err)
-	}
-	return nil, &DeferredError{Item: stored}
-}
-
-func questionKeyFallback(q *Query) string {
-	if q.Question != nil {
-		return q.Question.ID
-	}
-	if q.Status != nil && q.Status.ID != "" {
-		return q.Status.ID
-	}
-	return fmt.Sprintf("round-%d", q.Round)
 }
 
 // sameAnswer says whether two answers say the same thing.

@@ -23,8 +23,8 @@ func TestPersonDefersToTheInboxAndResumeCompletesAfterARestart(t *testing.T) {
 	ib := openInbox(t, path)
 	res, err := client.Run(ctx(t), dial(t, url, nil), textMessage(receipt),
 		client.WithAgentURL(url), client.WithCaller("alice"),
-		client.WithResolvers(client.Facts(nil), client.Person{Inbox: ib}))
-	var d *client.DeferredError
+		client.WithResolvers(client.Facts(nil), inbox.Person{Inbox: ib}))
+	var d *inbox.DeferredError
 	if !errors.As(err, &d) {
 		t.Fatalf("Run = %v; want a DeferredError", err)
 	}
@@ -43,7 +43,7 @@ func TestPersonDefersToTheInboxAndResumeCompletesAfterARestart(t *testing.T) {
 	if err != nil || len(open) != 1 || open[0].ID != it.ID {
 		t.Fatalf("List = %v, %v; want the one open item", open, err)
 	}
-	res2, err := client.Resume(ctx(t), ib2, it.ID, client.Answer{Fields: map[string]any{"costCentre": "CC-4420"}, Person: "alice"})
+	res2, err := inbox.Resume(ctx(t), ib2, it.ID, client.Answer{Fields: map[string]any{"costCentre": "CC-4420"}, Person: "alice"})
 	if err != nil {
 		t.Fatalf("Resume = %v", err)
 	}
@@ -66,7 +66,7 @@ func TestPersonDefersToTheInboxAndResumeCompletesAfterARestart(t *testing.T) {
 	}
 
 	// Answering it again is refused.
-	if _, err := client.Resume(ctx(t), ib2, it.ID, client.Answer{Fields: map[string]any{"costCentre": "CC-4410"}}); !errors.Is(err, client.ErrStale) {
+	if _, err := inbox.Resume(ctx(t), ib2, it.ID, client.Answer{Fields: map[string]any{"costCentre": "CC-4410"}}); !errors.Is(err, client.ErrStale) {
 		t.Errorf("second Resume = %v; want ErrStale", err)
 	}
 }
@@ -74,14 +74,14 @@ func TestPersonDefersToTheInboxAndResumeCompletesAfterARestart(t *testing.T) {
 // deferredReceipt serves the expense agent and runs the receipt on a
 // client of it with only a person to answer, through a new inbox; it
 // requires the run to end deferred to that inbox.
-func deferredReceipt(t *testing.T) (*a2aclient.Client, *inbox.Inbox, *client.DeferredError) {
+func deferredReceipt(t *testing.T) (*a2aclient.Client, *inbox.Inbox, *inbox.DeferredError) {
 	t.Helper()
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	url := env.AgentURL("expense")
 	ib := openInbox(t, "")
 	c := dial(t, url, nil)
-	_, err := client.Run(ctx(t), c, textMessage(receipt), client.WithAgentURL(url), client.WithResolvers(client.Person{Inbox: ib}))
-	var d *client.DeferredError
+	_, err := client.Run(ctx(t), c, textMessage(receipt), client.WithAgentURL(url), client.WithResolvers(inbox.Person{Inbox: ib}))
+	var d *inbox.DeferredError
 	if !errors.As(err, &d) {
 		t.Fatalf("Run = %v; want a DeferredError", err)
 	}
@@ -91,7 +91,7 @@ func deferredReceipt(t *testing.T) (*a2aclient.Client, *inbox.Inbox, *client.Def
 func TestResumeRefusesAnInvalidAnswerAndSendsNothing(t *testing.T) {
 	t.Parallel()
 	c, ib, d := deferredReceipt(t)
-	_, err := client.Resume(ctx(t), ib, d.Item.ID, client.Answer{Fields: map[string]any{"costCentre": "CC-9999"}})
+	_, err := inbox.Resume(ctx(t), ib, d.Item.ID, client.Answer{Fields: map[string]any{"costCentre": "CC-9999"}})
 	var invalid *client.InvalidAnswerError
 	if !errors.As(err, &invalid) || len(invalid.Errors) != 1 || invalid.Errors[0].Message != "expected one of CC-4410, CC-4420" {
 		t.Fatalf("Resume = %v; want an InvalidAnswerError naming the options", err)
@@ -117,7 +117,7 @@ func TestResumeOfAQuestionAnsweredElsewhereClosesTheItem(t *testing.T) {
 	if _, err := c.SendMessage(ctx(t), &a2a.SendMessageRequest{Message: other}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := client.Resume(ctx(t), ib, d.Item.ID, client.Answer{Fields: map[string]any{"costCentre": "CC-4420"}})
+	res, err := inbox.Resume(ctx(t), ib, d.Item.ID, client.Answer{Fields: map[string]any{"costCentre": "CC-4420"}})
 	if !errors.Is(err, client.ErrStale) {
 		t.Fatalf("Resume = %v; want ErrStale", err)
 	}
@@ -135,9 +135,9 @@ func TestResumeOfAReAskPromptsAgainThroughTheChain(t *testing.T) {
 	_, ib, d := deferredReceipt(t)
 	// The person's words are not an option: the agent re-asks, and the
 	// re-ask goes back to the inbox as a new item.
-	res, err := client.Resume(ctx(t), ib, d.Item.ID, client.Answer{Text: "engineering"},
-		client.WithResolvers(client.Person{Inbox: ib}))
-	var d2 *client.DeferredError
+	res, err := inbox.Resume(ctx(t), ib, d.Item.ID, client.Answer{Text: "engineering"},
+		client.WithResolvers(inbox.Person{Inbox: ib}))
+	var d2 *inbox.DeferredError
 	if !errors.As(err, &d2) {
 		t.Fatalf("Resume = %v; want the re-ask deferred", err)
 	}
@@ -151,7 +151,7 @@ func TestResumeOfAReAskPromptsAgainThroughTheChain(t *testing.T) {
 	if res.Rounds != 1 {
 		t.Errorf("rounds %d, want 1", res.Rounds)
 	}
-	res, err = client.Resume(ctx(t), ib, d2.Item.ID, client.Answer{Fields: map[string]any{"costCentre": "CC-4410"}})
+	res, err = inbox.Resume(ctx(t), ib, d2.Item.ID, client.Answer{Fields: map[string]any{"costCentre": "CC-4410"}})
 	if err != nil {
 		t.Fatalf("Resume of the re-ask = %v", err)
 	}

@@ -22,7 +22,7 @@ import (
 // fields it refused. A line "!decline REASON" or "!cancel REASON" at any
 // prompt declines or cancels instead. When the input ends before an answer
 // is complete, Terminal passes (nil, nil) so that the next resolver (for
-// example Person, the inbox) takes the question.
+// example inbox.Person) takes the question.
 type Terminal struct {
 	in     *bufio.Reader
 	out    io.Writer

@@ -25,13 +25,14 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/question"
 )
 
 // Every test here talks the gRPC binding over a real connection on
-// 127.0.0.1, with the a2a-go client (client.DialWith, gRPC preferred, or
+// 127.0.0.1, with the a2a-go client (grpcdial.Dial, gRPC preferred, or
 // the card narrowed to its gRPC interface).
 
 const grpcReceipt = "File my taxi receipt from Tuesday, 42 euros"
@@ -39,7 +40,7 @@ const grpcReceipt = "File my taxi receipt from Tuesday, 42 euros"
 // grpcClient is an a2a-go client for agent over gRPC only.
 func grpcClient(t *testing.T, base, agent, token string) *a2aclient.Client {
 	t.Helper()
-	c, err := client.DialWith(t.Context(), base+"/"+agent, client.DialOptions{Token: token, Preferred: []a2a.TransportProtocol{a2a.TransportProtocolGRPC}})
+	c, err := grpcdial.Dial(t.Context(), base+"/"+agent, client.DialOptions{Token: token, Preferred: []a2a.TransportProtocol{a2a.TransportProtocolGRPC}})
 	if err != nil {
 		t.Fatalf("dial %s over gRPC: %v", agent, err)
 	}

@@ -1,9 +1,13 @@
 // Package inbox is the caller's durable inbox: the questions that wait on a
 // person, kept in a local SQLite file so that nothing waits in memory. A
-// client loop that cannot answer a question from context or policy records
-// the agent, task, context and question here and returns; a person answers
-// later (askpoint answer), possibly after the client process has exited, and
-// the loop resumes from the item (client.Resume).
+// client loop that cannot answer a question from context or policy hands it
+// to Person, the last resolver of its chain, which records the agent, task,
+// context and question here and ends the loop; a person answers later
+// (askpoint answer), possibly after the client process has exited, and the
+// loop resumes from the item (Resume).
+//
+// The inbox builds on package client (client.Continue answers a paused
+// question); the client does not know of the inbox, and links no SQLite.
 //
 // The inbox also learns of questions from A2A push notifications
 // (NewPushHandler), so a caller does not have to poll its agents.
@@ -24,6 +28,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
+	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
@@ -117,25 +122,12 @@ func (it *Item) Options() []question.Option {
 	return it.Question.Options
 }
 
-// QuestionKey identifies the question a status message asks within its
-// task: the questionId of a question-extension data part, else the
-// message's ID. It is "" for a nil message.
-func QuestionKey(status *a2a.Message) string {
-	if status == nil {
-		return ""
-	}
-	if q, ok, err := question.FromMessage(status); ok && err == nil {
-		return q.ID
-	}
-	return status.ID
-}
-
 // FromStatus builds an open item from an input-required status message.
 func FromStatus(agentURL, taskID, contextID string, status *a2a.Message) *Item {
 	it := &Item{
 		State:    StateOpen,
 		AgentURL: agentURL, TaskID: taskID, ContextID: contextID,
-		Status: status, Key: QuestionKey(status),
+		Status: status, Key: client.QuestionKey(status),
 	}
 	it.fillQuestion()
 	return it
@@ -269,7 +261,7 @@ func (ib *Inbox) Add(ctx context.Context, it *Item) (stored *Item, created bool,
 		return nil, false, fmt.Errorf("%w: an item needs a task ID", ErrBadEvent)
 	}
 	if it.Key == "" {
-		it.Key = QuestionKey(it.Status)
+		it.Key = client.QuestionKey(it.Status)
 	}
 	if it.Key == "" {
 		return nil, false, fmt.Errorf("%w: an item needs a question key (a questionId, or a status message with a messageId)", ErrBadEvent)

@@ -53,6 +53,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -108,8 +109,8 @@ type Config struct {
 	// to pause or finish before the relay waits for its notification
 	// instead. Defaults to 3s.
 	SettleWithin time.Duration
-	// Dial opens a client for the sub-agent. Defaults to client.Dial with
-	// a plain HTTP client.
+	// Dial opens a client for the sub-agent. Defaults to grpcdial.Dial
+	// with a plain HTTP client.
 	Dial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
 	// Now is the clock for expiries and deadlines. Defaults to time.Now.
 	Now func() time.Time
@@ -138,7 +139,9 @@ func newRelay(cfg Config) (*relay, error) {
 		cfg.SettleWithin = 3 * time.Second
 	}
 	if cfg.Dial == nil {
-		cfg.Dial = func(ctx context.Context, u string) (*a2aclient.Client, error) { return client.Dial(ctx, u, nil) }
+		cfg.Dial = func(ctx context.Context, u string) (*a2aclient.Client, error) {
+			return grpcdial.Dial(ctx, u, client.DialOptions{})
+		}
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

@@ -397,13 +397,13 @@ func (s *Server) answerPost(w http.ResponseWriter, r *http.Request, sess *sessio
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.AnswerTimeout)
 	defer cancel()
-	resolvers := append(append([]client.Resolver(nil), s.cfg.Resolvers...), client.Person{Inbox: s.ib})
+	resolvers := append(append([]client.Resolver(nil), s.cfg.Resolvers...), inbox.Person{Inbox: s.ib})
 	opts := append(append([]client.Option(nil), s.cfg.Options...), client.WithResolvers(resolvers...))
-	res, err := client.Resume(ctx, s.ib, it.ID, ans, opts...)
+	res, err := inbox.Resume(ctx, s.ib, it.ID, ans, opts...)
 	s.look(ctx)
 	var (
 		invalid  *client.InvalidAnswerError
-		deferred *client.DeferredError
+		deferred *inbox.DeferredError
 		ended    *client.EndedError
 	)
 	switch {

@@ -7,7 +7,7 @@
 // answered, expired and withdrawn questions through server-sent events, and
 // people can be told of new questions and reminders by email.
 //
-// Answers go through client.Resume with the resolver chain the inbox was
+// Answers go through inbox.Resume with the resolver chain the inbox was
 // given: what facts or policy answer never reaches a person.
 //
 // ServerPage serves the same pages for a server's own paused tasks
@@ -36,6 +36,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/question"
 )
@@ -60,11 +61,11 @@ type Config struct {
 	// Resolvers answer the questions that follow a person's answer before
 	// a person is asked again (facts, policy); the inbox is always last.
 	Resolvers []client.Resolver
-	// Options are passed to client.Resume (a dialer with the agents'
+	// Options are passed to inbox.Resume (a dialer with the agents'
 	// tokens, the round cap...).
 	Options []client.Option
 	// Dial connects to an agent to read a task (the history view, the
-	// refresh); default client.Dial.
+	// refresh); default grpcdial.Dial.
 	Dial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
 	// Card fetches an agent's card, whose question extension params say
 	// how many attempts a question gets (a first ask does not carry it);
@@ -162,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Dial == nil {
 		cfg.Dial = func(ctx context.Context, agentURL string) (*a2aclient.Client, error) {
-			return client.Dial(ctx, agentURL, nil)
+			return grpcdial.Dial(ctx, agentURL, client.DialOptions{})
 		}
 	}
 	s := &Server{

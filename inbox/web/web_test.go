@@ -265,8 +265,8 @@ func TestLoginAndCSRFGuardEveryForm(t *testing.T) {
 	agent := env.AgentURL("expense")
 	c := env.Client(t, "expense", a2a.TransportProtocolJSONRPC)
 	_, err := client.Run(t.Context(), c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros")),
-		client.WithAgentURL(agent), client.WithResolvers(client.Person{Inbox: in.ib}))
-	d, ok := err.(*client.DeferredError)
+		client.WithAgentURL(agent), client.WithResolvers(inbox.Person{Inbox: in.ib}))
+	d, ok := err.(*inbox.DeferredError)
 	if !ok {
 		t.Fatalf("Run = %v; want the question deferred to the inbox", err)
 	}
@@ -349,8 +349,8 @@ func TestExpiredAndWithdrawnQuestionsLeaveTheList(t *testing.T) {
 
 	ask := func() *inbox.Item {
 		_, err := client.Run(t.Context(), c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros")),
-			client.WithAgentURL(agent), client.WithResolvers(client.Person{Inbox: ib}))
-		d, ok := err.(*client.DeferredError)
+			client.WithAgentURL(agent), client.WithResolvers(inbox.Person{Inbox: ib}))
+		d, ok := err.(*inbox.DeferredError)
 		if !ok {
 			t.Fatalf("Run = %v; want the question in the inbox", err)
 		}

@@ -19,7 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
 	"github.com/askpoint/askpoint"
-	apclient "github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/internal/port"
 	"github.com/askpoint/askpoint/store"
@@ -222,7 +222,7 @@ func (e *Env) ClientAs(t testing.TB, agent string, transport a2a.TransportProtoc
 	if token != "" {
 		opts = append(opts, a2aclient.WithCallInterceptors(bearer(token)))
 	}
-	opts = append(opts, apclient.GRPCTransport(false))
+	opts = append(opts, grpcdial.Transport(false))
 	c, err := a2aclient.NewFromCard(t.Context(), card, opts...)
 	if err != nil {
 		t.Fatalf("NewFromCard() = %v", err)

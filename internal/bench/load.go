@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -62,7 +62,7 @@ func newGRPCClient(ctx context.Context, base string) (*a2aclient.Client, func(),
 		}
 		return invoker(ctx, method, req, reply, cc, opts...)
 	})
-	c, err := a2aclient.NewFromEndpoints(ctx, []*a2a.AgentInterface{iface}, client.GRPCTransport(false, tag))
+	c, err := a2aclient.NewFromEndpoints(ctx, []*a2a.AgentInterface{iface}, grpcdial.Transport(false, tag))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
@@ -161,7 +162,7 @@ func (f *loopFlags) dialer() func(ctx context.Context, url string) (*a2aclient.C
 			return nil, tokenErr
 		}
 		tok := tokenFor(byOrigin, token, url)
-		return client.DialWith(ctx, url, client.DialOptions{HTTP: bearerClient(url, tok), Token: tok, Preferred: pref})
+		return grpcdial.Dial(ctx, url, client.DialOptions{HTTP: bearerClient(url, tok), Token: tok, Preferred: pref})
 	}
 }
 
@@ -249,7 +250,7 @@ func ask(args []string, stdout, stderr io.Writer) int {
 	if *interactive {
 		resolvers = append(resolvers, client.NewTerminal(stdin, stdout, personName()))
 	}
-	resolvers = append(resolvers, client.Person{Inbox: ib})
+	resolvers = append(resolvers, inbox.Person{Inbox: ib})
 
 	c, err := lf.dialer()(ctx, url)
 	if err != nil {
@@ -335,7 +336,7 @@ func answer(args []string, stdout, stderr io.Writer) int {
 		person = personName()
 	}
 	term := client.NewTerminal(stdin, stdout, person)
-	q := client.ItemQuery(it)
+	q := it.Query()
 
 	var ans *client.Answer
 	switch {
@@ -368,12 +369,12 @@ func answer(args []string, stdout, stderr io.Writer) int {
 	}
 	ans.By, ans.Person = client.ByPerson, person
 
-	resolvers := append(machine, term, client.Person{Inbox: ib})
+	resolvers := append(machine, term, inbox.Person{Inbox: ib})
 	opts := append(lf.options(fs), client.WithResolvers(resolvers...))
 	if *agent != "" {
 		opts = append(opts, client.WithAgentURL(*agent))
 	}
-	res, err := client.Resume(ctx, ib, id, *ans, opts...)
+	res, err := inbox.Resume(ctx, ib, id, *ans, opts...)
 	var invalid *client.InvalidAnswerError
 	if errors.As(err, &invalid) {
 		fmt.Fprintln(stderr, "askpoint answer: that answer would not be accepted; nothing was sent:")
@@ -425,7 +426,7 @@ func report(cmd string, stdout, stderr io.Writer, res *client.Result, err error,
 			fmt.Fprintf(stdout, "message: %s\n", partsText(res.Message.Parts))
 		}
 	}
-	var deferred *client.DeferredError
+	var deferred *inbox.DeferredError
 	switch {
 	case errors.As(err, &deferred):
 		it := deferred.Item

@@ -22,6 +22,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
@@ -186,7 +187,7 @@ func details(it *inbox.Item) []string {
 			out = append(out, "options: "+strings.Join(opts, "  "))
 		}
 		var fields []string
-		for _, f := range client.ItemQuery(it).Fields() {
+		for _, f := range it.Query().Fields() {
 			if f.Name == q.OptionField() && len(q.Options) > 0 {
 				continue
 			}
@@ -240,7 +241,7 @@ func listenPush(ctx context.Context, ib *inbox.Inbox, addr, token string, agents
 		// What the agent itself says about the task is what the inbox
 		// records: a notification only says when to ask.
 		Verify: func(ctx context.Context, agentURL, taskID string) (*a2a.Task, error) {
-			c, err := client.Dial(ctx, agentURL, bearerClient(agentURL, bearerTok))
+			c, err := grpcdial.Dial(ctx, agentURL, client.DialOptions{HTTP: bearerClient(agentURL, bearerTok)})
 			if err != nil {
 				return nil, err
 			}

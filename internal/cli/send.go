@@ -19,6 +19,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 
 	apclient "github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -179,7 +180,7 @@ func dial(ctx context.Context, url, transport, token string) (*a2aclient.Client,
 	hc := bearerClient(url, token) // the token goes to the agent's own origin only
 	hc.Transport = apclient.StreamErrors(hc.Transport)
 	fopts := []a2aclient.FactoryOption{a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc),
-		apclient.GRPCTransport(strings.HasPrefix(url, "https://"))}
+		grpcdial.Transport(strings.HasPrefix(url, "https://"))}
 	if token != "" {
 		fopts = append(fopts, a2aclient.WithCallInterceptors(apclient.BearerToken(token, url)))
 	}

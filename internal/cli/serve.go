@@ -22,6 +22,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/examples/demo"
 	"github.com/askpoint/askpoint/inbox/web"
 	"github.com/askpoint/askpoint/internal/text"
@@ -84,7 +85,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		internal := text.RandomHex(24)
 		tokens[internal] = internalPrincipal
 		internalDial = func(ctx context.Context, u string) (*a2aclient.Client, error) {
-			return client.DialWith(ctx, u, client.DialOptions{HTTP: bearerClient(u, internal), Token: internal})
+			return grpcdial.Dial(ctx, u, client.DialOptions{HTTP: bearerClient(u, internal), Token: internal})
 		}
 	}
 	if callers == 0 {

@@ -17,7 +17,7 @@ import (
 // (UnsupportedOperation, PushNotificationNotSupported and
 // VersionNotSupported, which it sends as FAILED_PRECONDITION); the
 // specification's codes are sent, and askpoint's clients read both
-// (client.GRPCDialOptions).
+// (grpcdial.DialOptions).
 var codeOf = []struct {
 	err  error
 	code codes.Code

@@ -1,13 +1,23 @@
-package client
+// Package grpcdial dials A2A agents over gRPC as well as over HTTP: it adds
+// the gRPC binding to what package client dials, for the callers that want
+// it. Package client itself speaks JSON-RPC and HTTP+JSON only, so that a
+// caller that does not use gRPC does not link it.
+//
+//	c, err := grpcdial.Dial(ctx, agentURL, client.DialOptions{Token: token})
+//	res, err := client.Run(ctx, c, msg, client.WithResolvers(...))
+//
+// Transport is the binding on its own, for a client built from a card with
+// a2aclient.NewFromCard; DialOptions make any a2a-go gRPC client read the
+// statuses A2A servers send.
+package grpcdial
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
-	"strings"
+	"slices"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -18,23 +28,38 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/askpoint/askpoint/client"
 )
 
-// GRPCTransport is the a2a-go client option for the gRPC binding: a2a-go's
+// Dial is [client.DialWith] with the gRPC binding too: it fetches the agent
+// card at agentURL and returns an a2a-go client over whichever of the
+// card's bindings comes first (JSON-RPC, HTTP+JSON or gRPC), or the first
+// of o.Preferred the card offers. The gRPC connection uses TLS when
+// agentURL is https and plain text otherwise, and carries o.Token as
+// metadata; extra dial options come last.
+func Dial(ctx context.Context, agentURL string, o client.DialOptions, extra ...grpc.DialOption) (*a2aclient.Client, error) {
+	u, err := url.Parse(agentURL)
+	secure := err == nil && u.Scheme == "https"
+	o.Transports = append(slices.Clip(o.Transports), Transport(secure, extra...))
+	return client.DialWith(ctx, agentURL, o)
+}
+
+// Transport is the a2a-go client option for the gRPC binding: a2a-go's
 // own gRPC transport (a2agrpc) over a connection to the interface's URL
 // (a gRPC target, host:port), with TLS when secure (use it when the card
-// came over https) and in plain text otherwise, and with
-// [GRPCDialOptions]' reading of statuses. extra dial options come last.
-func GRPCTransport(secure bool, extra ...grpc.DialOption) a2aclient.FactoryOption {
+// came over https) and in plain text otherwise, and with [DialOptions]'
+// reading of statuses. extra dial options come last.
+func Transport(secure bool, extra ...grpc.DialOption) a2aclient.FactoryOption {
 	creds := insecure.NewCredentials()
 	if secure {
 		creds = credentials.NewTLS(nil)
 	}
-	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, GRPCDialOptions()...)
+	opts := append([]grpc.DialOption{grpc.WithTransportCredentials(creds)}, DialOptions()...)
 	return a2agrpc.WithGRPCTransport(append(opts, extra...)...)
 }
 
-// GRPCDialOptions make an a2a-go gRPC client read what A2A servers send:
+// DialOptions make an a2a-go gRPC client read what A2A servers send:
 //
 //   - The specification sends UnsupportedOperation, PushNotificationNotSupported
 //     and VersionNotSupported as UNIMPLEMENTED; a2a-go v2.4.0's client knows
@@ -45,7 +70,7 @@ func GRPCTransport(secure bool, extra ...grpc.DialOption) a2aclient.FactoryOptio
 //     (the connection dropped, the server is stopping): it reaches the
 //     caller as a plain error, not as an A2A error, so that a caller
 //     retries it as it retries a dropped HTTP connection.
-func GRPCDialOptions() []grpc.DialOption {
+func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 			return readStatus(invoker(ctx, method, req, reply, cc, opts...))
@@ -119,45 +144,3 @@ type transportError struct {
 }
 
 func (e *transportError) Error() string { return fmt.Sprintf("grpc %s: %s", e.code, e.msg) }
-
-// bearerToken sends an Authorization service parameter (a header on the
-// HTTP bindings, metadata on gRPC) with every call to an interface on the
-// host the agent was dialled at, and to no other: a card may name
-// interfaces anywhere, and a token is for the origin it was given for.
-type bearerToken struct {
-	token string
-	host  string // host:port of the URL dialled, the port written out
-}
-
-func (b bearerToken) Before(ctx context.Context, req *a2aclient.Request) (context.Context, any, error) {
-	if hostPort(req.BaseURL) == b.host {
-		req.ServiceParams["Authorization"] = []string{"Bearer " + b.token}
-	}
-	return ctx, nil, nil
-}
-
-// hostPort is the host:port an interface URL names, lower case, the
-// scheme's default port written out; a gRPC URL may be host:port alone.
-func hostPort(raw string) string {
-	if !strings.Contains(raw, "://") {
-		return strings.ToLower(raw)
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	host, port := u.Hostname(), u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	return strings.ToLower(net.JoinHostPort(host, port))
-}
-
-func (bearerToken) After(context.Context, *a2aclient.Response) error { return nil }
-
-// BearerToken is a call interceptor that sends token as the caller's bearer
-// token (a header on the HTTP bindings, metadata on gRPC), only to
-// interfaces on the host of agentURL.
-func BearerToken(token, agentURL string) a2aclient.CallInterceptor {
-	return bearerToken{token: token, host: hostPort(agentURL)}
-}
