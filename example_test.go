@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -38,13 +38,13 @@ func greeter() askpoint.Agent {
 	}
 }
 
-// An agent that asks one question, served on a SQLite file, asked and
-// answered by the caller's loop.
+// An agent that asks one question, served on a SQLite file with all three
+// A2A bindings on one port (Serve), asked and answered by the caller's
+// loop.
 func Example() {
 	dir, _ := os.MkdirTemp("", "askpoint-example")
 	defer os.RemoveAll(dir)
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(dir, "askpoint.db"))
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "askpoint.db"))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -53,12 +53,18 @@ func Example() {
 	srv, _ := askpoint.NewServer(askpoint.Config{Store: st, Logger: slog.New(slog.DiscardHandler)})
 	_ = srv.Register(askpoint.AgentSpec{Name: "greeter", Agent: greeter(),
 		Card: a2a.AgentCard{Name: "Greeter", Description: "Asks your name, then greets you."}})
-	_ = srv.Start(ctx)
-	defer srv.Stop(ctx)
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
 
-	c, err := client.Dial(ctx, hs.URL+"/greeter", nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0") // ListenAndServe(ctx, "127.0.0.1:8420") in a program
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }() // until ctx ends; then a graceful stop
+	defer func() { stop(); <-served }()
+
+	c, err := client.Dial(ctx, "http://"+ln.Addr().String()+"/greeter", nil)
 	if err != nil {
 		fmt.Println(err)
 		return

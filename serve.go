@@ -130,9 +130,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // google.rpc.ErrorInfo. extra are more server options (a stats handler of
 // OpenTelemetry's, say), added after askpoint's own.
 //
-// The agent cards declare the gRPC interface on the host and port they are
-// served from (unless Config.DisableGRPC): serve it on the same port as
-// Handler (Serve does). Call [Server.EndStreams] before its GracefulStop.
+// From the first call on, the agent cards declare the gRPC interface on the
+// host and port they are served from: serve it on the same port as Handler
+// (Serve does). Call [Server.EndStreams] before its GracefulStop.
 func (s *Server) GRPC(extra ...grpc.ServerOption) (*grpc.Server, error) {
 	g, err := s.grpcFront(extra...)
 	if err != nil {
@@ -157,6 +157,9 @@ func (s *Server) grpcFront(extra ...grpc.ServerOption) (*grpcfront.Front, error)
 	g, err := grpcfront.New(s.cfg, agents, f.AcquireStream, extra...)
 	if err != nil {
 		return nil, err
+	}
+	if len(s.grpcs) == 0 {
+		f.AddInterface(grpcfront.Interface)
 	}
 	s.grpcs = append(s.grpcs, g)
 	return g, nil

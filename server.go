@@ -140,6 +140,9 @@ func (s *Server) Register(spec AgentSpec) error {
 	return nil
 }
 
+// Config is the server's configuration, with the defaults applied.
+func (s *Server) Config() Config { return s.cfg }
+
 // Agents returns the names of the registered agents in registration order.
 func (s *Server) Agents() []string { return s.eng.Agents() }
 
@@ -180,7 +183,7 @@ func (s *Server) frontLocked() *front.Front {
 	if err != nil {
 		panic(err) // the configuration was checked by NewServer
 	}
-	if !s.cfg.DisableGRPC {
+	if len(s.grpcs) > 0 {
 		f.AddInterface(grpcfront.Interface) // served on the same port (Serve, or GRPC beside Handler)
 	}
 	s.front = f
@@ -237,12 +240,11 @@ func (s *Server) Handle(pattern string, h http.Handler) error {
 // (historyLength), as ProtoJSON readers do. With Config.Observer set, each
 // A2A request is observed (a server span).
 //
-// The agent cards declare the gRPC binding on the host and port they are
-// served from unless Config.DisableGRPC is set: mounted on an http.Server
-// of your own, serve [Server.GRPC] on the same port (as Serve does) or set
-// DisableGRPC, set the http.Server's ReadHeaderTimeout and IdleTimeout,
-// and register [Server.EndStreams] with its RegisterOnShutdown; Serve does
-// all of it.
+// The agent cards declare the gRPC binding, on the host and port they are
+// served from, once it is served ([Server.Serve], or [Server.GRPC] on the
+// same port). Mounted on an http.Server of your own, set its
+// ReadHeaderTimeout and IdleTimeout and register [Server.EndStreams] with
+// its RegisterOnShutdown; Serve does all of it.
 func (s *Server) Handler() http.Handler {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -331,29 +333,3 @@ func (s *Server) Wake(ctx context.Context, taskID, token string, event json.RawM
 func (s *Server) CredentialArrived(ctx context.Context, taskID string, data any) error {
 	return s.eng.CredentialArrived(ctx, taskID, data)
 }
-
-// Idle waits until this node has nothing in hand: each timer loop (expiries
-// and reminders, hold releases, push deliveries) has finished a round it
-// began after the call, and no step is queued or running and no push
-// delivery is under way. Work that another node or a later timer starts is
-// not waited for. Tests use it to check that something did not happen; it
-// needs a started server, and returns ctx's error if ctx ends first.
-func (s *Server) Idle(ctx context.Context) error { return s.eng.Idle(ctx) }
-
-// Waiters reports how many tasks have live callers waiting on them in this
-// process (blocking sends, streams, subscriptions): a paused task that
-// nobody waits on has none.
-func (s *Server) Waiters() int { return s.eng.Waiters() }
-
-// SweepNow runs one round of the sweeper (question expiries and reminders)
-// in the calling goroutine, for tests that drive the clock and for an
-// operator who wants what is due acted on at once.
-func (s *Server) SweepNow(ctx context.Context) error { return s.eng.SweepNow(ctx) }
-
-// StepRetries is how many step retries this node has scheduled since it
-// started (a step's error, retried on its own timer).
-func (s *Server) StepRetries() int64 { return s.eng.StepRetries() }
-
-// TransientRetries is how many times this node has tried a request again
-// after a transient store failure since it started.
-func (s *Server) TransientRetries() int64 { return s.eng.TransientRetries() }

@@ -1,7 +1,10 @@
 // Package askpointtest starts a real askpoint server for an agent's tests:
-// a SQLite file in the test's temporary directory, HTTP on 127.0.0.1 on a
-// free port, and a2a-go clients for its agents. Everything stops when the
-// test ends.
+// a SQLite file in the test's temporary directory, the three A2A bindings
+// on 127.0.0.1 on a free port (askpoint.Server.Serve), and a2a-go clients
+// for its agents. Everything stops when the test ends. Env also has what a
+// test needs and a server does not offer: waiting until the server is idle
+// (a check that something did not happen), running the sweeper now (a test
+// that drives the clock), and counters of waiters and retries.
 //
 //	env := askpointtest.Start(t, askpoint.AgentSpec{Name: "pay", Agent: agent, Card: card})
 //	c := env.Client(t, "pay")
@@ -18,10 +21,13 @@ package askpointtest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,6 +37,8 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/internal/api"
+	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/store/sqlite"
 )
 
@@ -46,8 +54,11 @@ type Env struct {
 
 	ln         net.Listener
 	opts       Options
-	http       *http.Server
+	eng        *engine.Engine
+	stopServe  context.CancelFunc
+	served     chan error
 	closeStore func() error
+	removeDir  string // Open's directory
 	stopped    bool
 }
 
@@ -56,9 +67,12 @@ type Options struct {
 	// Config adjusts the server's configuration before it is built (a
 	// clock, expiries, reminders). Its Store is set by the harness.
 	Config func(*askpoint.Config)
-	// Logs sends the server's warnings and errors to the test's log;
-	// otherwise they are dropped.
+	// Logs sends the server's warnings and errors to the test's log (to
+	// standard error for a server Open started); otherwise they are
+	// dropped.
 	Logs bool
+
+	logTo io.Writer
 }
 
 // Start serves specs on a new server with default options.
@@ -103,58 +117,148 @@ func (e *Env) AgentURL(name string) string { return e.URL + "/" + strings.Trim(n
 // serves them. It may be called once.
 func (e *Env) Serve(t testing.TB, specs ...askpoint.AgentSpec) {
 	t.Helper()
-	if e.Server != nil {
-		t.Fatal("askpointtest: Serve was called twice")
+	if e.opts.Logs && e.opts.logTo == nil {
+		e.opts.logTo = testLog{t}
 	}
-	ctx := context.Background()
-	e.DBPath = filepath.Join(t.TempDir(), "askpoint.db")
 	// Cleanups run last first: the stop Listen registered would come after
 	// the directory's removal, while the server still writes to it.
+	dir := t.TempDir()
 	t.Cleanup(e.stop)
+	if err := e.serve(dir, specs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Open starts a server as Start does, outside a test: for a TestMain that
+// shares one server among a package's tests, or a program's own checks. Its
+// SQLite file is in a new temporary directory that Close removes; with
+// Options.Logs its warnings and errors go to standard error.
+func Open(opts Options, specs ...askpoint.AgentSpec) (*Env, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("askpointtest: listen on 127.0.0.1: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "askpointtest-")
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("askpointtest: %w", err)
+	}
+	if opts.Logs && opts.logTo == nil {
+		opts.logTo = os.Stderr
+	}
+	e := &Env{URL: "http://" + ln.Addr().String(), ln: ln, opts: opts, removeDir: dir}
+	if err := e.serve(dir, specs); err != nil {
+		e.stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Close stops a server Open started and removes its directory. A server
+// started in a test stops when the test ends.
+func (e *Env) Close() { e.stop() }
+
+// serve builds the server on a new SQLite file in dir and serves specs.
+func (e *Env) serve(dir string, specs []askpoint.AgentSpec) error {
+	if e.Server != nil {
+		return errors.New("askpointtest: Serve was called twice")
+	}
+	ctx := context.Background()
+	e.DBPath = filepath.Join(dir, "askpoint.db")
 	st, err := sqlite.Open(ctx, e.DBPath)
 	if err != nil {
-		t.Fatalf("askpointtest: open %s: %v", e.DBPath, err)
+		return fmt.Errorf("askpointtest: open %s: %w", e.DBPath, err)
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if e.opts.Logs {
-		logger = slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(slog.DiscardHandler)
+	if e.opts.logTo != nil {
+		logger = slog.New(slog.NewTextHandler(e.opts.logTo, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	cfg := askpoint.Config{Store: st, Logger: logger, PollInterval: 20 * time.Millisecond}
 	if e.opts.Config != nil {
 		e.opts.Config(&cfg)
 		cfg.Store = st
 	}
+	api.WithEngineHook(&cfg, func(eng any) { e.eng = eng.(*engine.Engine) })
 	srv, err := askpoint.NewServer(cfg)
 	if err != nil {
 		_ = st.Close()
-		t.Fatalf("askpointtest: NewServer: %v", err)
+		return fmt.Errorf("askpointtest: NewServer: %w", err)
 	}
 	for _, s := range specs {
 		if err := srv.Register(s); err != nil {
 			_ = st.Close()
-			t.Fatalf("askpointtest: Register(%s): %v", s.Name, err)
+			return fmt.Errorf("askpointtest: Register(%s): %w", s.Name, err)
 		}
 	}
 	if err := srv.Start(ctx); err != nil {
 		_ = st.Close()
-		t.Fatalf("askpointtest: Start: %v", err)
+		return fmt.Errorf("askpointtest: Start: %w", err)
 	}
 	e.Server = srv
-	e.http = &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = e.http.Serve(e.ln) }()
+	serveCtx, stop := context.WithCancel(ctx)
+	e.stopServe, e.served = stop, make(chan error, 1)
+	go func() { e.served <- srv.Serve(serveCtx, e.ln) }()
 	e.closeStore = st.Close
+	// One answer from the port says it is served (the listener holds the
+	// request until then), and with it all Serve sets up first.
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(e.URL + "/.well-known/agent-card.json")
+	if err != nil {
+		return fmt.Errorf("askpointtest: the server does not answer: %w", err)
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// Idle waits until the server has nothing in hand: each of its timer
+// loops (expiries and reminders, hold releases, push deliveries) has
+// finished a round it began after the call, no step is queued or running
+// and no push delivery is under way. A test uses it to check that
+// something did not happen. It returns ctx's error if ctx ends first.
+func (e *Env) Idle(ctx context.Context) error { return e.engine().Idle(ctx) }
+
+// SweepNow runs one round of the sweeper (question expiries and
+// reminders) at once, for a test that drives the clock (Config.Now).
+func (e *Env) SweepNow(ctx context.Context) error { return e.engine().SweepNow(ctx) }
+
+// Waiters is how many tasks have callers waiting on them in the server
+// (blocking sends, streams, subscriptions): a paused task that nobody
+// waits on has none, since a pause is rows in the store.
+func (e *Env) Waiters() int { return e.engine().Waiters() }
+
+// StepRetries is how many step retries the server has scheduled (a step's
+// error, tried again on its own timer).
+func (e *Env) StepRetries() int64 { return e.engine().StepRetries() }
+
+// TransientRetries is how many times the server has tried a request again
+// after a transient store failure.
+func (e *Env) TransientRetries() int64 { return e.engine().TransientRetries() }
+
+func (e *Env) engine() *engine.Engine {
+	if e.eng == nil {
+		panic("askpointtest: the server is not served yet: call Serve (or Start) first")
+	}
+	return e.eng
 }
 
 // Client dials the agent named name (its card, then the binding it
 // prefers) with a plain HTTP client; it is closed when the test ends.
 func (e *Env) Client(t testing.TB, name string) *a2aclient.Client {
 	t.Helper()
-	c, err := client.Dial(t.Context(), e.AgentURL(name), nil)
+	c, err := e.Dial(t.Context(), name)
 	if err != nil {
-		t.Fatalf("askpointtest: dial %s: %v", name, err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Destroy() })
 	return c
+}
+
+// Dial is Client for a caller outside a test; Destroy the client when done.
+func (e *Env) Dial(ctx context.Context, name string) (*a2aclient.Client, error) {
+	c, err := client.Dial(ctx, e.AgentURL(name), nil)
+	if err != nil {
+		return nil, fmt.Errorf("askpointtest: dial %s: %w", name, err)
+	}
+	return c, nil
 }
 
 // Stop stops the server now (a test of what survives a restart); the test's
@@ -166,18 +270,17 @@ func (e *Env) stop() {
 		return
 	}
 	e.stopped = true
-	if e.http != nil {
-		_ = e.http.Close()
+	if e.stopServe != nil {
+		e.stopServe()
+		<-e.served // Serve stops the server
 	} else {
 		_ = e.ln.Close()
 	}
-	if e.Server != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = e.Server.Stop(ctx)
-	}
 	if e.closeStore != nil {
 		_ = e.closeStore()
+	}
+	if e.removeDir != "" {
+		_ = os.RemoveAll(e.removeDir)
 	}
 }
 

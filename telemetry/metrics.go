@@ -3,6 +3,7 @@ package telemetry
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/askpoint/askpoint/internal/api"
@@ -245,11 +246,13 @@ type kindBound struct {
 	m  map[string]map[string]bool
 }
 
-// bound is kind, or otherKind once agent has used maxKindsPerAgent others.
+// bound is kind (made valid UTF-8, as a label must be), or otherKind once
+// agent has used maxKindsPerAgent others.
 func (b *kindBound) bound(agent, kind string) string {
 	if kind == "" {
 		return ""
 	}
+	kind = strings.ToValidUTF8(kind, "\uFFFD")
 	b.mu.RLock()
 	seen, full := b.m[agent][kind], len(b.m[agent]) >= maxKindsPerAgent
 	b.mu.RUnlock()

@@ -187,3 +187,34 @@ func TestDebugLogHasOneJSONLinePerTransition(t *testing.T) {
 		t.Errorf("second transition line = %v, want the answer completing the task", second)
 	}
 }
+
+// An agent that asks ever new kinds of question (a relay asking on for a
+// hostile sub-agent, whose field names make the kind) gets at most 64 kind
+// series, the rest counted under "other", and a kind that is not valid
+// UTF-8 is counted, not a panic.
+func TestQuestionKindsPerAgentAreBoundedAndValid(t *testing.T) {
+	m := newMetrics(t)
+	obs := telemetry.New(m, nil)
+	for i := range 100 {
+		obs.Transition(t.Context(), askpoint.Transition{TaskID: fmt.Sprint("t", i), Agent: "relay", Cause: "step",
+			To: a2a.TaskStateInputRequired, Asked: true, Kind: fmt.Sprintf("field%03d", i)})
+	}
+	obs.Transition(t.Context(), askpoint.Transition{TaskID: "bad", Agent: "other-agent", Cause: "step",
+		To: a2a.TaskStateInputRequired, Asked: true, Kind: "a\xffb"})
+	kinds, other := 0, 0.0
+	for name, v := range series(t, m) {
+		if !strings.HasPrefix(name, "askpoint_questions_asked_total{") || !strings.Contains(name, `agent="relay"`) {
+			continue
+		}
+		kinds++
+		if strings.Contains(name, `kind="other"`) {
+			other = v
+		}
+	}
+	if kinds != 65 || other != 36 {
+		t.Errorf("relay's asked series: %d kinds, %v under other; want 64 kinds and other with the 36 past them", kinds, other)
+	}
+	if v := series(t, m)[`askpoint_questions_asked_total{agent="other-agent",kind="a`+"\uFFFD"+`b"}`]; v != 1 {
+		t.Errorf("the invalid kind was counted %v times under its valid form, want 1", v)
+	}
+}

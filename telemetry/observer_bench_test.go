@@ -26,7 +26,7 @@ import (
 // processor (spans=sdk). cpu-ns/op is the process's CPU time (the
 // processor's goroutine included):
 //
-//	go test -run '^$' -bench Observer -benchmem ./internal/telemetry/
+//	go test -run '^$' -bench Observer -benchmem ./telemetry/
 func BenchmarkObserver(b *testing.B) {
 	for _, p := range []string{"askpoint", "batcher", "sdk"} {
 		b.Run("spans="+p, func(b *testing.B) {
@@ -83,7 +83,7 @@ func processCPU() time.Duration {
 // (decision 0068). cpu-ns/op is the process's CPU time, the sleeps' own
 // included (the "none" row):
 //
-//	go test -run '^$' -bench SpanProcessorIdle -benchtime 2000x ./internal/telemetry/
+//	go test -run '^$' -bench SpanProcessorIdle -benchtime 2000x ./telemetry/
 func BenchmarkSpanProcessorIdle(b *testing.B) {
 	for _, p := range []string{"none", "sdk", "askpoint"} {
 		b.Run("batcher="+p, func(b *testing.B) {

@@ -37,6 +37,10 @@ func formatStats(stats []*statRow) (rows [][]string) {
 }
 
 // Stats is StatsTable of this process's own metrics.
+// Table is StatsHeader and Stats, as a page of how questions fare takes
+// them (web.ServerPageOptions.Stats).
+func (m *Metrics) Table() (header []string, rows [][]string) { return StatsHeader, m.Stats() }
+
 func (m *Metrics) Stats() [][]string {
 	fams, err := m.reg.Gather()
 	if err != nil {

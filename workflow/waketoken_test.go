@@ -160,7 +160,7 @@ func TestAnOlderWorkflowStateWithItsTokenInClearStillWakes(t *testing.T) {
 	s := startSplit(t, "")
 	ctx := testCtx(t)
 	task, askerTask, askerQ := s.suspended(t, ctx)
-	if err := s.parts.Server.Idle(ctx); err != nil { // the asker's notifications are delivered
+	if err := s.parts.Engine.Idle(ctx); err != nil { // the asker's notifications are delivered
 		t.Fatal(err)
 	}
 	reqID := mustQuestion(t, task.Status).ID

@@ -21,6 +21,8 @@ import (
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client/grpcdial"
 	"github.com/askpoint/askpoint/examples/expense"
+	"github.com/askpoint/askpoint/internal/api"
+	"github.com/askpoint/askpoint/internal/engine"
 	"github.com/askpoint/askpoint/internal/port"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/postgres"
@@ -35,6 +37,9 @@ type Env struct {
 	PostgresURL string
 	Server      *askpoint.Server
 	Store       store.Store // SQLite, or PostgreSQL when Options.PostgresURL is set
+	// Engine is the server's engine, for what the Server does not offer:
+	// Idle, SweepNow, Waiters and the retry counters.
+	Engine *engine.Engine
 
 	// stop ends the server's Serve, whose result served holds.
 	stop   context.CancelFunc
@@ -113,6 +118,8 @@ func Start(t testing.TB, opts Options) *Env {
 	if opts.Config != nil {
 		opts.Config(&cfg)
 	}
+	var eng *engine.Engine
+	api.WithEngineHook(&cfg, func(e any) { eng = e.(*engine.Engine) })
 	srv, err := askpoint.NewServer(cfg)
 	if err != nil {
 		t.Fatalf("NewServer() = %v", err)
@@ -138,7 +145,7 @@ func Start(t testing.TB, opts Options) *Env {
 		t.Fatalf("Start() = %v", err)
 	}
 	serveCtx, stop := context.WithCancel(ctx)
-	env := &Env{URL: "http://" + ln.Addr().String(), DBPath: path, PostgresURL: opts.PostgresURL, Server: srv, Store: st,
+	env := &Env{URL: "http://" + ln.Addr().String(), DBPath: path, PostgresURL: opts.PostgresURL, Server: srv, Store: st, Engine: eng,
 		stop: stop, served: make(chan error, 1)}
 	if opts.Wrap == nil {
 		go func() { env.served <- srv.Serve(serveCtx, ln) }()
@@ -146,6 +153,14 @@ func Start(t testing.TB, opts Options) *Env {
 		serveWrapped(t, env, serveCtx, ln, opts.Wrap)
 	}
 	t.Cleanup(func() { env.Close() })
+	// One answer from the port says it is served, and so that everything
+	// Serve sets up first (the gRPC binding on the cards) is: the listener
+	// holds the request until then.
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(env.URL + "/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatalf("the server does not answer: %v", err)
+	}
+	resp.Body.Close()
 	return env
 }
 

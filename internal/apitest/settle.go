@@ -28,7 +28,7 @@ func Settle(t testing.TB, ctx context.Context, envs ...*Env) {
 	clean := 0
 	for {
 		for _, e := range envs {
-			if err := e.Server.Idle(ctx); err != nil {
+			if err := e.Engine.Idle(ctx); err != nil {
 				t.Fatalf("Settle: %s is not idle: %v (last seen owed: %s)", e.URL, err, describeOwed(last))
 			}
 		}

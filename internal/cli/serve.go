@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -29,7 +28,6 @@ import (
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/postgres"
 	"github.com/askpoint/askpoint/store/sqlite"
-	"github.com/askpoint/askpoint/telemetry"
 )
 
 func serve(args []string, stdout, stderr io.Writer) int {
@@ -230,13 +228,12 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}
 	var stats func() ([]string, [][]string)
 	if tel != nil && tel.Metrics != nil {
-		m := tel.Metrics
-		stats = func() ([]string, [][]string) { return telemetry.StatsHeader, m.Stats() }
+		stats = tel.Metrics.Table
 	}
-	page, closePage, err := serverPage(srv, base, cardURL, tokens, logger, stats)
+	page, err := serverPage(srv, base, cardURL, stats)
 	if err == nil {
-		defer closePage()
-		err = srv.Handle("/inbox/", page)
+		defer page.Close()
+		err = srv.Handle("/inbox/", page.Handler())
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
@@ -283,28 +280,14 @@ const internalPrincipal = "askpoint-internal"
 
 // serverPage is the server's own page at /inbox/: the paused tasks of the
 // logged-in principal (their bearer token is the login), answered in place.
-func serverPage(srv *askpoint.Server, base, public string, tokens map[string]string, logger *slog.Logger, stats func() ([]string, [][]string)) (http.Handler, func(), error) {
-	byPrincipal := map[string]string{}
-	for tok, p := range tokens {
-		if p != internalPrincipal {
-			byPrincipal[p] = tok
-		}
-	}
+func serverPage(srv *askpoint.Server, base, public string, stats func() ([]string, [][]string)) (*web.ServerPage, error) {
 	extra := []string{}
 	if u, err := url.Parse(base); err == nil {
 		if _, port, err := net.SplitHostPort(u.Host); err == nil {
 			extra = append(extra, u.Host, "localhost:"+port, "127.0.0.1:"+port, "[::1]:"+port)
 		}
 	}
-	sp, err := web.NewServerPage(web.ServerPageConfig{
-		Base: "/inbox", PublicURL: public, ExtraHosts: extra, Tokens: byPrincipal,
-		Agents: srv.Agents, Handler: srv.RequestHandler, WithPrincipal: askpoint.WithPrincipal,
-		Stats: stats, Logger: logger,
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return sp.Handler(), sp.Close, nil
+	return web.ServerPageFor(srv, public, web.ServerPageOptions{ExtraHosts: extra, Stats: stats})
 }
 
 // parseReminders reads --reminders: fractions like "0.5,0.9", or "none".

@@ -1,6 +1,10 @@
 package engine
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
 
 func TestRawStringReadsOnlyTheFirstKey(t *testing.T) {
 	for _, c := range []struct {
@@ -30,5 +34,21 @@ func TestQuestionKindIsTheSortedRequiredFields(t *testing.T) {
 		if got := QuestionKind([]byte(raw)); got != want {
 			t.Errorf("QuestionKind(%s) = %q, want %q", raw, got, want)
 		}
+	}
+}
+
+// A question kind longer than its bound is cut on a character's first
+// byte: a cut inside a character made an invalid label, and the metrics
+// library panicked on it (a relayed sub-agent's field names are the
+// sub-agent's to choose).
+func TestAQuestionKindIsCutOnACharacterBoundary(t *testing.T) {
+	long := strings.Repeat("a", maxKindBytes-1) + "éé" // é is two bytes: the 80th byte is inside the first
+	raw := `{"questionId":"q","answerSchema":{"type":"object","required":["` + long + `"]}}`
+	got := QuestionKind([]byte(raw))
+	if !utf8.ValidString(got) || len(got) > maxKindBytes {
+		t.Fatalf("QuestionKind = %q (%d bytes, valid UTF-8 %v), want at most %d bytes of valid UTF-8", got, len(got), utf8.ValidString(got), maxKindBytes)
+	}
+	if got != strings.Repeat("a", maxKindBytes-1) {
+		t.Errorf("QuestionKind = %q, want the name cut before the character that crosses byte %d", got, maxKindBytes)
 	}
 }

@@ -239,8 +239,8 @@ func runFaultHarness(t *testing.T, plan faultPlan) faultReport {
 
 	rep := faultReport{acknowledged: len(acked), tasks: len(started), unavailable: int(unavail.Load()), otherErrors: int(otherErrs.Load())}
 	for _, n := range nodes {
-		rep.stepRetries += n.Server.StepRetries()
-		rep.requestRetries += n.Server.TransientRetries()
+		rep.stepRetries += n.Engine.StepRetries()
+		rep.requestRetries += n.Engine.TransientRetries()
 	}
 	for _, r := range returns {
 		var row []time.Duration

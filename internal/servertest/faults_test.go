@@ -180,7 +180,7 @@ func TestStepTransientErrorsAreRetriedWithTheSameKey(t *testing.T) {
 		if len(full.History) != 5 || full.History[2].Role != a2a.MessageRoleUser || !strings.Contains(messageText(full.History[3]), "retrying") {
 			t.Fatalf("history holds %d messages, want request, question, answer and 2 retry notes", len(full.History))
 		}
-		if got := env.Server.StepRetries(); got != 2 {
+		if got := env.Engine.StepRetries(); got != 2 {
 			t.Fatalf("StepRetries() = %d, want 2", got)
 		}
 

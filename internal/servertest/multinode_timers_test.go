@@ -12,6 +12,7 @@ import (
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/internal/dbtest"
+	"github.com/askpoint/askpoint/internal/engine"
 )
 
 // TestTimersAcrossNodesFireExactlyOnce runs three nodes on one PostgreSQL
@@ -24,7 +25,7 @@ func TestTimersAcrossNodesFireExactlyOnce(t *testing.T) {
 	clock := newFakeClock()
 	ta := &timed{clock: clock, released: &releases{}, answers: &int64s{}}
 	var clients []*a2aclient.Client
-	var servers []*askpoint.Server
+	var servers []*engine.Engine
 	for i := range 3 {
 		env := apitest.Start(t, apitest.Options{Quiet: true, PostgresURL: url,
 			Config: func(c *askpoint.Config) {
@@ -36,7 +37,7 @@ func TestTimersAcrossNodesFireExactlyOnce(t *testing.T) {
 			Agents: []askpoint.AgentSpec{{Name: "timed", Agent: ta.agent(), Card: a2a.AgentCard{Name: "Timed", Description: "Asks with an expiry."}}},
 		})
 		clients = append(clients, env.Client(t, "timed", apitest.Transports[i%len(apitest.Transports)]))
-		servers = append(servers, env.Server)
+		servers = append(servers, env.Engine)
 	}
 	hook := newHookReceiver(t)
 	ctx := testCtx(t)

@@ -40,7 +40,7 @@ func TestPausedTasksHoldNoGoroutinesOrWaiters(t *testing.T) {
 	if n := goroutinesSettle(base + 5); n > base+5 {
 		t.Errorf("goroutines: %d with 1 paused task, %d with %d; want no goroutine per paused task", base, n, paused+1)
 	}
-	if w := env.Server.Waiters(); w != 0 {
+	if w := env.Engine.Waiters(); w != 0 {
 		t.Errorf("Waiters() = %d with every task paused and no caller waiting, want 0", w)
 	}
 }

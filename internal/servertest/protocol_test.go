@@ -702,7 +702,7 @@ func TestCancelWorkingTaskStaysCanceledAfterRunEnds(t *testing.T) {
 		apitest.Release(key)
 		// The released run ends (its write loses); then the task is still
 		// canceled and holds nothing the run made.
-		if err := on.env.Server.Idle(on.ctx); err != nil {
+		if err := on.env.Engine.Idle(on.ctx); err != nil {
 			t.Fatalf("Idle: %v", err)
 		}
 		got := getTask(t, on.ctx, on.c, task.ID)

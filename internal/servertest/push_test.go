@@ -111,7 +111,7 @@ func TestPushNotifiesTheQuestionAndTheEndWithTheConfiguredCredentials(t *testing
 		}
 		sendState(t, ctx, c, followUp(task.ID, userData(map[string]any{"questionId": q.ID, "costCentre": "CC-4410"})), a2a.TaskStateCompleted)
 		hook.waitFor(t, "the completion", func(n []notification) bool { return countState(n, a2a.TaskStateCompleted, false) == 1 })
-		if err := env.Server.Idle(ctx); err != nil { // every delivery owed has been made
+		if err := env.Engine.Idle(ctx); err != nil { // every delivery owed has been made
 			t.Fatalf("Idle: %v", err)
 		}
 		if got, want := strings.Join(states(hook.all()), ","), "input-required,completed"; got != want {
@@ -174,7 +174,7 @@ func TestPushGivesUpOnAReceiverThatKeepsFailing(t *testing.T) {
 		}
 		return len(cfgs) == 1 && cfgs[0].SentSeq >= cfgs[0].TargetSeq && cfgs[0].DueAt.IsZero()
 	})
-	if err := env.Server.Idle(ctx); err != nil { // no delivery under way, the pusher has gone round
+	if err := env.Engine.Idle(ctx); err != nil { // no delivery under way, the pusher has gone round
 		t.Fatalf("Idle: %v", err)
 	}
 	if n := hook.attemptCount(); n != 3 {

@@ -162,7 +162,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // checks that something did NOT happen.
 func (e *timerEnv) settle(t *testing.T) {
 	t.Helper()
-	if err := e.env.Server.Idle(testCtx(t)); err != nil {
+	if err := e.env.Engine.Idle(testCtx(t)); err != nil {
 		t.Fatalf("Idle: %v", err)
 	}
 }
@@ -438,7 +438,7 @@ func TestAnswerRacingExpiryHasOneOutcome(t *testing.T) {
 			defer wg.Done()
 			time.Sleep(time.Duration(i%5) * 200 * time.Microsecond)
 			e.clock.Advance(time.Millisecond)
-			if err := e.env.Server.SweepNow(ctx); err != nil {
+			if err := e.env.Engine.SweepNow(ctx); err != nil {
 				t.Errorf("sweep: %v", err)
 			}
 		}()

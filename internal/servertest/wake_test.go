@@ -96,7 +96,7 @@ func TestAwaitingTaskKeepsWaitingAfterItsHoldIsReleased(t *testing.T) {
 	env, id := startWaiter(t, w, nil)
 	w.clock.Advance(11 * time.Minute)
 	eventually(t, "the seat's release", func() bool { return len(w.released.list()) == 1 })
-	if err := env.Server.Idle(testCtx(t)); err != nil {
+	if err := env.Engine.Idle(testCtx(t)); err != nil {
 		t.Fatalf("Idle: %v", err)
 	}
 	if code := postWake(t, env, id, wakeToken); code != http.StatusNoContent {
