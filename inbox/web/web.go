@@ -74,15 +74,12 @@ type Config struct {
 	// Mailer, when set, emails people with an address of new questions and
 	// of the agents' reminders.
 	Mailer *Mailer
-	// PushToken, when set, must come with every push notification.
-	PushToken string
-	// PushAgents, when set, are the only agents whose push notifications
-	// are taken (agent URL -> its own push token, "" for PushToken); see
-	// inbox.PushOptions.Agents.
+	// PushAgents are the only agents whose push notifications /push takes
+	// (agent URL -> its own push token, "" for PushToken), each with its
+	// token; none: /push takes no notifications. See inbox.PushOptions.
 	PushAgents map[string]string
-	// NoPush refuses push notifications (an inbox reachable beyond
-	// loopback without a push token would take questions from anyone).
-	NoPush bool
+	// PushToken is the push token of the agents listed with "".
+	PushToken string
 	// Watch is how often the inbox file is looked at for changes made by
 	// any process (default 500ms).
 	Watch time.Duration
@@ -402,7 +399,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /q/{id}", s.authed(s.answerPost))
 	mux.HandleFunc("GET /tasks/{task}", s.authed(s.taskPage))
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(staticFS())))
-	var push http.Handler = inbox.NewPushHandler(s.ib, inbox.PushOptions{
+	mux.Handle("POST /push", inbox.NewPushHandler(s.ib, inbox.PushOptions{
 		Token:  s.cfg.PushToken,
 		Agents: s.cfg.PushAgents,
 		// What the agent itself says is recorded, never what a
@@ -420,13 +417,7 @@ func (s *Server) Handler() http.Handler {
 				s.queue(context.Background(), notice{item: it, kind: "reminder-" + strconv.Itoa(r.N), rem: &r})
 			}
 		},
-	})
-	if s.cfg.NoPush {
-		push = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "this inbox takes no push notifications: it is reachable beyond loopback and has no push token (askpoint inbox --web --token T)", http.StatusForbidden)
-		})
-	}
-	mux.Handle("POST /push", push)
+	}))
 	return s.guard(mux)
 }
 
@@ -444,7 +435,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Frame-Options", "DENY")
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.URL.Path != "/push" {
+		// Every door, /push too: an agent's push comes from no page.
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if why := s.crossOrigin(r); why != "" {
 				s.log.Info("web inbox: cross-origin request refused", slog.String("path", r.URL.Path), slog.String("why", why))
 				http.Error(w, "refused: "+why, http.StatusForbidden)
