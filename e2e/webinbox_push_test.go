@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -215,5 +217,52 @@ func TestWebInboxTakesPushesFromItsAgentsWithTheirToken(t *testing.T) {
 	})
 	if len(items) != 1 || items[0].TaskID != string(pushed.ID) || items[0].AgentURL != agent || items[0].Source != inbox.SourcePush {
 		t.Errorf("items %+v; want the pushed task's question from %s, and nothing of the refused pushes", items, agent)
+	}
+}
+
+// Issue 30, finding 4: the page a login returns to (?next=) stays on the
+// inbox. Chromium drops tabs and newlines from a URL and reads a
+// backslash as a slash, and Go's redirect cleans "/./" away, so for a
+// person already logged in /login?next=/%09/HOST and /login?next=/./%5CHOST
+// went to another origin. (After the login form itself, the pages' CSP
+// form-action kept Chromium from following such a redirect: the person
+// was left on the login page.)
+func TestWebInboxLoginReturnsOnlyToItsOwnPages(t *testing.T) {
+	ctx := browser(t)
+	bin := buildAskpoint(t)
+	web := startWebInbox(t, bin, filepath.Join(t.TempDir(), "inbox.db"))
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><title>elsewhere</title><p id="elsewhere">another site</p>`)
+	}))
+	defer elsewhere.Close()
+	host := strings.TrimPrefix(elsewhere.URL, "http://")
+	nexts := []string{"/\t/" + host + "/", "/./\\" + host + "/", "/\n/" + host + "/", "/\\" + host + "/", "//" + host + "/", "/\\/" + host + "/", "http://" + host + "/"}
+	loginURL := func(next string) string { return web.url + "/login?next=" + url.QueryEscape(next) }
+
+	login(t, ctx, web.url)
+	for _, next := range nexts {
+		// Navigate returns once the page it ends on has loaded.
+		run(t, ctx, "logged in, /login?next="+strconv.Quote(next), chromedp.Navigate(loginURL(next)))
+		if loc := value(t, ctx, "location", chromedp.Location()); !strings.HasPrefix(loc, web.url+"/") {
+			t.Errorf("logged in, /login?next=%q took the browser to %s; want a page of the inbox at %s", next, loc, web.url)
+		}
+	}
+
+	// The login form returns to the inbox's list instead.
+	for _, next := range append(nexts, "/?from=email") {
+		run(t, ctx, "log out", chromedp.Navigate(web.url+"/"), chromedp.WaitVisible(css("#items")), chromedp.Click(css(".who button")), chromedp.WaitVisible(css("#token")))
+		run(t, ctx, "the login page, next="+strconv.Quote(next), chromedp.Navigate(loginURL(next)), chromedp.WaitVisible(css("#token")))
+		want := web.url + "/"
+		if next == "/?from=email" {
+			want = web.url + next // the inbox's own pages are returned to, with their query
+		}
+		c, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := chromedp.Do(c, chromedp.SendKeys(css("#token"), frankToken), chromedp.Submit(css("#login")), chromedp.WaitVisible(css("#items, #elsewhere")))
+		cancel()
+		loc := value(t, ctx, "location", chromedp.Location())
+		if err != nil || loc != want {
+			t.Errorf("after the login with next=%q the browser is at %s (%v); want %s", next, loc, err, want)
+		}
 	}
 }

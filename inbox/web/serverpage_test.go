@@ -125,3 +125,75 @@ func TestServerPageAnswersThePrincipalsOwnPausedTasks(t *testing.T) {
 		t.Errorf("decision record %+v; want alice answered via the server page, justified", d)
 	}
 }
+
+// Issue 30, finding 4, at every login door: the web inbox's and the
+// server page's, after the login form and for a person logged in
+// already. What a browser could read as another origin (a tab or newline
+// it drops, a backslash it reads as a slash, "/./" that the redirect
+// cleans away) returns to the site's own list; a page of the site is
+// returned to as it is.
+func TestEveryLoginReturnsOnlyToItsOwnSite(t *testing.T) {
+	in := startInbox(t, nil)
+	env := apitest.Start(t, apitest.Options{Quiet: true})
+	hs := httptest.NewUnstartedServer(nil)
+	sbase := "http://" + hs.Listener.Addr().String()
+	sp, err := web.NewServerPage(web.ServerPageConfig{
+		Base: "/inbox", PublicURL: sbase, Tokens: map[string]string{"alice": aliceToken},
+		Agents: env.Server.Agents, Handler: env.Server.RequestHandler, WithPrincipal: askpoint.WithPrincipal,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	hs.Config.Handler = sp.Handler()
+	hs.Start()
+	defer hs.Close()
+
+	bad := []string{"/\t/evil.example/", "/./\\evil.example/", "/\n/evil.example/", "/\r/evil.example/", "/\\evil.example/",
+		"//evil.example/", "/\\/evil.example/", "http://evil.example/", "/.\\./evil.example", "/\x00/evil.example", ""}
+	for _, site := range []struct {
+		name, origin, base, token, home, page string
+	}{
+		{"the web inbox", in.url, in.url, frankToken, "/", "/q/1?from=email"},
+		{"the server page", sbase, sbase + "/inbox", aliceToken, "/inbox/", "/inbox/t/expense/t-1?from=email"},
+	} {
+		jar, _ := cookiejar.New(nil)
+		hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		login := func(next string) string {
+			t.Helper()
+			req, _ := http.NewRequest(http.MethodPost, site.base+"/login", strings.NewReader(url.Values{"token": {site.token}, "next": {next}}.Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", site.origin)
+			res, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusSeeOther {
+				t.Fatalf("%s: the login with next=%q: %s, want 303", site.name, next, res.Status)
+			}
+			return res.Header.Get("Location")
+		}
+		again := func(next string) string {
+			t.Helper()
+			res, err := hc.Get(site.base + "/login?next=" + url.QueryEscape(next))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			return res.Header.Get("Location")
+		}
+		for _, next := range append(bad, site.page) {
+			want := site.home
+			if next == site.page {
+				want = site.page
+			}
+			if got := login(next); got != want {
+				t.Errorf("%s: the login with next=%q returns to %q, want %q", site.name, next, got, want)
+			}
+			if got := again(next); got != want {
+				t.Errorf("%s: logged in, /login?next=%q returns to %q, want %q", site.name, next, got, want)
+			}
+		}
+	}
+}
