@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -264,5 +265,57 @@ func TestWebInboxLoginReturnsOnlyToItsOwnPages(t *testing.T) {
 		if err != nil || loc != want {
 			t.Errorf("after the login with next=%q the browser is at %s (%v); want %s", next, loc, err, want)
 		}
+	}
+}
+
+// Issue 30, finding 5, black-box: askpoint serve's /inbox/events takes one
+// of the principal's stream slots, counted with their A2A streams against
+// the server's cap (32 by default), so a caller cannot open them without
+// bound; before, 600 anonymous ones used 116% CPU and 445 MB.
+func TestServerPageLivePagesTakeTheServersStreamSlots(t *testing.T) {
+	bin := buildAskpoint(t)
+	srv, err := startServer(t, bin, "askpoint", filepath.Join(t.TempDir(), "askpoint.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jar, _ := cookiejar.New(nil)
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Jar: jar, Transport: tr}
+	// A server without tokens logs everyone in as the anonymous principal.
+	res, err := hc.Get(srv.url + "/inbox/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	open := func() int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.url+"/inbox/events", nil)
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusOK {
+			res.Body.Close()
+		}
+		return res.StatusCode // a 200's body stays open: the stream holds its slot
+	}
+	const slots = 32
+	for i := range slots {
+		if code := open(); code != http.StatusOK {
+			t.Fatalf("live page %d of %d: %d, want 200", i+1, slots, code)
+		}
+	}
+	if code := open(); code != http.StatusTooManyRequests {
+		t.Errorf("live page %d (the server's cap is %d streams per principal): %d, want 429", slots+1, slots, code)
+	}
+	c := crashClient(t.Context(), t, srv.url)
+	for _, err := range c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros"))}) {
+		if err == nil || !strings.Contains(err.Error(), "429") {
+			t.Errorf("an A2A stream while the live pages hold the %d slots: %v; want it refused by the same cap", slots, err)
+		}
+		break
 	}
 }

@@ -43,6 +43,12 @@ type ServerPageConfig struct {
 	WithPrincipal func(ctx context.Context, principal string) context.Context
 	// MaxAttempts is the server's cap on answers per question.
 	MaxAttempts int
+	// AcquireStream, when set, takes one of the principal's stream slots
+	// (askpoint.Server.AcquireStream: the server's cap, counted with the
+	// principal's A2A streams) for each live page's event stream; ctx
+	// carries the principal (WithPrincipal). Otherwise each principal may
+	// hold DefaultMaxStreams of them.
+	AcquireStream func(ctx context.Context) (release func(), err error)
 	// Stats, when set, gives how questions fare (a header row, then one
 	// row per agent and question kind: askpoint stats' table), shown at
 	// BASE/stats; nil when the server runs without metrics.
@@ -65,11 +71,23 @@ type ServerPage struct {
 	open  bool // no tokens: everyone is the anonymous principal
 	done  chan struct{}
 	once  sync.Once
+
+	streams *streamCap // when cfg.AcquireStream is not set
+	mu      sync.Mutex
+	watches map[string]*pageWatch // by principal, while they have live pages
+	wg      sync.WaitGroup        // the watches' polls
+	closed  bool
 }
 
 // Close ends the pages' event streams, so that a server's graceful
 // shutdown does not wait on them.
-func (sp *ServerPage) Close() { sp.once.Do(func() { close(sp.done) }) }
+func (sp *ServerPage) Close() {
+	sp.mu.Lock()
+	sp.closed = true // no watch starts after this
+	sp.mu.Unlock()
+	sp.once.Do(func() { close(sp.done) })
+	sp.wg.Wait()
+}
 
 // NewServerPage checks cfg and returns the page.
 func NewServerPage(cfg ServerPageConfig) (*ServerPage, error) {
@@ -104,7 +122,8 @@ func NewServerPage(cfg ServerPageConfig) (*ServerPage, error) {
 		return nil, err
 	}
 	sp := &ServerPage{cfg: cfg, sess: newSessions(people, u.Scheme == "https", cfg.Now), tmpl: tmpl, log: cfg.Logger,
-		hosts: map[string]bool{u.Host: true}, orig: u.Scheme + "://" + u.Host, open: open, done: make(chan struct{})}
+		hosts: map[string]bool{u.Host: true}, orig: u.Scheme + "://" + u.Host, open: open, done: make(chan struct{}),
+		streams: newStreamCap(0), watches: map[string]*pageWatch{}}
 	for _, h := range cfg.ExtraHosts {
 		sp.hosts[h] = true
 	}
@@ -257,44 +276,109 @@ func (sp *ServerPage) rowsFragment(w http.ResponseWriter, r *http.Request, sess 
 	sp.render(w, http.StatusOK, "rows", rows)
 }
 
-// events tells the page when the principal's paused tasks change: it reads
-// them every two seconds while the page is open (the page's own look; the
-// store keeps no list of watchers).
-func (sp *ServerPage) events(w http.ResponseWriter, r *http.Request, sess *session) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming is not supported here", http.StatusInternalServerError)
-		return
+// pagePoll is how often a principal's paused tasks are read while they
+// have a live page open.
+const pagePoll = 2 * time.Second
+
+// pageWatch is the one read of a principal's paused tasks, every pagePoll,
+// that all their live pages share: the store keeps no list of watchers, so
+// the page looks, but once per principal however many pages are open.
+type pageWatch struct {
+	pages   int // live pages following it
+	tag     string
+	changed chan struct{} // closed and replaced at each change
+	stop    context.CancelFunc
+}
+
+// watch joins the principal's watch, starting it for their first live
+// page; leave ends it after the last.
+func (sp *ServerPage) watch(principal string) (current func() (string, <-chan struct{}), leave func()) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	pw := sp.watches[principal]
+	if pw == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		pw = &pageWatch{changed: make(chan struct{}), stop: cancel}
+		sp.watches[principal] = pw
+		if !sp.closed {
+			sp.wg.Add(1)
+			go func() { defer sp.wg.Done(); sp.poll(ctx, principal, pw) }()
+		}
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	fl.Flush()
-	last := ""
-	tick := time.NewTicker(2 * time.Second)
+	pw.pages++
+	var once sync.Once
+	current = func() (string, <-chan struct{}) {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		return pw.tag, pw.changed
+	}
+	return current, func() {
+		once.Do(func() {
+			sp.mu.Lock()
+			defer sp.mu.Unlock()
+			if pw.pages--; pw.pages == 0 {
+				pw.stop()
+				delete(sp.watches, principal)
+			}
+		})
+	}
+}
+
+// poll reads the principal's paused tasks until ctx ends, and tells the
+// watch's pages when they change. The tag is "" while there are none.
+func (sp *ServerPage) poll(ctx context.Context, principal string, pw *pageWatch) {
+	tick := time.NewTicker(pagePoll)
 	defer tick.Stop()
 	for {
-		rows, err := sp.paused(r.Context(), sess.person.Name)
-		if err == nil {
+		if rows, err := sp.paused(ctx, principal); err == nil {
 			var b strings.Builder
 			for _, row := range rows {
 				b.WriteString(row.Item.TaskID + "/" + row.Item.Key + "|")
 			}
-			if sig := b.String(); sig != last {
-				if _, err := fmt.Fprintf(w, "event: changed\ndata: %d\n\n", len(rows)); err != nil {
-					return
-				}
-				fl.Flush()
-				last = sig
+			tag := ""
+			if len(rows) > 0 {
+				tag = versionTag(b.String())
 			}
+			sp.mu.Lock()
+			if tag != pw.tag {
+				pw.tag = tag
+				close(pw.changed)
+				pw.changed = make(chan struct{})
+			}
+			sp.mu.Unlock()
+		} else if ctx.Err() == nil {
+			sp.log.Warn("server page: cannot list the paused tasks for a live page", slog.Any("error", err))
 		}
 		select {
 		case <-tick.C:
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		case <-sp.done:
 			return
 		}
 	}
+}
+
+// events tells a live page when the principal's paused tasks change
+// (serveEvents), in one of the principal's stream slots.
+func (sp *ServerPage) events(w http.ResponseWriter, r *http.Request, sess *session) {
+	var (
+		release func()
+		err     error
+	)
+	if sp.cfg.AcquireStream != nil {
+		release, err = sp.cfg.AcquireStream(sp.cfg.WithPrincipal(r.Context(), sess.person.Name))
+	} else {
+		release, err = sp.streams.acquire(sess.person.Name)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return
+	}
+	defer release()
+	current, leave := sp.watch(sess.person.Name)
+	defer leave()
+	serveEvents(w, r, sp.done, current)
 }
 
 // task reads the path's task for the principal.

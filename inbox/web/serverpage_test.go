@@ -1,15 +1,20 @@
 package web_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/inbox/web"
@@ -32,36 +37,9 @@ func TestServerPageAnswersThePrincipalsOwnPausedTasks(t *testing.T) {
 	}
 	task := res.(*a2a.Task)
 
-	hs := httptest.NewUnstartedServer(nil)
-	base := "http://" + hs.Listener.Addr().String()
-	sp, err := web.NewServerPage(web.ServerPageConfig{
-		Base: "/inbox", PublicURL: base, Tokens: map[string]string{"alice": aliceToken, "bob": bobToken},
-		Agents: env.Server.Agents, Handler: env.Server.RequestHandler, WithPrincipal: askpoint.WithPrincipal,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs.Config.Handler = sp.Handler()
-	hs.Start()
-	defer hs.Close()
+	base := startServerPage(t, env, nil)
 	form := base + "/inbox/t/expense/" + string(task.ID)
-
-	loginAs := func(token string) *http.Client {
-		jar, _ := cookiejar.New(nil)
-		hc := &http.Client{Jar: jar}
-		req, _ := http.NewRequest(http.MethodPost, base+"/inbox/login", strings.NewReader(url.Values{"token": {token}, "next": {"/inbox/"}}.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", base)
-		res, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.Request.URL.Path != "/inbox/" || res.StatusCode != http.StatusOK {
-			t.Fatalf("login: %s at %s", res.Status, res.Request.URL)
-		}
-		return hc
-	}
+	loginAs := func(token string) *http.Client { return loginAt(t, base, token) }
 	anon := &http.Client{}
 	res2, err := anon.Get(form)
 	if err != nil {
@@ -126,6 +104,48 @@ func TestServerPageAnswersThePrincipalsOwnPausedTasks(t *testing.T) {
 	}
 }
 
+// startServerPage serves env's server page at /inbox for alice and bob,
+// with cfg adjusted, and returns the base URL (scheme://host:port).
+func startServerPage(t *testing.T, env *apitest.Env, adjust func(*web.ServerPageConfig)) string {
+	t.Helper()
+	hs := httptest.NewUnstartedServer(nil)
+	base := "http://" + hs.Listener.Addr().String()
+	cfg := web.ServerPageConfig{
+		Base: "/inbox", PublicURL: base, Tokens: map[string]string{"alice": aliceToken, "bob": bobToken},
+		Agents: env.Server.Agents, Handler: env.Server.RequestHandler, WithPrincipal: askpoint.WithPrincipal,
+	}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	sp, err := web.NewServerPage(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.Config.Handler = sp.Handler()
+	hs.Start()
+	t.Cleanup(func() { sp.Close(); hs.Close() })
+	return base
+}
+
+// loginAt logs in to the server page at base with token.
+func loginAt(t *testing.T, base, token string) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	req, _ := http.NewRequest(http.MethodPost, base+"/inbox/login", strings.NewReader(url.Values{"token": {token}, "next": {"/inbox/"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.Request.URL.Path != "/inbox/" || res.StatusCode != http.StatusOK {
+		t.Fatalf("login: %s at %s", res.Status, res.Request.URL)
+	}
+	return hc
+}
+
 // Issue 30, finding 4, at every login door: the web inbox's and the
 // server page's, after the login form and for a person logged in
 // already. What a browser could read as another origin (a tab or newline
@@ -135,19 +155,7 @@ func TestServerPageAnswersThePrincipalsOwnPausedTasks(t *testing.T) {
 func TestEveryLoginReturnsOnlyToItsOwnSite(t *testing.T) {
 	in := startInbox(t, nil)
 	env := apitest.Start(t, apitest.Options{Quiet: true})
-	hs := httptest.NewUnstartedServer(nil)
-	sbase := "http://" + hs.Listener.Addr().String()
-	sp, err := web.NewServerPage(web.ServerPageConfig{
-		Base: "/inbox", PublicURL: sbase, Tokens: map[string]string{"alice": aliceToken},
-		Agents: env.Server.Agents, Handler: env.Server.RequestHandler, WithPrincipal: askpoint.WithPrincipal,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sp.Close()
-	hs.Config.Handler = sp.Handler()
-	hs.Start()
-	defer hs.Close()
+	sbase := startServerPage(t, env, nil)
 
 	bad := []string{"/\t/evil.example/", "/./\\evil.example/", "/\n/evil.example/", "/\r/evil.example/", "/\\evil.example/",
 		"//evil.example/", "/\\/evil.example/", "http://evil.example/", "/.\\./evil.example", "/\x00/evil.example", ""}
@@ -196,4 +204,96 @@ func TestEveryLoginReturnsOnlyToItsOwnSite(t *testing.T) {
 			}
 		}
 	}
+}
+
+// listCounter counts the ListTasks calls of the server's handlers.
+type listCounter struct {
+	a2asrv.RequestHandler
+	n *atomic.Int64
+}
+
+func (c listCounter) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
+	c.n.Add(1)
+	return c.RequestHandler.ListTasks(ctx, req)
+}
+
+// Issue 30, finding 5: the server page's live pages (BASE/events) are
+// streams like any other. They share one read of the principal's paused
+// tasks, however many are open: before, each read every agent's tasks
+// every two seconds on its own (200 used most of a core). And they take
+// the principal's stream slots, counted with their A2A streams against
+// the server's cap: before, they were not counted at all.
+func TestLivePagesShareOneReadAndTakeThePrincipalsStreamSlots(t *testing.T) {
+	const slots = 12
+	env := apitest.Start(t, apitest.Options{Quiet: true, Config: func(c *askpoint.Config) {
+		c.Tokens = map[string]string{aliceToken: "alice", bobToken: "bob"}
+		c.MaxStreamsPerPrincipal = slots
+	}})
+	var lists atomic.Int64
+	base := startServerPage(t, env, func(c *web.ServerPageConfig) {
+		c.Handler = func(name string) (a2asrv.RequestHandler, bool) {
+			h, ok := env.Server.RequestHandler(name)
+			if !ok {
+				return nil, false
+			}
+			return listCounter{RequestHandler: h, n: &lists}, true
+		}
+		c.AcquireStream = env.Server.AcquireStream
+	})
+	alice := env.ClientAs(t, "expense", a2a.TransportProtocolJSONRPC, aliceToken)
+	ask := func() *a2a.Task {
+		t.Helper()
+		res, err := alice.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros"))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.(*a2a.Task)
+	}
+	first := ask()
+	hc := loginAt(t, base, aliceToken)
+
+	pages := make([]*eventStream, slots)
+	for i := range pages {
+		pages[i] = openEvents(t, hc, base+"/inbox", "", "")
+	}
+	for i, p := range pages {
+		p.next(t, fmt.Sprintf("live page %d's first event", i))
+	}
+	before := lists.Load()
+	ask()
+	for i, p := range pages {
+		p.next(t, fmt.Sprintf("live page %d told of the second task", i))
+	}
+	agents := int64(len(env.Server.Agents()))
+	if reads := lists.Load() - before; reads > 3*agents {
+		t.Errorf("%d live pages made %d ListTasks calls (%d agents) to learn of one new task; want one shared read of each agent per look", slots, reads, agents)
+	}
+
+	streamStatus := func(hc *http.Client) int {
+		t.Helper()
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/inbox/events", nil)
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := streamStatus(hc); code != http.StatusTooManyRequests {
+		t.Errorf("alice's live page number %d (the server's cap is %d streams): %d, want 429", slots+1, slots, code)
+	}
+	for _, err := range alice.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: first.ID}) {
+		if err == nil || !strings.Contains(err.Error(), "429") {
+			t.Errorf("alice's SubscribeToTask while her live pages hold the server's %d stream slots: %v; want it refused by the cap", slots, err)
+		}
+		break
+	}
+	bob := loginAt(t, base, bobToken)
+	if code := streamStatus(bob); code != http.StatusOK {
+		t.Errorf("bob's first live page while alice holds her %d: %d, want 200 (the cap is per principal)", slots, code)
+	}
+	pages[0].stop()
+	apitest.Eventually(t, "a live page closed gives its slot back", 10*time.Second, func() bool { return streamStatus(hc) == http.StatusOK })
 }

@@ -91,8 +91,11 @@ type Config struct {
 	// AnswerTimeout bounds sending an answer and following the task until
 	// it pauses or ends (default 2m).
 	AnswerTimeout time.Duration
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// MaxStreams caps the live pages (event streams) one person holds open
+	// (default DefaultMaxStreams).
+	MaxStreams int
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // Server is a web inbox.
@@ -115,6 +118,8 @@ type Server struct {
 	queued  map[string]bool // notices waiting to be sent
 
 	caps map[string]int // agent URL -> maxAttempts from its card (0: unknown)
+
+	streams *streamCap
 
 	mail chan notice
 	wg   sync.WaitGroup
@@ -175,6 +180,7 @@ func New(cfg Config) (*Server, error) {
 		queued:  map[string]bool{},
 		caps:    map[string]int{},
 		mail:    make(chan notice, 64),
+		streams: newStreamCap(cfg.MaxStreams),
 	}
 	for _, h := range cfg.ExtraHosts {
 		s.hosts[h] = true
@@ -561,52 +567,14 @@ func safeNext(next string) string {
 	return next
 }
 
-// events streams "changed" events (server-sent events) until the client
-// leaves or the inbox stops, each with the tag of the version it tells of
-// as its event ID. The stream starts from the version the client already
-// shows: the tag its page was rendered at (?since=, data-since on the
-// list page) or, when the browser reconnects, the last event's ID
-// (Last-Event-ID). Without either, the first event comes at once. A page
-// that is up to date is not told to fetch again: the refetch would replace
-// the list under the reader's eyes (and under a test's queries) for
-// nothing.
-func (s *Server) events(w http.ResponseWriter, r *http.Request, _ *session) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming is not supported here", http.StatusInternalServerError)
+// events is the live list's and the form's event stream (serveEvents),
+// one of the person's MaxStreams.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, sess *session) {
+	release, err := s.streams.acquire(sess.person.Name)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	fl.Flush()
-	last := r.Header.Get("Last-Event-ID")
-	if last == "" {
-		last = r.URL.Query().Get("since")
-	}
-	keepAlive := time.NewTicker(25 * time.Second)
-	defer keepAlive.Stop()
-	for {
-		v, ch := s.wait()
-		if v != last {
-			if _, err := fmt.Fprintf(w, "event: changed\nid: %s\ndata: %s\n\n", v, v); err != nil {
-				return
-			}
-			fl.Flush()
-			last = v
-		}
-		select {
-		case <-ch:
-		case <-keepAlive.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
-				return
-			}
-			fl.Flush()
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			return
-		}
-	}
+	defer release()
+	serveEvents(w, r, s.done, s.wait)
 }

@@ -299,7 +299,7 @@ func serverPage(srv *askpoint.Server, base, public string, tokens map[string]str
 	sp, err := web.NewServerPage(web.ServerPageConfig{
 		Base: "/inbox", PublicURL: public, ExtraHosts: extra, Tokens: byPrincipal,
 		Agents: srv.Agents, Handler: srv.RequestHandler, WithPrincipal: askpoint.WithPrincipal,
-		Stats: stats, Logger: logger,
+		Stats: stats, Logger: logger, AcquireStream: srv.AcquireStream,
 	})
 	if err != nil {
 		return nil, nil, err
