@@ -121,7 +121,7 @@ func NewServerPage(cfg ServerPageConfig) (*ServerPage, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := &ServerPage{cfg: cfg, sess: newSessions(people, u.Scheme == "https", cfg.Now), tmpl: tmpl, log: cfg.Logger,
+	sp := &ServerPage{cfg: cfg, sess: newSessions(people, u.Scheme+"://"+u.Host, cfg.Base, cfg.Now), tmpl: tmpl, log: cfg.Logger,
 		hosts: map[string]bool{u.Host: true}, orig: u.Scheme + "://" + u.Host, open: open, done: make(chan struct{}),
 		streams: newStreamCap(0), watches: map[string]*pageWatch{}}
 	for _, h := range cfg.ExtraHosts {

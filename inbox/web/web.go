@@ -171,7 +171,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, ib: cfg.Inbox, log: cfg.Logger, now: cfg.Now,
-		sess:    newSessions(cfg.People, u.Scheme == "https", cfg.Now),
+		sess:    newSessions(cfg.People, cfg.PublicURL, "", cfg.Now),
 		hosts:   map[string]bool{u.Host: true},
 		orig:    cfg.PublicURL,
 		changed: make(chan struct{}),
@@ -546,8 +546,8 @@ func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ *session) {
-	s.sess.clear(w)
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.sess.end(w, sess)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
