@@ -315,7 +315,7 @@ func (s *Server) formPage(w http.ResponseWriter, r *http.Request, sess *session)
 		return
 	}
 	f := s.formView(r.Context(), it, nil, nil)
-	f.Notice = r.URL.Query().Get("notice")
+	f.Notice = s.sess.notice(r, sess)
 	s.render(w, http.StatusOK, "form.html", s.page(sess, "Question "+strconv.FormatInt(it.ID, 10), "item", f))
 }
 

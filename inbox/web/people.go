@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -242,4 +243,22 @@ func (s *sessions) csrf(sess *session) string { return s.mac("csrf", sess.id) }
 
 func (s *sessions) csrfOK(sess *session, token string) bool {
 	return token != "" && hmac.Equal([]byte(token), []byte(s.csrf(sess)))
+}
+
+// noticeQuery is the query that carries text to the next page of sess:
+// signed for the session, so that a link cannot put words of its own on the
+// site's pages.
+func (s *sessions) noticeQuery(sess *session, text string) string {
+	return "notice=" + url.QueryEscape(text) + "&sig=" + s.mac("notice", sess.id, text)
+}
+
+// notice is the text the request's noticeQuery carries for sess ("" for
+// none, or one not signed for this session).
+func (s *sessions) notice(r *http.Request, sess *session) string {
+	q := r.URL.Query()
+	text := q.Get("notice")
+	if text == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(s.mac("notice", sess.id, text))) {
+		return ""
+	}
+	return text
 }

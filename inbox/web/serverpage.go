@@ -263,7 +263,7 @@ func (sp *ServerPage) list(w http.ResponseWriter, r *http.Request, sess *session
 		return
 	}
 	pg := sp.page(sess, "Paused tasks", "list", rows)
-	pg.Notice = r.URL.Query().Get("notice")
+	pg.Notice = sp.sess.notice(r, sess)
 	sp.render(w, http.StatusOK, "list.html", pg)
 }
 
@@ -443,7 +443,7 @@ func (sp *ServerPage) form(w http.ResponseWriter, r *http.Request, sess *session
 		return
 	}
 	f := sp.formOf(name, t, nil, nil)
-	f.Notice = r.URL.Query().Get("notice")
+	f.Notice = sp.sess.notice(r, sess)
 	sp.render(w, http.StatusOK, "form.html", sp.page(sess, "Task "+string(t.ID), "item", f))
 }
 
@@ -554,7 +554,7 @@ func (sp *ServerPage) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 			again(http.StatusBadGateway, nil, "The task could not be canceled: "+err.Error())
 			return
 		}
-		http.Redirect(w, r, sp.cfg.Base+"/?notice="+url.QueryEscape("Task "+string(t.ID)+" was canceled."), http.StatusSeeOther)
+		http.Redirect(w, r, sp.cfg.Base+"/?"+sp.sess.noticeQuery(sess, "Task "+string(t.ID)+" was canceled."), http.StatusSeeOther)
 		return
 	}
 	if q != nil {
@@ -586,7 +586,7 @@ func (sp *ServerPage) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 	if done, ok := res.(*a2a.Task); ok {
 		state = "now " + stateName(done.Status.State)
 	}
-	http.Redirect(w, r, sp.cfg.Base+"/?notice="+url.QueryEscape("Task "+string(t.ID)+" is "+state+"."), http.StatusSeeOther)
+	http.Redirect(w, r, sp.cfg.Base+"/?"+sp.sess.noticeQuery(sess, "Task "+string(t.ID)+" is "+state+"."), http.StatusSeeOther)
 }
 
 // statsPage shows how questions fare: the same table as askpoint stats.

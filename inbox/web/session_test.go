@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/question"
 )
 
 // site is one login door of the web inbox: the inbox's own, or a server's
@@ -119,6 +121,35 @@ func TestSitesOnOneHostKeepTheirOwnSessions(t *testing.T) {
 	for i, s := range sites {
 		if !s.loggedIn(t, clients[i]) {
 			t.Errorf("%s: logged out by the logins to the other sites on the host", s.name)
+		}
+	}
+}
+
+// Issue 30, finding 6: a page shows a notice only when the site itself
+// wrote it for this session (after an answer), never words a link
+// brought in ?notice=: a phishing link could otherwise make the trusted
+// page say "your token expired, log in at …".
+func TestPagesShowNoNoticeALinkBrings(t *testing.T) {
+	in := startInbox(t, nil)
+	it, _, err := in.ib.Add(t.Context(), inbox.FromStatus("http://127.0.0.1:9/agent", "task-1", "ctx", (&question.Question{ID: "q-1", Text: "Which cost centre?",
+		Schema: []byte(`{"type":"object","required":["costCentre"],"properties":{"costCentre":{"type":"string"}}}`)}).Message()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := apitest.Start(t, apitest.Options{Quiet: true})
+	const phish = "Your token expired: log in again at https://evil.example/inbox"
+	for _, c := range []struct {
+		s    site
+		page string
+	}{
+		{inboxSite(in), "/q/" + itoa(it.ID)},
+		{serverPageSite(startServerPage(t, env, nil)), "/inbox/"},
+	} {
+		jar, _ := cookiejar.New(nil)
+		hc := c.s.loginWith(t, jar)
+		code, page := get(t, hc, c.s.origin+c.page+"?notice="+url.QueryEscape(phish))
+		if code != http.StatusOK || strings.Contains(page, "evil.example") {
+			t.Errorf("%s: %s?notice=… (%d) shows the link's words:\n%s", c.s.name, c.page, code, page)
 		}
 	}
 }
