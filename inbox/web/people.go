@@ -111,8 +111,26 @@ type sessions struct {
 	// page on other ports: cookies do not tell ports apart) keep their own.
 	cookie, path string
 
-	mu   sync.Mutex
-	live map[string]liveSession // by session ID
+	mu       sync.Mutex
+	live     map[string]liveSession // by session ID
+	attempts map[string]*attempts   // failed logins, by client address
+}
+
+// Failed logins are bounded per client address: each login takes one of
+// loginBurst attempts, a failed one keeps it, and one comes back every
+// loginRefill. With none left every login from the address is refused,
+// the right token too (checking it would tell a guesser when it is
+// right), until one comes back.
+const (
+	loginBurst   = 10
+	loginRefill  = 3 * time.Second
+	maxAddresses = 4096 // addresses with failed logins kept track of
+)
+
+// attempts are an address's login attempts left, as of at.
+type attempts struct {
+	left float64
+	at   time.Time
 }
 
 // liveSession is whose session is and until when.
@@ -134,13 +152,49 @@ func newSessions(people []Person, origin, base string, now func() time.Time) *se
 	}
 	site := sha256.Sum256([]byte(origin + base))
 	return &sessions{key: key, people: people, secure: strings.HasPrefix(origin, "https://"), ttl: 12 * time.Hour, now: now,
-		cookie: "askpoint_inbox_" + hex.EncodeToString(site[:4]), path: strings.TrimSuffix(base, "/") + "/", live: map[string]liveSession{}}
+		cookie: "askpoint_inbox_" + hex.EncodeToString(site[:4]), path: strings.TrimSuffix(base, "/") + "/", live: map[string]liveSession{}, attempts: map[string]*attempts{}}
 }
 
 func (s *sessions) mac(parts ...string) string {
 	h := hmac.New(sha256.New, s.key)
 	h.Write([]byte(strings.Join(parts, "\x00")))
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// attempt takes one of addr's login attempts, or says how long until it
+// has one; done gives it back after a login that succeeded.
+func (s *sessions) attempt(addr string) (done func(ok bool), wait time.Duration) {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.attempts[addr]
+	if a == nil {
+		if len(s.attempts) >= maxAddresses {
+			for k, o := range s.attempts { // forget the addresses that have all their attempts again
+				if o.left+now.Sub(o.at).Seconds()/loginRefill.Seconds() >= loginBurst {
+					delete(s.attempts, k)
+				}
+			}
+		}
+		if len(s.attempts) >= maxAddresses {
+			return nil, loginRefill
+		}
+		a = &attempts{left: loginBurst, at: now}
+		s.attempts[addr] = a
+	}
+	a.left = min(loginBurst, a.left+now.Sub(a.at).Seconds()/loginRefill.Seconds())
+	a.at = now
+	if a.left < 1 {
+		return nil, time.Duration((1 - a.left) * float64(loginRefill))
+	}
+	a.left--
+	return func(ok bool) {
+		if ok {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			a.left = min(loginBurst, a.left+1)
+		}
+	}, 0
 }
 
 // login returns the person whose token this is.

@@ -6,9 +6,12 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/inbox/web"
 	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/question"
 )
@@ -151,5 +154,36 @@ func TestPagesShowNoNoticeALinkBrings(t *testing.T) {
 		if code != http.StatusOK || strings.Contains(page, "evil.example") {
 			t.Errorf("%s: %s?notice=… (%d) shows the link's words:\n%s", c.s.name, c.page, code, page)
 		}
+	}
+}
+
+// Issue 30, finding 6: failed logins are throttled per address at both
+// login doors: about 1,800 guesses a second were taken before. Past ten
+// failures every login from the address is refused, the right token too
+// (or a guesser would learn when it is right), until attempts come back
+// with time.
+func TestFailedLoginsAreThrottledPerAddress(t *testing.T) {
+	var offset atomic.Int64 // what the clock has been moved on by
+	start := time.Now()
+	clock := func() time.Time { return start.Add(time.Duration(offset.Load())) }
+	in := startInboxWith(t, func(c *web.Config) { c.Now = clock })
+	env := apitest.Start(t, apitest.Options{Quiet: true})
+	for _, s := range []site{inboxSite(in), serverPageSite(startServerPage(t, env, func(c *web.ServerPageConfig) { c.Now = clock }))} {
+		offset.Store(0)
+		jar, _ := cookiejar.New(nil)
+		hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		for i := range 10 {
+			if code, _ := s.post(t, hc, "/login", url.Values{"token": {"wrong-token-0123456789"}}); code != http.StatusUnauthorized {
+				t.Fatalf("%s: failed login %d: %d, want 401", s.name, i+1, code)
+			}
+		}
+		if code, _ := s.post(t, hc, "/login", url.Values{"token": {"wrong-token-0123456789"}}); code != http.StatusTooManyRequests {
+			t.Errorf("%s: the 11th guess: %d, want 429", s.name, code)
+		}
+		if code, _ := s.post(t, hc, "/login", url.Values{"token": {s.token}}); code != http.StatusTooManyRequests {
+			t.Errorf("%s: the right token right after ten failures: %d, want 429 (no answer that tells a guesser it is right)", s.name, code)
+		}
+		offset.Store(int64(time.Minute))
+		s.loginWith(t, jar) // a minute on, the person gets in
 	}
 }

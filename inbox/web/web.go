@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -535,7 +536,17 @@ func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
+	done, wait := s.sess.attempt(clientAddr(r))
+	if done == nil {
+		s.log.Warn("web inbox: login refused: too many failed logins", slog.String("remote", r.RemoteAddr))
+		secs := int(wait.Seconds()) + 1
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		s.render(w, http.StatusTooManyRequests, "login.html", page{Title: "Log in", Body: map[string]any{"Next": next,
+			"Error": fmt.Sprintf("Too many failed logins from your address: try again in %d seconds.", secs)}})
+		return
+	}
 	p := s.sess.login(r.PostForm.Get("token"))
+	done(p != nil)
 	if p == nil {
 		s.log.Info("web inbox: login refused", slog.String("remote", r.RemoteAddr))
 		s.render(w, http.StatusUnauthorized, "login.html", page{Title: "Log in", Body: map[string]any{"Next": next, "Error": "That token is not known here."}})
@@ -544,6 +555,14 @@ func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 	s.sess.issue(w, p)
 	s.log.Info("web inbox: logged in", slog.String("person", p.Name))
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// clientAddr is the address a request came from, without its port.
+func clientAddr(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, sess *session) {
