@@ -153,6 +153,7 @@ func (sp *ServerPage) Handler() http.Handler {
 	mux.HandleFunc("GET "+b+"/t/{agent}/{task}", s.authed(sp.form))
 	mux.HandleFunc("GET "+b+"/t/{agent}/{task}/state", s.authed(sp.state))
 	mux.HandleFunc("POST "+b+"/t/{agent}/{task}", s.authed(sp.answer))
+	mux.HandleFunc("POST "+b+"/t/{agent}/{task}/check", s.authed(sp.check))
 	mux.Handle("GET "+b+"/static/", http.StripPrefix(b+"/static/", http.FileServerFS(staticFS())))
 	inner := s.guard(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -466,6 +467,21 @@ func (sp *ServerPage) state(w http.ResponseWriter, r *http.Request, sess *sessio
 		out["closed"], out["next"] = "the agent asks again", f.Action
 	}
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// check is what a form's field holds, checked as the answer will be
+// (fieldCheck).
+func (sp *ServerPage) check(w http.ResponseWriter, r *http.Request, sess *session) {
+	name, _, t := sp.task(w, r, sess)
+	if t == nil {
+		return
+	}
+	f := sp.formOf(name, t, nil, nil)
+	if f.Q == nil {
+		http.Error(w, "the task asks no question with fields", http.StatusConflict)
+		return
+	}
+	fieldCheck(w, r, f.Q)
 }
 
 // answer sends the form's answer (checked as the agent will check it) to

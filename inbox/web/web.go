@@ -405,6 +405,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /q/{id}", s.authed(s.formPage))
 	mux.HandleFunc("GET /q/{id}/state", s.authed(s.itemState))
 	mux.HandleFunc("POST /q/{id}", s.authed(s.answerPost))
+	mux.HandleFunc("POST /q/{id}/check", s.authed(s.checkPost))
 	mux.HandleFunc("GET /tasks/{task}", s.authed(s.taskPage))
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(staticFS())))
 	mux.Handle("POST /push", inbox.NewPushHandler(s.ib, inbox.PushOptions{

@@ -24,6 +24,7 @@ import (
 
 	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/question"
 )
 
 // seenAuth records what a server in front of an agent was sent.
@@ -318,4 +319,48 @@ func TestServerPageLivePagesTakeTheServersStreamSlots(t *testing.T) {
 		}
 		break
 	}
+}
+
+// Issue 30, finding 6: an agent's answer pattern never runs in the
+// browser. The page compiled it with new RegExp and ran it at each
+// keystroke, and a pattern that backtracks (^(a+)+$ against a run of a's
+// and one more character) hung the tab; the inbox checks the field with
+// Go's regexp instead, and the page shows its answer in the same words.
+func TestWebInboxChecksAgentPatternsOffThePage(t *testing.T) {
+	ctx := browser(t)
+	bin := buildAskpoint(t)
+	inboxPath := filepath.Join(t.TempDir(), "inbox.db")
+	ib, err := inbox.Open(t.Context(), inboxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := &question.Question{ID: "q-code", Text: "Which code?", Expires: time.Now().Add(time.Hour),
+		Schema: []byte(`{"type":"object","required":["code"],"properties":{"code":{"type":"string","pattern":"^(a+)+$"}}}`)}
+	it, _, err := ib.Add(t.Context(), inbox.FromStatus("http://127.0.0.1:9/agent", "t-code", "ctx", q.Message()))
+	ib.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := startWebInbox(t, bin, inboxPath)
+	login(t, ctx, web.url)
+	typed := strings.Repeat("a", 36) + "!"
+	run(t, ctx, "type a value the pattern backtracks on",
+		chromedp.Navigate(fmt.Sprintf("%s/q/%d", web.url, it.ID)),
+		chromedp.WaitVisible(css("#field-code input")),
+		chromedp.SendKeys(css("#field-code input"), typed),
+		chromedp.WaitVisible(css("#field-code ul.errors li")),
+	)
+	want := strconv.Quote(typed) + " does not match ^(a+)+$"
+	if got := value(t, ctx, "the field's error", chromedp.Text(css("#field-code ul.errors"))); got != want {
+		t.Errorf("next to the field: %q, want %q", got, want)
+	}
+	if n := value(t, ctx, "the page still runs", chromedp.Evaluate[int](`1 + 1`)); n != 2 {
+		t.Errorf("1 + 1 = %d", n)
+	}
+	// A value that matches clears the error.
+	run(t, ctx, "a value that matches",
+		chromedp.Evaluate[chromedp.Void](`document.querySelector("#field-code input").value = ""`),
+		chromedp.SendKeys(css("#field-code input"), "aaa"),
+		chromedp.WaitNotPresent(css("#field-code ul.errors li")),
+	)
 }
