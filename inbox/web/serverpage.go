@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -52,9 +53,13 @@ type ServerPageConfig struct {
 	// Stats, when set, gives how questions fare (a header row, then one
 	// row per agent and question kind: askpoint stats' table), shown at
 	// BASE/stats; nil when the server runs without metrics.
-	Stats  func() (header []string, rows [][]string)
-	Logger *slog.Logger
-	Now    func() time.Time
+	Stats func() (header []string, rows [][]string)
+	// StatsPrincipals may see Stats: the figures are the whole server's,
+	// every principal's questions. Without Tokens the anonymous principal
+	// (the only one) sees them.
+	StatsPrincipals []string
+	Logger          *slog.Logger
+	Now             func() time.Time
 }
 
 // anonymous is the principal of a server without tokens.
@@ -625,6 +630,10 @@ func (sp *ServerPage) stats(w http.ResponseWriter, r *http.Request, sess *sessio
 		Header []string
 		Rows   [][]string
 	}{Base: sp.cfg.Base, Off: sp.cfg.Stats == nil}
+	if !sp.open && !slices.Contains(sp.cfg.StatsPrincipals, sess.person.Name) {
+		http.Error(w, "the figures are the whole server's, every principal's questions: they are shown to the principals the server names for them, not to "+sess.person.Name, http.StatusForbidden)
+		return
+	}
 	if sp.cfg.Stats != nil {
 		data.Header, data.Rows = sp.cfg.Stats()
 	}

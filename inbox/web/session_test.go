@@ -187,3 +187,28 @@ func TestFailedLoginsAreThrottledPerAddress(t *testing.T) {
 		s.loginWith(t, jar) // a minute on, the person gets in
 	}
 }
+
+// Issue 30, finding 6: BASE/stats shows the whole server's figures, every
+// principal's questions, so only to the principals the server names for
+// them; before, every principal who could log in saw them.
+func TestServerStatsOnlyForThePrincipalsNamedForThem(t *testing.T) {
+	env := apitest.Start(t, apitest.Options{Quiet: true})
+	origin := startServerPage(t, env, func(c *web.ServerPageConfig) {
+		c.Stats = func() ([]string, [][]string) {
+			return []string{"AGENT", "KIND", "ASKED"}, [][]string{{"payroll", "salaryBand", "7"}}
+		}
+		c.StatsPrincipals = []string{"alice"}
+	})
+	for _, who := range []struct {
+		token string
+		sees  bool
+	}{{aliceToken, true}, {bobToken, false}} {
+		s := serverPageSite(origin)
+		s.token = who.token
+		jar, _ := cookiejar.New(nil)
+		code, page := get(t, s.loginWith(t, jar), origin+"/inbox/stats")
+		if sees := code == http.StatusOK && strings.Contains(page, "salaryBand"); sees != who.sees {
+			t.Errorf("%s: /inbox/stats: %d, shows the figures: %v; want %v:\n%s", who.token[:5], code, sees, who.sees, page)
+		}
+	}
+}
