@@ -451,6 +451,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				http.Error(w, "refused: "+why, http.StatusForbidden)
 				return
 			}
+			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -478,6 +479,20 @@ func (s *Server) crossOrigin(r *http.Request) string {
 	return ""
 }
 
+// maxBodyBytes bounds what every door takes in a request (a form, a
+// push notification).
+const maxBodyBytes = 1 << 20
+
+// formError answers a form that cannot be read.
+func formError(w http.ResponseWriter, err error) {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		http.Error(w, fmt.Sprintf("the form is larger than %d bytes", maxBodyBytes), http.StatusRequestEntityTooLarge)
+		return
+	}
+	http.Error(w, "the form cannot be read: "+err.Error(), http.StatusBadRequest)
+}
+
 type authedHandler func(w http.ResponseWriter, r *http.Request, sess *session)
 
 // authed lets logged-in people through; others go to the login page (or
@@ -497,7 +512,7 @@ func (s *Server) authed(h authedHandler) http.HandlerFunc {
 		}
 		if r.Method == http.MethodPost {
 			if err := r.ParseForm(); err != nil {
-				http.Error(w, "the form cannot be read: "+err.Error(), http.StatusBadRequest)
+				formError(w, err)
 				return
 			}
 			if !s.sess.csrfOK(sess, r.PostForm.Get("csrf")) {
@@ -533,7 +548,7 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
-		http.Error(w, "the form cannot be read: "+err.Error(), http.StatusBadRequest)
+		formError(w, err)
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
