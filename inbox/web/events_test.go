@@ -139,21 +139,25 @@ func TestAPersonsLivePagesAreCapped(t *testing.T) {
 		pages[i] = openEvents(t, hc, in.url, "", "")
 		pages[i].next(t, "a live page's first event")
 	}
-	status := func(hc *http.Client) int {
-		t.Helper()
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, in.url+"/events", nil)
-		res, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
+	status := func(hc *http.Client) int { return streamStatus(t, hc, in.url+"/events") }
 	if code := status(hc); code != http.StatusTooManyRequests {
 		t.Errorf("frank's live page number %d (the cap is %d): %d, want 429", slots+1, slots, code)
 	}
 	pages[0].stop()
 	apitest.Eventually(t, "a live page closed gives its slot back", 10*time.Second, func() bool { return status(hc) == http.StatusOK })
+}
+
+// streamStatus opens the event stream at u and closes it: the status it
+// was answered with.
+func streamStatus(t *testing.T, hc *http.Client, u string) int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }

@@ -127,23 +127,14 @@ func startServerPage(t *testing.T, env *apitest.Env, adjust func(*web.ServerPage
 	return base
 }
 
-// loginAt logs in to the server page at base with token.
+// loginAt logs in to the server page at base with token; the client
+// follows no redirect.
 func loginAt(t *testing.T, base, token string) *http.Client {
 	t.Helper()
+	s := serverPageSite(base)
+	s.token = token
 	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar}
-	req, _ := http.NewRequest(http.MethodPost, base+"/inbox/login", strings.NewReader(url.Values{"token": {token}, "next": {"/inbox/"}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", base)
-	res, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.Request.URL.Path != "/inbox/" || res.StatusCode != http.StatusOK {
-		t.Fatalf("login: %s at %s", res.Status, res.Request.URL)
-	}
-	return hc
+	return s.loginWith(t, jar)
 }
 
 // Issue 30, finding 4, at every login door: the web inbox's and the
@@ -155,52 +146,33 @@ func loginAt(t *testing.T, base, token string) *http.Client {
 func TestEveryLoginReturnsOnlyToItsOwnSite(t *testing.T) {
 	in := startInbox(t, nil)
 	env := apitest.Start(t, apitest.Options{Quiet: true})
-	sbase := startServerPage(t, env, nil)
-
 	bad := []string{"/\t/evil.example/", "/./\\evil.example/", "/\n/evil.example/", "/\r/evil.example/", "/\\evil.example/",
 		"//evil.example/", "/\\/evil.example/", "http://evil.example/", "/.\\./evil.example", "/\x00/evil.example", ""}
-	for _, site := range []struct {
-		name, origin, base, token, home, page string
+	for _, c := range []struct {
+		s    site
+		page string
 	}{
-		{"the web inbox", in.url, in.url, frankToken, "/", "/q/1?from=email"},
-		{"the server page", sbase, sbase + "/inbox", aliceToken, "/inbox/", "/inbox/t/expense/t-1?from=email"},
+		{inboxSite(in), "/q/1?from=email"},
+		{serverPageSite(startServerPage(t, env, nil)), "/inbox/t/expense/t-1?from=email"},
 	} {
 		jar, _ := cookiejar.New(nil)
 		hc := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		login := func(next string) string {
-			t.Helper()
-			req, _ := http.NewRequest(http.MethodPost, site.base+"/login", strings.NewReader(url.Values{"token": {site.token}, "next": {next}}.Encode()))
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			req.Header.Set("Origin", site.origin)
-			res, err := hc.Do(req)
+		for _, next := range append(bad, c.page) {
+			want := c.s.home
+			if next == c.page {
+				want = c.page
+			}
+			code, got := c.s.post(t, hc, "/login", url.Values{"token": {c.s.token}, "next": {next}})
+			if code != http.StatusSeeOther || got != want {
+				t.Errorf("%s: the login with next=%q: %d to %q, want 303 to %q", c.s.name, next, code, got, want)
+			}
+			res, err := hc.Get(c.s.base + "/login?next=" + url.QueryEscape(next))
 			if err != nil {
 				t.Fatal(err)
 			}
 			res.Body.Close()
-			if res.StatusCode != http.StatusSeeOther {
-				t.Fatalf("%s: the login with next=%q: %s, want 303", site.name, next, res.Status)
-			}
-			return res.Header.Get("Location")
-		}
-		again := func(next string) string {
-			t.Helper()
-			res, err := hc.Get(site.base + "/login?next=" + url.QueryEscape(next))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res.Body.Close()
-			return res.Header.Get("Location")
-		}
-		for _, next := range append(bad, site.page) {
-			want := site.home
-			if next == site.page {
-				want = site.page
-			}
-			if got := login(next); got != want {
-				t.Errorf("%s: the login with next=%q returns to %q, want %q", site.name, next, got, want)
-			}
-			if got := again(next); got != want {
-				t.Errorf("%s: logged in, /login?next=%q returns to %q, want %q", site.name, next, got, want)
+			if got := res.Header.Get("Location"); got != want {
+				t.Errorf("%s: logged in, /login?next=%q returns to %q, want %q", c.s.name, next, got, want)
 			}
 		}
 	}
@@ -269,18 +241,7 @@ func TestLivePagesShareOneReadAndTakeThePrincipalsStreamSlots(t *testing.T) {
 		t.Errorf("%d live pages made %d ListTasks calls (%d agents) to learn of one new task; want one shared read of each agent per look", slots, reads, agents)
 	}
 
-	streamStatus := func(hc *http.Client) int {
-		t.Helper()
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/inbox/events", nil)
-		res, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
-	}
+	streamStatus := func(hc *http.Client) int { return streamStatus(t, hc, base+"/inbox/events") }
 	if code := streamStatus(hc); code != http.StatusTooManyRequests {
 		t.Errorf("alice's live page number %d (the server's cap is %d streams): %d, want 429", slots+1, slots, code)
 	}
