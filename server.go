@@ -217,6 +217,15 @@ func (s *Server) Handle(pattern string, h http.Handler) error {
 	return nil
 }
 
+// AcquireStream takes one of the calling principal's (WithPrincipal) stream
+// slots, Config.MaxStreamsPerPrincipal counted across every binding, for a
+// stream a handler of your own holds open (a live page's events), or says
+// why it cannot. release gives the slot back; it may be called more than
+// once.
+func (s *Server) AcquireStream(ctx context.Context) (release func(), err error) {
+	return s.frontEnd().AcquireStream(auth.Principal(ctx))
+}
+
 // Handler returns the HTTP handler that serves every registered agent, and
 // what [Server.Handle] added:
 //

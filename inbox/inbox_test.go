@@ -168,7 +168,9 @@ func TestPushNotificationsTeachTheInbox(t *testing.T) {
 	ib := open(t, "")
 	var mu sync.Mutex
 	var learned []int64
-	srv := httptest.NewServer(inbox.NewPushHandler(ib, inbox.PushOptions{Token: "s3cret-token-123456", OnItem: func(it *inbox.Item, created bool) {
+	const tok = "s3cret-token-123456"
+	agent := "http://127.0.0.1:8420/expense"
+	srv := httptest.NewServer(inbox.NewPushHandler(ib, inbox.PushOptions{Agents: map[string]string{agent: ""}, Token: tok, OnItem: func(it *inbox.Item, created bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		if created {
@@ -176,8 +178,6 @@ func TestPushNotificationsTeachTheInbox(t *testing.T) {
 		}
 	}}))
 	defer srv.Close()
-	const tok = "s3cret-token-123456"
-	agent := "http://127.0.0.1:8420/expense"
 
 	// A task snapshot at input-required adds the question, with the agent
 	// from the URL.
@@ -225,7 +225,7 @@ func TestPushNotificationsTeachTheInbox(t *testing.T) {
 		{"input-required without a question", tok, a2a.StreamResponse{Event: &a2a.Task{ID: "t", Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired}}}, http.StatusBadRequest},
 		{"artifact update", tok, a2a.StreamResponse{Event: &a2a.TaskArtifactUpdateEvent{TaskID: "t", Artifact: &a2a.Artifact{ID: "a"}}}, http.StatusNoContent},
 	} {
-		if code := post(t, srv.URL+"/", tt.token, tt.body); code != tt.want {
+		if code := post(t, srv.URL+"/?agent="+agent, tt.token, tt.body); code != tt.want {
 			t.Errorf("%s: HTTP %d, want %d", tt.name, code, tt.want)
 		}
 	}
@@ -239,6 +239,83 @@ func TestPushNotificationsTeachTheInbox(t *testing.T) {
 	}
 	if items, _ = ib.List(t.Context(), inbox.ListOptions{}); len(items) != 0 {
 		t.Errorf("refused notifications changed the inbox: %+v", items)
+	}
+}
+
+// Issue 30, finding 1: the push handler is the one guard of every push
+// door. It takes a notification only from a listed agent, with that
+// agent's own token (or Token for one listed without), as JSON; without
+// listed agents it takes none, since the agent a notification names is
+// where the person's answer and the caller's bearer token go.
+func TestPushHandlerTakesOnlyListedAgentsWithTheirTokensAsJSON(t *testing.T) {
+	const (
+		shared = "shared-push-token-0123"
+		own    = "agent-b-own-token-0123"
+		agentA = "http://127.0.0.1:8420/a"
+		agentB = "http://127.0.0.1:8420/b"
+	)
+	paused := func(id string) []byte {
+		raw, _ := json.Marshal(a2a.StreamResponse{Event: pausedTask(id, "q-1")})
+		return raw
+	}
+	send := func(url, token, contentType string, body []byte) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(string(body)))
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		if token != "" {
+			req.Header.Set(inbox.TokenHeader, token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+
+	none := open(t, "")
+	nobody := httptest.NewServer(inbox.NewPushHandler(none, inbox.PushOptions{Token: shared}))
+	defer nobody.Close()
+	if code := send(nobody.URL+"/?agent="+agentA, shared, "application/json", paused("t-0")); code != http.StatusForbidden {
+		t.Errorf("a handler with no agents listed: %d, want 403", code)
+	}
+
+	in := open(t, "")
+	srv := httptest.NewServer(inbox.NewPushHandler(in, inbox.PushOptions{Token: shared, Agents: map[string]string{agentA: "", agentB: own}}))
+	defer srv.Close()
+	for _, c := range []struct {
+		name, agent, token, contentType string
+		want                            int
+	}{
+		{"no token", agentA, "", "application/json", http.StatusUnauthorized},
+		{"an agent not listed, with the shared token", "http://evil.example/a", shared, "application/json", http.StatusForbidden},
+		{"agent B with the shared token instead of its own", agentB, shared, "application/json", http.StatusUnauthorized},
+		{"agent A with agent B's token", agentA, own, "application/json", http.StatusUnauthorized},
+		{"no Content-Type (a web page's Blob body)", agentA, shared, "", http.StatusUnsupportedMediaType},
+		{"text/plain (a web page's form or string body)", agentA, shared, "text/plain", http.StatusUnsupportedMediaType},
+	} {
+		if code := send(srv.URL+"/?agent="+c.agent, c.token, c.contentType, paused("t-1")); code != c.want {
+			t.Errorf("%s: %d, want %d", c.name, code, c.want)
+		}
+	}
+	if items, _ := in.List(t.Context(), inbox.ListOptions{All: true}); len(items) != 0 {
+		t.Fatalf("refused notifications changed the inbox: %+v", items)
+	}
+	if items, _ := none.List(t.Context(), inbox.ListOptions{All: true}); len(items) != 0 {
+		t.Fatalf("the handler with no agents changed its inbox: %+v", items)
+	}
+
+	if code := send(srv.URL+"/?agent="+agentA, shared, "application/json; charset=utf-8", paused("t-a")); code != http.StatusNoContent {
+		t.Errorf("agent A with the shared token: %d, want 204", code)
+	}
+	if code := send(srv.URL+"/", own, "application/json", paused("t-b")); code != http.StatusNoContent {
+		t.Errorf("agent B known by its own token: %d, want 204", code)
+	}
+	items, _ := in.List(t.Context(), inbox.ListOptions{})
+	if len(items) != 2 || items[0].AgentURL != agentA || items[1].AgentURL != agentB {
+		t.Errorf("items: %+v; want t-a from agent A and t-b from agent B", items)
 	}
 }
 

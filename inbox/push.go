@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -23,8 +23,15 @@ const maxPushBytes = 1 << 20
 
 // PushOptions configure NewPushHandler.
 type PushOptions struct {
-	// Token, when set, must arrive in the A2A-Notification-Token header of
-	// every notification; others are refused with 401.
+	// Agents are the only agents whose notifications are taken: agent URL
+	// -> that agent's own push token ("" to use Token). Without agents,
+	// every notification is refused: the agent an item names is where a
+	// person's answer, and the caller's bearer token, are sent, so it is
+	// never taken from a notification. A notification names its agent
+	// with ?agent=URL, or is known by its agent's own token, or is for a
+	// task the inbox already has from one of them.
+	Agents map[string]string
+	// Token is the push token of the agents listed with "".
 	Token string
 	// OnItem, when set, is called with each open item a notification
 	// added or found.
@@ -33,17 +40,10 @@ type PushOptions struct {
 	// agent's reminders of an open question (a status update whose
 	// metadata holds ReminderKey), with the item it reminds of.
 	OnReminder func(it *Item, r Reminder)
-	// Agents, when set, are the only agents whose notifications are
-	// taken: agent URL -> that agent's push token ("" to use Token). A
-	// notification names its agent with ?agent=URL, or is known by its
-	// agent's token, or is for a task the inbox has from one of them; it
-	// must carry that agent's token. Per-agent tokens keep one agent from
-	// speaking for another.
-	Agents map[string]string
-	// Verify, when set, reads the task from its agent (GetTask to the
-	// item's own agent, never to a URL the notification supplied) before
-	// anything changes; what the agent says is recorded, not what the
-	// notification says, and a task it does not know changes nothing.
+	// Verify, when set, reads the task from its agent (GetTask to one of
+	// Agents, never to a URL the notification supplied) before anything
+	// changes; what the agent says is recorded, not what the notification
+	// says, and a task it does not know changes nothing.
 	Verify func(ctx context.Context, agentURL, taskID string) (*a2a.Task, error)
 }
 
@@ -90,17 +90,88 @@ func eventTask(ev a2a.Event) string {
 	return ""
 }
 
-// agentByToken is the agent whose own push token is token ("" for none).
-func agentByToken(agents map[string]string, token string) string {
-	if token == "" {
-		return ""
+// admit refuses a notification that carries no listed agent's token: an
+// HTTP status and why (0 when it is admitted).
+func (o *PushOptions) admit(token string) (status int, why string) {
+	if len(o.Agents) == 0 {
+		return http.StatusForbidden, "this inbox takes push notifications from no agent: only from the agents it is told of"
 	}
-	for a, t := range agents {
-		if t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
+	if !o.anyToken(token) {
+		return http.StatusUnauthorized, "missing or wrong " + TokenHeader + " header"
+	}
+	return 0, ""
+}
+
+// pushAgent is the agent an admitted notification comes from, named by
+// ?agent= or known by its own token: "" when neither says, and an HTTP
+// status and why when the notification is refused.
+func (o *PushOptions) pushAgent(named, token string) (agent string, status int, why string) {
+	agent = named
+	if agent == "" {
+		agent = o.agentByToken(token)
+	}
+	if agent == "" {
+		return "", 0, "" // the task may say (knownAgent)
+	}
+	if _, ok := o.Agents[agent]; !ok {
+		return "", http.StatusForbidden, "this inbox takes no push notifications from that agent"
+	}
+	if !equal(token, o.tokenOf(agent)) {
+		return "", http.StatusUnauthorized, "missing or wrong " + TokenHeader + " header"
+	}
+	return agent, 0, ""
+}
+
+// tokenOf is the push token of a listed agent ("" when it has none).
+func (o *PushOptions) tokenOf(agent string) string {
+	if t := o.Agents[agent]; t != "" {
+		return t
+	}
+	return o.Token
+}
+
+// anyToken says whether token is the push token of any listed agent.
+func (o *PushOptions) anyToken(token string) bool {
+	ok := false
+	for a := range o.Agents {
+		if equal(token, o.tokenOf(a)) {
+			ok = true // and compare with every token, so timing says nothing of which
+		}
+	}
+	return ok
+}
+
+// agentByToken is the agent whose own push token is token ("" for none).
+func (o *PushOptions) agentByToken(token string) string {
+	for a, t := range o.Agents {
+		if t != "" && equal(t, token) {
 			return a
 		}
 	}
 	return ""
+}
+
+// knownAgent is the agent of a notification that names none and carries
+// Token: the listed agent (with no token of its own) the inbox has the
+// task from.
+func (o *PushOptions) knownAgent(ctx context.Context, ib *Inbox, taskID string) string {
+	if taskID == "" {
+		return ""
+	}
+	known, err := ib.agentsForTask(ctx, taskID)
+	if err != nil || len(known) != 1 {
+		return ""
+	}
+	if t, ok := o.Agents[known[0]]; ok && t == "" {
+		return known[0]
+	}
+	return ""
+}
+
+// equal compares a token received with one configured, in constant time;
+// an empty configured token matches nothing.
+func equal(got, want string) bool {
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
 // NewPushHandler returns an http.Handler that receives A2A push
@@ -110,15 +181,18 @@ func agentByToken(agents map[string]string, token string) string {
 // the inbox; one in another state closes the task's open items. Artifact
 // updates and messages are acknowledged and ignored.
 //
-// The agent's URL, needed to answer later, is taken from the request's
-// "agent" query parameter (register the push URL as
-// http://HOST:PORT/?agent=AGENT_URL), else from an item the inbox already
-// has for the task. Items are matched by (agent, task): a notification
-// never changes an item's agent (403). Set PushOptions.Agents and Verify
-// so that a notification is taken only from agents you name, with their
-// own tokens, and is checked with the agent itself before anything
-// changes: a forged notification could otherwise open an item that sends
-// a person's answer, and the caller's bearer token, where it says.
+// It is the one guard of every push door (askpoint inbox --listen, the web
+// inbox's /push): a notification is taken only from one of
+// PushOptions.Agents, with that agent's push token in the
+// A2A-Notification-Token header (401 otherwise), as application/json (415
+// otherwise). A web page on another origin can send neither the header nor
+// that type without a CORS preflight, which this handler does not answer.
+// The agent is named by the request's "agent" query parameter (register
+// the push URL as http://HOST:PORT/?agent=AGENT_URL), or known by its own
+// token, or by an item the inbox already has for the task; an agent not
+// listed is refused (403), and a notification never changes an item's
+// agent (403). Set Verify so that the task is read from its agent before
+// anything changes.
 func NewPushHandler(ib *Inbox, opts PushOptions) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -126,35 +200,18 @@ func NewPushHandler(ib *Inbox, opts PushOptions) http.Handler {
 			http.Error(w, "push notifications are POSTed", http.StatusMethodNotAllowed)
 			return
 		}
-		got := r.Header.Get(TokenHeader)
-		agent := r.URL.Query().Get("agent")
-		if len(opts.Agents) > 0 {
-			if agent == "" {
-				agent = agentByToken(opts.Agents, got)
-			}
-			if agent != "" {
-				want, ok := opts.Agents[agent]
-				if !ok {
-					http.Error(w, "this listener takes no notifications from that agent", http.StatusForbidden)
-					return
-				}
-				if want == "" {
-					want = opts.Token
-				}
-				if want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
-					http.Error(w, "missing or wrong "+TokenHeader+" header", http.StatusUnauthorized)
-					return
-				}
-			}
+		token := r.Header.Get(TokenHeader)
+		if status, why := opts.admit(token); status != 0 {
+			http.Error(w, why, status)
+			return
 		}
-		if opts.Token != "" && (len(opts.Agents) == 0 || agent == "") {
-			if subtle.ConstantTimeCompare([]byte(got), []byte(opts.Token)) != 1 {
-				http.Error(w, "missing or wrong "+TokenHeader+" header", http.StatusUnauthorized)
-				return
-			}
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || (mt != "application/json" && mt != "application/a2a+json") {
+			http.Error(w, fmt.Sprintf("Content-Type %q is not JSON: send the notification as Content-Type: application/json", r.Header.Get("Content-Type")), http.StatusUnsupportedMediaType)
+			return
 		}
-		if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-			http.Error(w, fmt.Sprintf("expected Content-Type application/json, got %s", ct), http.StatusUnsupportedMediaType)
+		agent, status, why := opts.pushAgent(r.URL.Query().Get("agent"), token)
+		if status != 0 {
+			http.Error(w, why, status)
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPushBytes))
@@ -173,35 +230,20 @@ func NewPushHandler(ib *Inbox, opts PushOptions) http.Handler {
 			return
 		}
 		ev := sr.Event
-		if len(opts.Agents) > 0 && agent == "" {
-			// Known neither by ?agent= nor by token: the task's agent, if
-			// the inbox has it from one of the listed agents.
-			if id := eventTask(ev); id != "" {
-				if known, err := ib.agentsForTask(r.Context(), id); err == nil && len(known) == 1 {
-					if _, ok := opts.Agents[known[0]]; ok && opts.Agents[known[0]] == "" {
-						agent = known[0]
-					}
-				}
-			}
-			if agent == "" {
-				http.Error(w, "the notification names no agent this listener takes notifications from (add ?agent=AGENT_URL to the push URL)", http.StatusForbidden)
+		id := eventTask(ev)
+		if agent == "" {
+			// Named neither by ?agent= nor by its own token: the task's
+			// agent, if the inbox has it from one of the listed agents.
+			if agent = opts.knownAgent(r.Context(), ib, id); agent == "" && id != "" {
+				http.Error(w, "the notification names no agent this inbox takes notifications from (add ?agent=AGENT_URL to the push URL)", http.StatusForbidden)
 				return
 			}
 		}
+		if id == "" {
+			w.WriteHeader(http.StatusNoContent) // nothing the inbox records
+			return
+		}
 		if opts.Verify != nil {
-			id := eventTask(ev)
-			if id == "" {
-				w.WriteHeader(http.StatusNoContent) // nothing the inbox records
-				return
-			}
-			if agent == "" {
-				known, err := ib.agentsForTask(r.Context(), id)
-				if err != nil || len(known) != 1 {
-					http.Error(w, "the inbox has no single agent for this task, and the notification names none", http.StatusForbidden)
-					return
-				}
-				agent = known[0]
-			}
 			task, err := opts.Verify(r.Context(), agent, id)
 			if err != nil {
 				http.Error(w, "the agent did not confirm the task: "+err.Error(), http.StatusBadGateway)

@@ -1,7 +1,6 @@
 package inbox_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +9,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/internal/apitest"
 )
 
 // Another handle on the same file (as another process) changes the
@@ -84,7 +84,8 @@ func TestNoticesAreRecordedOnce(t *testing.T) {
 func TestPushReceiverReportsReminders(t *testing.T) {
 	ib := open(t, "")
 	var got []inbox.Reminder
-	h := inbox.NewPushHandler(ib, inbox.PushOptions{OnReminder: func(it *inbox.Item, r inbox.Reminder) {
+	const tok = "push-token-0123456789"
+	h := inbox.NewPushHandler(ib, inbox.PushOptions{Agents: map[string]string{"http://a": tok}, OnReminder: func(it *inbox.Item, r inbox.Reminder) {
 		if it.Key == "q-1" {
 			got = append(got, r)
 		}
@@ -97,13 +98,8 @@ func TestPushReceiverReportsReminders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := http.Post(srv.URL+"/?agent=http://a", "application/json", bytes.NewReader(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		if res.StatusCode != http.StatusNoContent {
-			t.Fatalf("push: %s", res.Status)
+		if code := apitest.PostNotification(t, t.Context(), srv.URL+"/?agent=http://a", tok, raw); code != http.StatusNoContent {
+			t.Fatalf("push: %d", code)
 		}
 	}
 	post(task)

@@ -10,13 +10,17 @@ import (
 	"time"
 
 	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/inbox/web"
+	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/question"
 )
 
-// eventStream reads the IDs of the "changed" events of one /events stream.
+// eventStream reads the IDs of the "changed" events of one /events stream
+// ("" for an event without one).
 type eventStream struct {
 	ids  chan string
 	done chan struct{}
+	stop func() // closes the stream and waits for its reader
 }
 
 // openEvents opens /events (with since, or the Last-Event-ID header when
@@ -42,24 +46,28 @@ func openEvents(t *testing.T, hc *http.Client, base, since, lastID string) *even
 		res.Body.Close()
 		t.Fatalf("GET %s: %s", u, res.Status)
 	}
-	s := &eventStream{ids: make(chan string, 16), done: make(chan struct{})}
+	s := &eventStream{ids: make(chan string, 64), done: make(chan struct{})}
+	s.stop = func() { cancel(); <-s.done }
 	go func() {
 		defer close(s.done)
 		defer res.Body.Close()
 		sc := bufio.NewScanner(res.Body)
-		id := ""
+		event, id := "", ""
 		for sc.Scan() {
 			line := sc.Text()
 			if v, ok := strings.CutPrefix(line, "id: "); ok {
 				id = v
 			}
-			if line == "" && id != "" {
+			if v, ok := strings.CutPrefix(line, "event: "); ok {
+				event = v
+			}
+			if line == "" && event == "changed" {
 				s.ids <- id
-				id = ""
+				event, id = "", ""
 			}
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-s.done })
+	t.Cleanup(s.stop)
 	return s
 }
 
@@ -118,4 +126,38 @@ func TestTheListsEventStreamStartsFromTheVersionThePageShows(t *testing.T) {
 	if v3 := again.next(t, "the change after a reconnect"); v3 == v2 || v3 == shown {
 		t.Fatalf("the reconnected stream (Last-Event-ID %s) told of %s; want the version after task-3", v2, v3)
 	}
+}
+
+// Issue 30, finding 5, at the web inbox's own door: a person's live pages
+// (/events) are capped, per person, like the server page's.
+func TestAPersonsLivePagesAreCapped(t *testing.T) {
+	const slots = 3
+	in := startInboxWith(t, func(c *web.Config) { c.MaxStreams = slots })
+	hc := in.login(t)
+	pages := make([]*eventStream, slots)
+	for i := range pages {
+		pages[i] = openEvents(t, hc, in.url, "", "")
+		pages[i].next(t, "a live page's first event")
+	}
+	status := func(hc *http.Client) int { return streamStatus(t, hc, in.url+"/events") }
+	if code := status(hc); code != http.StatusTooManyRequests {
+		t.Errorf("frank's live page number %d (the cap is %d): %d, want 429", slots+1, slots, code)
+	}
+	pages[0].stop()
+	apitest.Eventually(t, "a live page closed gives its slot back", 10*time.Second, func() bool { return status(hc) == http.StatusOK })
+}
+
+// streamStatus opens the event stream at u and closes it: the status it
+// was answered with.
+func streamStatus(t *testing.T, hc *http.Client, u string) int {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	res, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }

@@ -17,6 +17,9 @@ type ServerPageOptions struct {
 	// Stats, when set, gives how questions fare, shown at BASE/stats
 	// (telemetry.Metrics.Table).
 	Stats func() (header []string, rows [][]string)
+	// StatsPrincipals may see Stats: the figures are the whole server's.
+	// On a server without tokens its one anonymous caller may.
+	StatsPrincipals []string
 }
 
 // ServerPageFor is srv's own page of paused tasks, answered in the
@@ -26,7 +29,9 @@ type ServerPageOptions struct {
 // logins are the bearer tokens of srv's callers (Config.Tokens), each
 // seeing its own principal's tasks; the principals of orchestrators
 // (Config.OnBehalfOfPrincipals) have none. Without tokens everyone is the
-// anonymous caller, so serve it on loopback only.
+// anonymous caller, so serve it on loopback only. Its live pages take
+// stream slots of their principal's (srv.AcquireStream), counted with the
+// A2A streams against Config.MaxStreamsPerPrincipal.
 func ServerPageFor(srv *askpoint.Server, publicURL string, opts ServerPageOptions) (*ServerPage, error) {
 	cfg := srv.Config()
 	tokens := map[string]string{}
@@ -38,6 +43,7 @@ func ServerPageFor(srv *askpoint.Server, publicURL string, opts ServerPageOption
 	return NewServerPage(ServerPageConfig{
 		Base: cmp.Or(opts.Base, "/inbox"), PublicURL: publicURL, ExtraHosts: opts.ExtraHosts, Tokens: tokens,
 		Agents: srv.Agents, Handler: srv.RequestHandler, WithPrincipal: askpoint.WithPrincipal,
-		MaxAttempts: cfg.MaxAttempts, Stats: opts.Stats, Logger: cfg.Logger, Now: cfg.Now,
+		MaxAttempts: cfg.MaxAttempts, Stats: opts.Stats, StatsPrincipals: opts.StatsPrincipals,
+		AcquireStream: srv.AcquireStream, Logger: cfg.Logger, Now: cfg.Now,
 	})
 }

@@ -315,7 +315,7 @@ func (s *Server) formPage(w http.ResponseWriter, r *http.Request, sess *session)
 		return
 	}
 	f := s.formView(r.Context(), it, nil, nil)
-	f.Notice = r.URL.Query().Get("notice")
+	f.Notice = s.sess.notice(r, sess)
 	s.render(w, http.StatusOK, "form.html", s.page(sess, "Question "+strconv.FormatInt(it.ID, 10), "item", f))
 }
 
@@ -332,6 +332,50 @@ func (s *Server) itemState(w http.ResponseWriter, r *http.Request, sess *session
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// checkPost is what a form's field holds, checked as the answer will be
+// (fieldCheck): the page asks it for the fields with a pattern, so that
+// no agent's pattern runs in the browser's backtracking engine.
+func (s *Server) checkPost(w http.ResponseWriter, r *http.Request, sess *session) {
+	if it := s.item(w, r, sess); it != nil {
+		fieldCheck(w, r, it.Question)
+	}
+}
+
+// fieldCheck answers a form's field=NAME&value=TEXT with the errors the
+// answer would get for that field alone, as JSON {"errors": [...]}: the
+// words of question.ParseForm, and the pattern run by Go's regexp, whose
+// time grows with the text, not with the pattern's backtracking.
+func fieldCheck(w http.ResponseWriter, r *http.Request, q *question.Question) {
+	name, value := r.PostForm.Get("field"), strings.TrimSpace(r.PostForm.Get("value"))
+	var fd *question.Field
+	for _, f := range q.Fields() {
+		if f.Name == name {
+			fd = &f
+		}
+	}
+	if fd == nil {
+		http.Error(w, fmt.Sprintf("the question has no field %q", name), http.StatusBadRequest)
+		return
+	}
+	errs := []string{}
+	switch v, err := fd.Parse(value); {
+	case value == "" && fd.Required:
+		errs = append(errs, "missing required field "+name)
+	case value == "":
+	case err != nil:
+		errs = append(errs, err.Error())
+	default:
+		raw, err := json.Marshal(map[string]any{name: v})
+		if err != nil {
+			errs = append(errs, "the value cannot be encoded as JSON: "+err.Error())
+			break
+		}
+		errs = append(errs, q.ErrorsByField(q.Validate(raw))[name]...)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string][]string{"errors": errs})
 }
 
 // answerPost takes a form: an answer (checked exactly as the terminal and

@@ -6,14 +6,16 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -94,31 +96,105 @@ func ParsePeople(raw []byte) ([]Person, error) {
 	return out, nil
 }
 
-// sessions issues and checks session cookies and CSRF tokens: both are
-// HMACs under a key made when the inbox starts (a restart logs everyone
-// out), so nothing is kept per session.
+// sessions issues and checks session cookies and CSRF tokens. A session
+// is a random ID the inbox keeps (until it expires, the person logs out,
+// or the inbox restarts), sent in a cookie with an HMAC under a key made
+// at start-up; the CSRF token is an HMAC of the ID.
 type sessions struct {
 	key    []byte
 	people []Person
 	secure bool
 	ttl    time.Duration
 	now    func() time.Time
+	// cookie and path name the site's cookie: one name per site (its
+	// origin and base), so that two on one host (an inbox and a server's
+	// page on other ports: cookies do not tell ports apart) keep their own.
+	cookie, path string
+
+	mu       sync.Mutex
+	live     map[string]liveSession // by session ID
+	attempts map[string]*attempts   // failed logins, by client address
 }
 
-const cookieName = "askpoint_inbox"
+// Failed logins are bounded per client address: each login takes one of
+// loginBurst attempts, a failed one keeps it, and one comes back every
+// loginRefill. With none left every login from the address is refused,
+// the right token too (checking it would tell a guesser when it is
+// right), until one comes back.
+const (
+	loginBurst   = 10
+	loginRefill  = 3 * time.Second
+	maxAddresses = 4096 // addresses with failed logins kept track of
+)
 
-func newSessions(people []Person, secure bool, now func() time.Time) *sessions {
+// attempts are an address's login attempts left, as of at.
+type attempts struct {
+	left float64
+	at   time.Time
+}
+
+// liveSession is whose session is and until when.
+type liveSession struct {
+	person string
+	until  time.Time
+}
+
+// maxSessionsPerPerson bounds the sessions one person holds: a login past
+// it ends their oldest.
+const maxSessionsPerPerson = 64
+
+// newSessions makes the sessions of the site at origin (scheme://host:port)
+// under base ("" for the root).
+func newSessions(people []Person, origin, base string, now func() time.Time) *sessions {
 	key := make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
 		panic("web: no randomness for the session key: " + err.Error())
 	}
-	return &sessions{key: key, people: people, secure: secure, ttl: 12 * time.Hour, now: now}
+	site := sha256.Sum256([]byte(origin + base))
+	return &sessions{key: key, people: people, secure: strings.HasPrefix(origin, "https://"), ttl: 12 * time.Hour, now: now,
+		cookie: "askpoint_inbox_" + hex.EncodeToString(site[:4]), path: strings.TrimSuffix(base, "/") + "/", live: map[string]liveSession{}, attempts: map[string]*attempts{}}
 }
 
 func (s *sessions) mac(parts ...string) string {
 	h := hmac.New(sha256.New, s.key)
 	h.Write([]byte(strings.Join(parts, "\x00")))
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// attempt takes one of addr's login attempts, or says how long until it
+// has one; done gives it back after a login that succeeded.
+func (s *sessions) attempt(addr string) (done func(ok bool), wait time.Duration) {
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.attempts[addr]
+	if a == nil {
+		if len(s.attempts) >= maxAddresses {
+			for k, o := range s.attempts { // forget the addresses that have all their attempts again
+				if o.left+now.Sub(o.at).Seconds()/loginRefill.Seconds() >= loginBurst {
+					delete(s.attempts, k)
+				}
+			}
+		}
+		if len(s.attempts) >= maxAddresses {
+			return nil, loginRefill
+		}
+		a = &attempts{left: loginBurst, at: now}
+		s.attempts[addr] = a
+	}
+	a.left = min(loginBurst, a.left+now.Sub(a.at).Seconds()/loginRefill.Seconds())
+	a.at = now
+	if a.left < 1 {
+		return nil, time.Duration((1 - a.left) * float64(loginRefill))
+	}
+	a.left--
+	return func(ok bool) {
+		if ok {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			a.left = min(loginBurst, a.left+1)
+		}
+	}, 0
 }
 
 // login returns the person whose token this is.
@@ -145,55 +221,75 @@ func (s *sessions) person(name string) *Person {
 // session is a logged-in person's session.
 type session struct {
 	person *Person
-	id     string // identifies the session: name and issue time
+	id     string
 }
 
-// issue sets the session cookie for p.
+// issue starts a session for p and sets its cookie.
 func (s *sessions) issue(w http.ResponseWriter, p *Person) {
-	name := base64.RawURLEncoding.EncodeToString([]byte(p.Name))
-	exp := strconv.FormatInt(s.now().Add(s.ttl).Unix(), 10)
-	nonce := make([]byte, 12)
-	_, _ = rand.Read(nonce)
-	n := base64.RawURLEncoding.EncodeToString(nonce)
-	val := name + "." + exp + "." + n + "." + s.mac("session", name, exp, n)
+	raw := make([]byte, 18)
+	if _, err := rand.Read(raw); err != nil {
+		panic("web: no randomness for a session ID: " + err.Error())
+	}
+	id := base64.RawURLEncoding.EncodeToString(raw)
+	now := s.now()
+	s.mu.Lock()
+	var (
+		mine   int
+		oldest string
+	)
+	for k, ls := range s.live {
+		switch {
+		case !ls.until.After(now):
+			delete(s.live, k)
+		case ls.person == p.Name:
+			mine++
+			if oldest == "" || ls.until.Before(s.live[oldest].until) {
+				oldest = k
+			}
+		}
+	}
+	if mine >= maxSessionsPerPerson {
+		delete(s.live, oldest)
+	}
+	s.live[id] = liveSession{person: p.Name, until: now.Add(s.ttl)}
+	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: val, Path: "/", HttpOnly: true, Secure: s.secure,
+		Name: s.cookie, Value: id + "." + s.mac("session", id), Path: s.path, HttpOnly: true, Secure: s.secure,
 		SameSite: http.SameSiteLaxMode, MaxAge: int(s.ttl.Seconds()),
 	})
 }
 
-func (s *sessions) clear(w http.ResponseWriter) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true, Secure: s.secure,
+// end ends sess (logout): its cookie no longer logs anyone in, also where
+// a copy of it is kept.
+func (s *sessions) end(w http.ResponseWriter, sess *session) {
+	s.mu.Lock()
+	delete(s.live, sess.id)
+	s.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: "", Path: s.path, HttpOnly: true, Secure: s.secure,
 		SameSite: http.SameSiteLaxMode, MaxAge: -1})
 }
 
 // check returns the request's session, or nil.
 func (s *sessions) check(r *http.Request) *session {
-	c, err := r.Cookie(cookieName)
+	c, err := r.Cookie(s.cookie)
 	if err != nil {
 		return nil
 	}
-	parts := strings.Split(c.Value, ".")
-	if len(parts) != 4 {
+	id, mac, ok := strings.Cut(c.Value, ".")
+	if !ok || !hmac.Equal([]byte(mac), []byte(s.mac("session", id))) {
 		return nil
 	}
-	name, exp, n, mac := parts[0], parts[1], parts[2], parts[3]
-	if !hmac.Equal([]byte(mac), []byte(s.mac("session", name, exp, n))) {
+	s.mu.Lock()
+	ls, ok := s.live[id]
+	s.mu.Unlock()
+	if !ok || !ls.until.After(s.now()) {
 		return nil
 	}
-	until, err := strconv.ParseInt(exp, 10, 64)
-	if err != nil || s.now().Unix() > until {
-		return nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(name)
-	if err != nil {
-		return nil
-	}
-	p := s.person(string(raw))
+	p := s.person(ls.person)
 	if p == nil {
 		return nil
 	}
-	return &session{person: p, id: name + "." + exp + "." + n}
+	return &session{person: p, id: id}
 }
 
 // csrf is the session's token for its forms.
@@ -201,4 +297,22 @@ func (s *sessions) csrf(sess *session) string { return s.mac("csrf", sess.id) }
 
 func (s *sessions) csrfOK(sess *session, token string) bool {
 	return token != "" && hmac.Equal([]byte(token), []byte(s.csrf(sess)))
+}
+
+// noticeQuery is the query that carries text to the next page of sess:
+// signed for the session, so that a link cannot put words of its own on the
+// site's pages.
+func (s *sessions) noticeQuery(sess *session, text string) string {
+	return "notice=" + url.QueryEscape(text) + "&sig=" + s.mac("notice", sess.id, text)
+}
+
+// notice is the text the request's noticeQuery carries for sess ("" for
+// none, or one not signed for this session).
+func (s *sessions) notice(r *http.Request, sess *session) string {
+	q := r.URL.Query()
+	text := q.Get("notice")
+	if text == "" || !hmac.Equal([]byte(q.Get("sig")), []byte(s.mac("notice", sess.id, text))) {
+		return ""
+	}
+	return text
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -43,12 +44,22 @@ type ServerPageConfig struct {
 	WithPrincipal func(ctx context.Context, principal string) context.Context
 	// MaxAttempts is the server's cap on answers per question.
 	MaxAttempts int
+	// AcquireStream, when set, takes one of the principal's stream slots
+	// (askpoint.Server.AcquireStream: the server's cap, counted with the
+	// principal's A2A streams) for each live page's event stream; ctx
+	// carries the principal (WithPrincipal). Otherwise each principal may
+	// hold DefaultMaxStreams of them.
+	AcquireStream func(ctx context.Context) (release func(), err error)
 	// Stats, when set, gives how questions fare (a header row, then one
 	// row per agent and question kind: askpoint stats' table), shown at
 	// BASE/stats; nil when the server runs without metrics.
-	Stats  func() (header []string, rows [][]string)
-	Logger *slog.Logger
-	Now    func() time.Time
+	Stats func() (header []string, rows [][]string)
+	// StatsPrincipals may see Stats: the figures are the whole server's,
+	// every principal's questions. Without Tokens the anonymous principal
+	// (the only one) sees them.
+	StatsPrincipals []string
+	Logger          *slog.Logger
+	Now             func() time.Time
 }
 
 // anonymous is the principal of a server without tokens.
@@ -65,11 +76,23 @@ type ServerPage struct {
 	open  bool // no tokens: everyone is the anonymous principal
 	done  chan struct{}
 	once  sync.Once
+
+	streams *streamCap // when cfg.AcquireStream is not set
+	mu      sync.Mutex
+	watches map[string]*pageWatch // by principal, while they have live pages
+	wg      sync.WaitGroup        // the watches' polls
+	closed  bool
 }
 
 // Close ends the pages' event streams, so that a server's graceful
 // shutdown does not wait on them.
-func (sp *ServerPage) Close() { sp.once.Do(func() { close(sp.done) }) }
+func (sp *ServerPage) Close() {
+	sp.mu.Lock()
+	sp.closed = true // no watch starts after this
+	sp.mu.Unlock()
+	sp.once.Do(func() { close(sp.done) })
+	sp.wg.Wait()
+}
 
 // NewServerPage checks cfg and returns the page.
 func NewServerPage(cfg ServerPageConfig) (*ServerPage, error) {
@@ -103,8 +126,9 @@ func NewServerPage(cfg ServerPageConfig) (*ServerPage, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp := &ServerPage{cfg: cfg, sess: newSessions(people, u.Scheme == "https", cfg.Now), tmpl: tmpl, log: cfg.Logger,
-		hosts: map[string]bool{u.Host: true}, orig: u.Scheme + "://" + u.Host, open: open, done: make(chan struct{})}
+	sp := &ServerPage{cfg: cfg, sess: newSessions(people, u.Scheme+"://"+u.Host, cfg.Base, cfg.Now), tmpl: tmpl, log: cfg.Logger,
+		hosts: map[string]bool{u.Host: true}, orig: u.Scheme + "://" + u.Host, open: open, done: make(chan struct{}),
+		streams: newStreamCap(0), watches: map[string]*pageWatch{}}
 	for _, h := range cfg.ExtraHosts {
 		sp.hosts[h] = true
 	}
@@ -134,6 +158,7 @@ func (sp *ServerPage) Handler() http.Handler {
 	mux.HandleFunc("GET "+b+"/t/{agent}/{task}", s.authed(sp.form))
 	mux.HandleFunc("GET "+b+"/t/{agent}/{task}/state", s.authed(sp.state))
 	mux.HandleFunc("POST "+b+"/t/{agent}/{task}", s.authed(sp.answer))
+	mux.HandleFunc("POST "+b+"/t/{agent}/{task}/check", s.authed(sp.check))
 	mux.Handle("GET "+b+"/static/", http.StripPrefix(b+"/static/", http.FileServerFS(staticFS())))
 	inner := s.guard(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -244,7 +269,7 @@ func (sp *ServerPage) list(w http.ResponseWriter, r *http.Request, sess *session
 		return
 	}
 	pg := sp.page(sess, "Paused tasks", "list", rows)
-	pg.Notice = r.URL.Query().Get("notice")
+	pg.Notice = sp.sess.notice(r, sess)
 	sp.render(w, http.StatusOK, "list.html", pg)
 }
 
@@ -257,44 +282,109 @@ func (sp *ServerPage) rowsFragment(w http.ResponseWriter, r *http.Request, sess 
 	sp.render(w, http.StatusOK, "rows", rows)
 }
 
-// events tells the page when the principal's paused tasks change: it reads
-// them every two seconds while the page is open (the page's own look; the
-// store keeps no list of watchers).
-func (sp *ServerPage) events(w http.ResponseWriter, r *http.Request, sess *session) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming is not supported here", http.StatusInternalServerError)
-		return
+// pagePoll is how often a principal's paused tasks are read while they
+// have a live page open.
+const pagePoll = 2 * time.Second
+
+// pageWatch is the one read of a principal's paused tasks, every pagePoll,
+// that all their live pages share: the store keeps no list of watchers, so
+// the page looks, but once per principal however many pages are open.
+type pageWatch struct {
+	pages   int // live pages following it
+	tag     string
+	changed chan struct{} // closed and replaced at each change
+	stop    context.CancelFunc
+}
+
+// watch joins the principal's watch, starting it for their first live
+// page; leave ends it after the last.
+func (sp *ServerPage) watch(principal string) (current func() (string, <-chan struct{}), leave func()) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	pw := sp.watches[principal]
+	if pw == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		pw = &pageWatch{changed: make(chan struct{}), stop: cancel}
+		sp.watches[principal] = pw
+		if !sp.closed {
+			sp.wg.Add(1)
+			go func() { defer sp.wg.Done(); sp.poll(ctx, principal, pw) }()
+		}
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-	fl.Flush()
-	last := ""
-	tick := time.NewTicker(2 * time.Second)
+	pw.pages++
+	var once sync.Once
+	current = func() (string, <-chan struct{}) {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		return pw.tag, pw.changed
+	}
+	return current, func() {
+		once.Do(func() {
+			sp.mu.Lock()
+			defer sp.mu.Unlock()
+			if pw.pages--; pw.pages == 0 {
+				pw.stop()
+				delete(sp.watches, principal)
+			}
+		})
+	}
+}
+
+// poll reads the principal's paused tasks until ctx ends, and tells the
+// watch's pages when they change. The tag is "" while there are none.
+func (sp *ServerPage) poll(ctx context.Context, principal string, pw *pageWatch) {
+	tick := time.NewTicker(pagePoll)
 	defer tick.Stop()
 	for {
-		rows, err := sp.paused(r.Context(), sess.person.Name)
-		if err == nil {
+		if rows, err := sp.paused(ctx, principal); err == nil {
 			var b strings.Builder
 			for _, row := range rows {
 				b.WriteString(row.Item.TaskID + "/" + row.Item.Key + "|")
 			}
-			if sig := b.String(); sig != last {
-				if _, err := fmt.Fprintf(w, "event: changed\ndata: %d\n\n", len(rows)); err != nil {
-					return
-				}
-				fl.Flush()
-				last = sig
+			tag := ""
+			if len(rows) > 0 {
+				tag = versionTag(b.String())
 			}
+			sp.mu.Lock()
+			if tag != pw.tag {
+				pw.tag = tag
+				close(pw.changed)
+				pw.changed = make(chan struct{})
+			}
+			sp.mu.Unlock()
+		} else if ctx.Err() == nil {
+			sp.log.Warn("server page: cannot list the paused tasks for a live page", slog.Any("error", err))
 		}
 		select {
 		case <-tick.C:
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		case <-sp.done:
 			return
 		}
 	}
+}
+
+// events tells a live page when the principal's paused tasks change
+// (serveEvents), in one of the principal's stream slots.
+func (sp *ServerPage) events(w http.ResponseWriter, r *http.Request, sess *session) {
+	var (
+		release func()
+		err     error
+	)
+	if sp.cfg.AcquireStream != nil {
+		release, err = sp.cfg.AcquireStream(sp.cfg.WithPrincipal(r.Context(), sess.person.Name))
+	} else {
+		release, err = sp.streams.acquire(sess.person.Name)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
+		return
+	}
+	defer release()
+	current, leave := sp.watch(sess.person.Name)
+	defer leave()
+	serveEvents(w, r, sp.done, current)
 }
 
 // task reads the path's task for the principal.
@@ -359,7 +449,7 @@ func (sp *ServerPage) form(w http.ResponseWriter, r *http.Request, sess *session
 		return
 	}
 	f := sp.formOf(name, t, nil, nil)
-	f.Notice = r.URL.Query().Get("notice")
+	f.Notice = sp.sess.notice(r, sess)
 	sp.render(w, http.StatusOK, "form.html", sp.page(sess, "Task "+string(t.ID), "item", f))
 }
 
@@ -382,6 +472,21 @@ func (sp *ServerPage) state(w http.ResponseWriter, r *http.Request, sess *sessio
 		out["closed"], out["next"] = "the agent asks again", f.Action
 	}
 	_ = json.NewEncoder(w).Encode(out)
+}
+
+// check is what a form's field holds, checked as the answer will be
+// (fieldCheck).
+func (sp *ServerPage) check(w http.ResponseWriter, r *http.Request, sess *session) {
+	name, _, t := sp.task(w, r, sess)
+	if t == nil {
+		return
+	}
+	f := sp.formOf(name, t, nil, nil)
+	if f.Q == nil {
+		http.Error(w, "the task asks no question with fields", http.StatusConflict)
+		return
+	}
+	fieldCheck(w, r, f.Q)
 }
 
 // answer sends the form's answer (checked as the agent will check it) to
@@ -470,7 +575,7 @@ func (sp *ServerPage) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 			again(http.StatusBadGateway, nil, "The task could not be canceled: "+err.Error())
 			return
 		}
-		http.Redirect(w, r, sp.cfg.Base+"/?notice="+url.QueryEscape("Task "+string(t.ID)+" was canceled."), http.StatusSeeOther)
+		http.Redirect(w, r, sp.cfg.Base+"/?"+sp.sess.noticeQuery(sess, "Task "+string(t.ID)+" was canceled."), http.StatusSeeOther)
 		return
 	}
 	if q != nil {
@@ -502,7 +607,7 @@ func (sp *ServerPage) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 	if done, ok := res.(*a2a.Task); ok {
 		state = "now " + stateName(done.Status.State)
 	}
-	http.Redirect(w, r, sp.cfg.Base+"/?notice="+url.QueryEscape("Task "+string(t.ID)+" is "+state+"."), http.StatusSeeOther)
+	http.Redirect(w, r, sp.cfg.Base+"/?"+sp.sess.noticeQuery(sess, "Task "+string(t.ID)+" is "+state+"."), http.StatusSeeOther)
 }
 
 // statsPage shows how questions fare: the same table as askpoint stats.
@@ -525,6 +630,10 @@ func (sp *ServerPage) stats(w http.ResponseWriter, r *http.Request, sess *sessio
 		Header []string
 		Rows   [][]string
 	}{Base: sp.cfg.Base, Off: sp.cfg.Stats == nil}
+	if !sp.open && !slices.Contains(sp.cfg.StatsPrincipals, sess.person.Name) {
+		http.Error(w, "the figures are the whole server's, every principal's questions: they are shown to the principals the server names for them, not to "+sess.person.Name, http.StatusForbidden)
+		return
+	}
 	if sp.cfg.Stats != nil {
 		data.Header, data.Rows = sp.cfg.Stats()
 	}

@@ -24,12 +24,14 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -74,15 +76,12 @@ type Config struct {
 	// Mailer, when set, emails people with an address of new questions and
 	// of the agents' reminders.
 	Mailer *Mailer
-	// PushToken, when set, must come with every push notification.
-	PushToken string
-	// PushAgents, when set, are the only agents whose push notifications
-	// are taken (agent URL -> its own push token, "" for PushToken); see
-	// inbox.PushOptions.Agents.
+	// PushAgents are the only agents whose push notifications /push takes
+	// (agent URL -> its own push token, "" for PushToken), each with its
+	// token; none: /push takes no notifications. See inbox.PushOptions.
 	PushAgents map[string]string
-	// NoPush refuses push notifications (an inbox reachable beyond
-	// loopback without a push token would take questions from anyone).
-	NoPush bool
+	// PushToken is the push token of the agents listed with "".
+	PushToken string
 	// Watch is how often the inbox file is looked at for changes made by
 	// any process (default 500ms).
 	Watch time.Duration
@@ -93,8 +92,11 @@ type Config struct {
 	// AnswerTimeout bounds sending an answer and following the task until
 	// it pauses or ends (default 2m).
 	AnswerTimeout time.Duration
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// MaxStreams caps the live pages (event streams) one person holds open
+	// (default DefaultMaxStreams).
+	MaxStreams int
+	Logger     *slog.Logger
+	Now        func() time.Time
 }
 
 // Server is a web inbox.
@@ -117,6 +119,8 @@ type Server struct {
 	queued  map[string]bool // notices waiting to be sent
 
 	caps map[string]int // agent URL -> maxAttempts from its card (0: unknown)
+
+	streams *streamCap
 
 	mail chan notice
 	wg   sync.WaitGroup
@@ -168,7 +172,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, ib: cfg.Inbox, log: cfg.Logger, now: cfg.Now,
-		sess:    newSessions(cfg.People, u.Scheme == "https", cfg.Now),
+		sess:    newSessions(cfg.People, cfg.PublicURL, "", cfg.Now),
 		hosts:   map[string]bool{u.Host: true},
 		orig:    cfg.PublicURL,
 		changed: make(chan struct{}),
@@ -177,6 +181,7 @@ func New(cfg Config) (*Server, error) {
 		queued:  map[string]bool{},
 		caps:    map[string]int{},
 		mail:    make(chan notice, 64),
+		streams: newStreamCap(cfg.MaxStreams),
 	}
 	for _, h := range cfg.ExtraHosts {
 		s.hosts[h] = true
@@ -400,9 +405,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /q/{id}", s.authed(s.formPage))
 	mux.HandleFunc("GET /q/{id}/state", s.authed(s.itemState))
 	mux.HandleFunc("POST /q/{id}", s.authed(s.answerPost))
+	mux.HandleFunc("POST /q/{id}/check", s.authed(s.checkPost))
 	mux.HandleFunc("GET /tasks/{task}", s.authed(s.taskPage))
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(staticFS())))
-	var push http.Handler = inbox.NewPushHandler(s.ib, inbox.PushOptions{
+	mux.Handle("POST /push", inbox.NewPushHandler(s.ib, inbox.PushOptions{
 		Token:  s.cfg.PushToken,
 		Agents: s.cfg.PushAgents,
 		// What the agent itself says is recorded, never what a
@@ -420,13 +426,7 @@ func (s *Server) Handler() http.Handler {
 				s.queue(context.Background(), notice{item: it, kind: "reminder-" + strconv.Itoa(r.N), rem: &r})
 			}
 		},
-	})
-	if s.cfg.NoPush {
-		push = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, "this inbox takes no push notifications: it is reachable beyond loopback and has no push token (askpoint inbox --web --token T)", http.StatusForbidden)
-		})
-	}
-	mux.Handle("POST /push", push)
+	}))
 	return s.guard(mux)
 }
 
@@ -444,12 +444,14 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Frame-Options", "DENY")
-		if r.Method != http.MethodGet && r.Method != http.MethodHead && r.URL.Path != "/push" {
+		// Every door, /push too: an agent's push comes from no page.
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if why := s.crossOrigin(r); why != "" {
 				s.log.Info("web inbox: cross-origin request refused", slog.String("path", r.URL.Path), slog.String("why", why))
 				http.Error(w, "refused: "+why, http.StatusForbidden)
 				return
 			}
+			r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -477,6 +479,20 @@ func (s *Server) crossOrigin(r *http.Request) string {
 	return ""
 }
 
+// maxBodyBytes bounds what every door takes in a request (a form, a
+// push notification).
+const maxBodyBytes = 1 << 20
+
+// formError answers a form that cannot be read.
+func formError(w http.ResponseWriter, err error) {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		http.Error(w, fmt.Sprintf("the form is larger than %d bytes", maxBodyBytes), http.StatusRequestEntityTooLarge)
+		return
+	}
+	http.Error(w, "the form cannot be read: "+err.Error(), http.StatusBadRequest)
+}
+
 type authedHandler func(w http.ResponseWriter, r *http.Request, sess *session)
 
 // authed lets logged-in people through; others go to the login page (or
@@ -496,7 +512,7 @@ func (s *Server) authed(h authedHandler) http.HandlerFunc {
 		}
 		if r.Method == http.MethodPost {
 			if err := r.ParseForm(); err != nil {
-				http.Error(w, "the form cannot be read: "+err.Error(), http.StatusBadRequest)
+				formError(w, err)
 				return
 			}
 			if !s.sess.csrfOK(sess, r.PostForm.Get("csrf")) {
@@ -532,11 +548,21 @@ func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
-		http.Error(w, "the form cannot be read: "+err.Error(), http.StatusBadRequest)
+		formError(w, err)
 		return
 	}
 	next := safeNext(r.PostForm.Get("next"))
+	done, wait := s.sess.attempt(clientAddr(r))
+	if done == nil {
+		s.log.Warn("web inbox: login refused: too many failed logins", slog.String("remote", r.RemoteAddr))
+		secs := int(wait.Seconds()) + 1
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		s.render(w, http.StatusTooManyRequests, "login.html", page{Title: "Log in", Body: map[string]any{"Next": next,
+			"Error": fmt.Sprintf("Too many failed logins from your address: try again in %d seconds.", secs)}})
+		return
+	}
 	p := s.sess.login(r.PostForm.Get("token"))
+	done(p != nil)
 	if p == nil {
 		s.log.Info("web inbox: login refused", slog.String("remote", r.RemoteAddr))
 		s.render(w, http.StatusUnauthorized, "login.html", page{Title: "Log in", Body: map[string]any{"Next": next, "Error": "That token is not known here."}})
@@ -547,65 +573,43 @@ func (s *Server) loginPost(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ *session) {
-	s.sess.clear(w)
+// clientAddr is the address a request came from, without its port.
+func clientAddr(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
+func (s *Server) logout(w http.ResponseWriter, r *http.Request, sess *session) {
+	s.sess.end(w, sess)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// safeNext keeps a redirect after login on this site.
+// safeNext keeps a redirect after login on this site: next when it is a
+// plain path of it, else "/". A browser reads a backslash as a slash and
+// drops tabs and newlines, and http.Redirect cleans "/./" away, so
+// "/\t/host" and "/./\host" would reach another origin as "//host":
+// neither is a plain path.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	if !strings.HasPrefix(next, "/") || strings.ContainsRune(next, '\\') || strings.IndexFunc(next, unicode.IsControl) >= 0 {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || strings.HasPrefix(u.Path, "//") {
 		return "/"
 	}
 	return next
 }
 
-// events streams "changed" events (server-sent events) until the client
-// leaves or the inbox stops, each with the tag of the version it tells of
-// as its event ID. The stream starts from the version the client already
-// shows: the tag its page was rendered at (?since=, data-since on the
-// list page) or, when the browser reconnects, the last event's ID
-// (Last-Event-ID). Without either, the first event comes at once. A page
-// that is up to date is not told to fetch again: the refetch would replace
-// the list under the reader's eyes (and under a test's queries) for
-// nothing.
-func (s *Server) events(w http.ResponseWriter, r *http.Request, _ *session) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		http.Error(w, "streaming is not supported here", http.StatusInternalServerError)
+// events is the live list's and the form's event stream (serveEvents),
+// one of the person's MaxStreams.
+func (s *Server) events(w http.ResponseWriter, r *http.Request, sess *session) {
+	release, err := s.streams.acquire(sess.person.Name)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusTooManyRequests)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	fl.Flush()
-	last := r.Header.Get("Last-Event-ID")
-	if last == "" {
-		last = r.URL.Query().Get("since")
-	}
-	keepAlive := time.NewTicker(25 * time.Second)
-	defer keepAlive.Stop()
-	for {
-		v, ch := s.wait()
-		if v != last {
-			if _, err := fmt.Fprintf(w, "event: changed\nid: %s\ndata: %s\n\n", v, v); err != nil {
-				return
-			}
-			fl.Flush()
-			last = v
-		}
-		select {
-		case <-ch:
-		case <-keepAlive.C:
-			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
-				return
-			}
-			fl.Flush()
-		case <-r.Context().Done():
-			return
-		case <-s.done:
-			return
-		}
-	}
+	defer release()
+	serveEvents(w, r, s.done, s.wait)
 }

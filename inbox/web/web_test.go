@@ -2,7 +2,9 @@ package web_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"mime/quotedprintable"
 	"net"
@@ -198,17 +200,21 @@ func get(t *testing.T, hc *http.Client, u string) (int, string) {
 // the agent's reminder is emailed too.
 func TestEmailTellsOfANewQuestionWithAWorkingLinkAndOfTheReminder(t *testing.T) {
 	mail := startSMTP(t)
-	in := startInbox(t, &web.Mailer{Addr: mail.addr, From: "inbox@example.com"})
 	env := apitest.Start(t, apitest.Options{Quiet: true, Config: func(c *askpoint.Config) {
 		c.QuestionExpiry = 3 * time.Second
 		c.Reminders = []float64{0.5}
 		c.AllowPrivateWebhooks = true
 	}})
 	agent := env.AgentURL("expense")
+	const pushToken = "push-token-0123456789"
+	in := startInboxWith(t, func(c *web.Config) {
+		c.Mailer = &web.Mailer{Addr: mail.addr, From: "inbox@example.com"}
+		c.PushAgents, c.PushToken = map[string]string{agent: ""}, pushToken
+	})
 	c := env.Client(t, "expense", a2a.TransportProtocolJSONRPC)
 	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{
 		Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros")),
-		Config:  &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: in.url + "/push?agent=" + url.QueryEscape(agent)}},
+		Config:  &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: in.url + "/push?agent=" + url.QueryEscape(agent), Token: pushToken}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -380,5 +386,62 @@ func TestExpiredAndWithdrawnQuestionsLeaveTheList(t *testing.T) {
 	it, err := ib.Get(t.Context(), withdrawn.ID)
 	if err != nil || it.State != inbox.StateClosed || !strings.Contains(it.Note, "canceled") {
 		t.Errorf("the withdrawn item: %+v (%v); want it closed, saying the task was canceled", it, err)
+	}
+}
+
+// Issue 30, finding 1: /push is one more door of the web inbox, with the
+// push handler's guard (only its agents, with their token, as JSON) and
+// the origin rule of every other door: a browser's request from another
+// site is refused even with the right token. Without agents it takes
+// nothing.
+func TestThePushDoorTakesOnlyItsAgentsAndNoOtherSite(t *testing.T) {
+	env := apitest.Start(t, apitest.Options{Quiet: true})
+	agent := env.AgentURL("expense")
+	c := env.Client(t, "expense", a2a.TransportProtocolJSONRPC)
+	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(a2a.StreamResponse{Event: res.(*a2a.Task)})
+	const pushToken = "push-token-0123456789"
+	push := func(in *inboxEnv, header, value string) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, in.url+"/push?agent="+url.QueryEscape(agent), bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(inbox.TokenHeader, pushToken)
+		if header != "" {
+			req.Header.Set(header, value)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	listed := func(in *inboxEnv) int {
+		items, err := in.ib.List(t.Context(), inbox.ListOptions{All: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(items)
+	}
+
+	closed := startInbox(t, nil)
+	if code := push(closed, "", ""); code != http.StatusForbidden || listed(closed) != 0 {
+		t.Errorf("a push to an inbox started without agents: %d, %d items; want 403 and none", code, listed(closed))
+	}
+	in := startInboxWith(t, func(c *web.Config) { c.PushAgents, c.PushToken = map[string]string{agent: ""}, pushToken })
+	if code := push(in, "Origin", "http://evil.example"); code != http.StatusForbidden {
+		t.Errorf("a push from a page on another origin, with the token: %d, want 403", code)
+	}
+	if code := push(in, "Sec-Fetch-Site", "cross-site"); code != http.StatusForbidden {
+		t.Errorf("a push a browser says is cross-site, with the token: %d, want 403", code)
+	}
+	if n := listed(in); n != 0 {
+		t.Fatalf("refused pushes filed %d items", n)
+	}
+	if code := push(in, "", ""); code != http.StatusNoContent || listed(in) != 1 {
+		t.Errorf("the agent's own push: %d, %d items; want 204 and its question", code, listed(in))
 	}
 }

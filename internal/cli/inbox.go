@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"mime"
 	"net"
 	"net/http"
 	"os"
@@ -35,18 +33,22 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("inbox", "", "the inbox `file` (default $"+inbox.EnvPath+", else askpoint/inbox.db in your config directory)")
 	all := fs.Bool("all", false, "also list answered and closed items")
 	listen := fs.String("listen", "", "receive A2A push notifications on `host:port` (POST a StreamResponse to http://host:port/?agent=AGENT_URL) until interrupted")
-	token := fs.String("token", "", "with --listen or --web: refuse push notifications without this A2A-Notification-Token header (default $"+envPushToken+"; with --listen, one is generated and printed when none is given; visible in the process list: prefer --token-file or the variable)")
+	token := fs.String("token", "", "with --listen or --web: the push token the --agent agents send in the A2A-Notification-Token header (default $"+envPushToken+"; one is generated and printed when none is given; visible in the process list: prefer --token-file or the variable)")
 	tokenFile := fs.String("token-file", "", "read --token from the first line of this `file` (mode 0600)")
 	var agentFlags tokenFlags
-	fs.Var(&agentFlags, "agent", "with --listen (required) or --web: take push notifications from the agent at this `URL` (repeat for each); no other agent's are taken")
+	fs.Var(&agentFlags, "agent", "with --listen (required) or --web: take push notifications from the agent at this `URL` (repeat for each), with the push token; no other agent's are taken, and --web without it takes none")
 	agentsFile := fs.String("agents", "", "with --listen or --web: JSON `file` mapping agent URLs to their own push tokens (\"\" for --token)")
 	wf := addWebFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: askpoint inbox [--inbox FILE] [--all] [--listen ADDR [--token T]]")
-		fmt.Fprintln(stderr, "       askpoint inbox --web ADDR --people FILE [web flags]")
+		fmt.Fprintln(stderr, "Usage: askpoint inbox [--inbox FILE] [--all] [--listen ADDR --agent URL [--token T]]")
+		fmt.Fprintln(stderr, "       askpoint inbox --web ADDR --people FILE [--agent URL [--token T]] [web flags]")
 		fmt.Fprintln(stderr, "List the questions that wait on a person (answer one with askpoint answer ID), or receive")
 		fmt.Fprintln(stderr, "push notifications so the inbox learns of new questions without polling, or serve the web")
 		fmt.Fprintln(stderr, "inbox: a page of the questions and a form for each, for the people in the people file.")
+		fmt.Fprintln(stderr, "Push notifications (--listen, and --web at /push) are taken only from the agents named with")
+		fmt.Fprintln(stderr, "--agent or --agents, each with its push token (--token, printed when generated), as JSON:")
+		fmt.Fprintln(stderr, "the agent is where the person's answer and your bearer token go, so a notification never")
+		fmt.Fprintln(stderr, "names a new one.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(flagsFirst(fs, args)); err != nil {
@@ -106,6 +108,12 @@ func inboxCmd(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer ib.Close()
+	if (*listen != "" || *wf.addr != "") && len(agents) > 0 && *token == "" {
+		// Anyone who can reach the push door could otherwise file a
+		// question for a listed agent.
+		*token = text.RandomHex(16)
+		fmt.Fprintf(stderr, "askpoint inbox: push token (agents send it as %s): %s\n", inbox.TokenHeader, *token)
+	}
 	if *listen != "" {
 		return listenPush(ctx, ib, *listen, *token, agents, stdout, stderr)
 	}
@@ -254,17 +262,8 @@ func listenPush(ctx context.Context, ib *inbox.Inbox, addr, token string, agents
 			}
 		},
 	})
-	generated := token == ""
-	if generated {
-		// Anyone who can reach the listener could otherwise file a
-		// question whose answer goes to an agent URL of their choosing.
-		token = text.RandomHex(16)
-	}
-	srv := &http.Server{Handler: listenerGuard(h, token), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	say("listening for push notifications on http://%s/ (inbox %s)\n", ln.Addr(), ib.Path())
-	if generated {
-		fmt.Fprintf(stderr, "askpoint inbox: push token (agents send it as %s): %s\n", inbox.TokenHeader, token)
-	}
 	fmt.Fprintf(stderr, "askpoint inbox: register it with: askpoint send --push-url 'http://%s/?agent=AGENT_URL' --push-token %s AGENT_URL TEXT\n", ln.Addr(), token)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
@@ -322,27 +321,4 @@ func orUnknown(s string) string {
 		return "(unknown agent)"
 	}
 	return s
-}
-
-// listenerGuard is what the push listener takes: a POST with the listener's
-// token and a JSON body. A web page cannot send either (a custom header and
-// application/json both need a CORS preflight, which it does not answer).
-func listenerGuard(h http.Handler, token string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			http.Error(w, "push notifications are POSTed", http.StatusMethodNotAllowed)
-			return
-		}
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get(inbox.TokenHeader)), []byte(token)) != 1 {
-			http.Error(w, "missing or wrong "+inbox.TokenHeader+" header: send the token askpoint inbox --listen printed", http.StatusUnauthorized)
-			return
-		}
-		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-		if err != nil || (mt != "application/json" && mt != "application/a2a+json") {
-			http.Error(w, fmt.Sprintf("Content-Type %q is not JSON: send the notification as Content-Type: application/json", r.Header.Get("Content-Type")), http.StatusUnsupportedMediaType)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }

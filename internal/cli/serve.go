@@ -58,6 +58,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	var tokenFlag tokenFlags
 	fs.Var(&tokenFlag, "token", "`PRINCIPAL=TOKEN`: require bearer tokens (each at least 16 characters; principal names starting with askpoint- are reserved); repeat for each caller (visible in the process list: prefer --tokens or $"+EnvTokens+")")
 	publicURL := fs.String("public-url", "", "`URL` (http://HOST:PORT) where callers reach this server: agent cards name it and its host is answered (default: the listen address)")
+	var statsFor tokenFlags
+	fs.Var(&statsFor, "stats-principal", "`PRINCIPAL`: a caller who may see the whole server's question figures at /inbox/stats (needs --metrics-addr); repeat for more (default with tokens: nobody; without tokens the anonymous caller does)")
 	var allowHosts, allowOrigins tokenFlags
 	fs.Var(&allowHosts, "allow-host", "`NAME`: a host name, besides IP addresses, localhost and the public URL's, that requests may name in Host; repeat for more")
 	fs.Var(&allowOrigins, "allow-origin", "`ORIGIN` (https://app.example): a browser origin whose pages may call the agents; repeat for more (default none: cross-origin browser requests are refused)")
@@ -230,7 +232,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	if tel != nil && tel.Metrics != nil {
 		stats = tel.Metrics.Table
 	}
-	page, err := serverPage(srv, base, cardURL, stats)
+	page, err := serverPage(srv, base, cardURL, stats, statsFor)
 	if err == nil {
 		defer page.Close()
 		err = srv.Handle("/inbox/", page.Handler())
@@ -280,14 +282,14 @@ const internalPrincipal = "askpoint-internal"
 
 // serverPage is the server's own page at /inbox/: the paused tasks of the
 // logged-in principal (their bearer token is the login), answered in place.
-func serverPage(srv *askpoint.Server, base, public string, stats func() ([]string, [][]string)) (*web.ServerPage, error) {
+func serverPage(srv *askpoint.Server, base, public string, stats func() ([]string, [][]string), statsPrincipals []string) (*web.ServerPage, error) {
 	extra := []string{}
 	if u, err := url.Parse(base); err == nil {
 		if _, port, err := net.SplitHostPort(u.Host); err == nil {
 			extra = append(extra, u.Host, "localhost:"+port, "127.0.0.1:"+port, "[::1]:"+port)
 		}
 	}
-	return web.ServerPageFor(srv, public, web.ServerPageOptions{ExtraHosts: extra, Stats: stats})
+	return web.ServerPageFor(srv, public, web.ServerPageOptions{ExtraHosts: extra, Stats: stats, StatsPrincipals: statsPrincipals})
 }
 
 // parseReminders reads --reminders: fractions like "0.5,0.9", or "none".

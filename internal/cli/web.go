@@ -140,7 +140,7 @@ func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken stri
 			}
 			return agentcard.NewResolver(bearerClient(agentURL, token)).Resolve(ctx, strings.TrimSuffix(agentURL, "/"))
 		},
-		PushToken: pushToken, PushAgents: agents, NoPush: !loopback && pushToken == "", Watch: *wf.watch, Refresh: *wf.refresh, Logger: logger,
+		PushToken: pushToken, PushAgents: agents, Watch: *wf.watch, Refresh: *wf.refresh, Logger: logger,
 	}
 	if *wf.refresh == 0 {
 		cfg.Refresh = -1
@@ -158,7 +158,11 @@ func serveWeb(ctx context.Context, ib *inbox.Inbox, wf *webFlags, pushToken stri
 	go func() { defer close(ran); srv.Run(runCtx) }()
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	fmt.Fprintf(stdout, "askpoint inbox: web inbox on %s/ for %d people (inbox %s)\n", strings.TrimSuffix(public, "/"), len(people), ib.Path())
-	fmt.Fprintf(stdout, "askpoint inbox: push notifications to %s/push?agent=AGENT_URL\n", strings.TrimSuffix(public, "/"))
+	if len(agents) > 0 {
+		fmt.Fprintf(stdout, "askpoint inbox: push notifications from %d agents to %s/push?agent=AGENT_URL, with the push token\n", len(agents), strings.TrimSuffix(public, "/"))
+	} else {
+		fmt.Fprintln(stdout, "askpoint inbox: no push notifications taken (--agent URL names an agent whose are)")
+	}
 	done := make(chan error, 1)
 	go func() {
 		if tls {

@@ -1,7 +1,8 @@
 // askpoint web inbox: live list and time left, and the form's check before
 // an answer is sent. The checks and their words follow question.Field and
-// question.Validate, which the terminal prompts use too; the inbox checks
-// again on the server before it sends anything.
+// question.Validate, which the terminal prompts use too; a field with a
+// pattern is checked by the inbox itself, and the inbox checks the whole
+// answer again before it sends anything.
 "use strict";
 
 function plural(n, unit) { return n === 1 ? "1 " + unit : n + " " + unit + "s"; }
@@ -30,13 +31,6 @@ function tick() {
     t.textContent = human(left);
     t.classList.toggle("soon", left < 3600 * 1000);
   }
-}
-
-// quote is Go's strconv.Quote for the usual cases, as question messages use it.
-function quote(s) {
-  const r = Array.from(s);
-  if (r.length > 60) s = r.slice(0, 60).join("") + "…";
-  return JSON.stringify(s);
 }
 
 function optionsOf(el) {
@@ -87,14 +81,40 @@ function check(el) {
     return [];
   }
   const d = el.dataset, len = Array.from(v).length;
+  if (d.pattern !== undefined) {
+    // The agent's pattern is not run here: a browser's regular expressions
+    // backtrack, and one pattern can hang the page. The inbox checks the
+    // field (askServer), in the same words, and its answer stands.
+    if (el.verdict && el.verdict.value === v) return el.verdict.errors;
+    askServer(el, v);
+  }
   if (d.minlength !== undefined && len < Number(d.minlength)) errs.push("must be at least " + plural(Number(d.minlength), "character") + " long");
   if (d.maxlength !== undefined && len > Number(d.maxlength)) errs.push("must be at most " + plural(Number(d.maxlength), "character") + " long");
-  if (d.pattern !== undefined) {
-    let re = null;
-    try { re = new RegExp(d.pattern, "u"); } catch (e) { re = null; }
-    if (re && !re.test(v)) errs.push(quote(v) + " does not match " + d.pattern);
-  }
   return errs;
+}
+
+// askServer has the inbox check what a field holds (POST ACTION/check), a
+// moment after the typing stops, and shows its answer if the field still
+// holds that.
+function askServer(el, v) {
+  if (el.asking === v) return;
+  el.asking = v;
+  clearTimeout(el.askTimer);
+  el.askTimer = setTimeout(async () => {
+    const form = el.closest("form");
+    const body = new URLSearchParams({ csrf: form.elements.csrf.value, field: el.dataset.name, value: v });
+    try {
+      const r = await fetch(form.getAttribute("action") + "/check", { method: "POST", body, credentials: "same-origin" });
+      if (!r.ok) return;
+      const res = await r.json();
+      el.verdict = { value: v, errors: res.errors || [] };
+      if (valueOf(el) === v && (el.classList.contains("invalid") || el.dataset.touched)) show(el, check(el));
+    } catch (e) {
+      // Unreachable for now: the inbox checks the answer when it is sent.
+    } finally {
+      if (el.asking === v) el.asking = null;
+    }
+  }, 150);
 }
 
 function show(el, errs) {
