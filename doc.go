@@ -22,9 +22,21 @@
 // questions expire. Persistence, the wire, validation, re-asks, leases and
 // push notifications are the runtime's.
 //
-// What the package holds: the agent API (agent.go, outcome.go, steps.go),
-// the Server facade and its Config. The engine that runs tasks is
-// internal/engine, the HTTP front internal/front; question holds the
+//	srv, err := askpoint.NewServer(askpoint.Config{Store: st, Tokens: tokens})
+//	err = srv.Register(askpoint.AgentSpec{Name: "expense", Agent: agent, Card: card})
+//	err = srv.ListenAndServe(ctx, "127.0.0.1:8420") // JSON-RPC, HTTP+JSON and gRPC, until ctx ends
+//
+// [Server.Serve] puts all three bindings on one port behind one edge: the
+// same tokens, limits and timeouts on each, a connection cap, a graceful
+// stop. [Server.Handler] and [Server.GRPC] mount them on servers of your
+// own; [Server.Handle] adds a page of your own beside them. Config.Observer
+// takes the telemetry package's metrics and traces (or an [Observer] of
+// yours); askpointtest serves agents for their tests.
+//
+// The types of this package's API are defined once, in internal/api, and
+// aliased here (Call, Outcome, Config, ...): their fields and methods are
+// documented there. The engine that runs tasks is internal/engine, the
+// fronts internal/front (HTTP) and internal/grpcfront; question holds the
 // question convention, client the caller's side, relay and workflow the
-// orchestrators, and askpointtest a real server for an agent's tests.
+// orchestrators.
 package askpoint

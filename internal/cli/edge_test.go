@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -161,5 +162,38 @@ func TestInboxListenRequiresATokenAndJSON(t *testing.T) {
 	}
 	if code := post("text/plain", token); code != http.StatusUnsupportedMediaType {
 		t.Errorf("notification as text/plain: %d, want 415", code)
+	}
+}
+
+// /metrics takes no token: serve says so when asked to listen beyond
+// loopback (192.0.2.1, a documentation address no interface has, so the
+// listen fails after the warning and nothing listens beyond loopback), and
+// says nothing on loopback.
+func TestServeWarnsOfMetricsBeyondLoopback(t *testing.T) {
+	bin := buildAskpoint(t)
+	_, stderr, code := exe(t, bin, "", "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "a.db"), "--metrics-addr", "192.0.2.1:0")
+	if code == 0 || !strings.Contains(stderr, "is not a loopback address and /metrics takes no token") {
+		t.Errorf("--metrics-addr 192.0.2.1:0: exit %d, stderr %q; want the warning (then the failed listen)", code, stderr)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "b.db"), "--metrics-addr", "127.0.0.1:0")
+	var errs strings.Builder
+	cmd.Stderr = &errs
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "askpoint: try:") {
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	if strings.Contains(errs.String(), "takes no token") {
+		t.Errorf("--metrics-addr 127.0.0.1:0 warned:\n%s", errs.String())
 	}
 }

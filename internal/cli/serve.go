@@ -133,6 +133,11 @@ func serve(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "askpoint serve: --metrics-addr %s is the A2A address; give metrics a port of their own\n", *metricsAddr)
 		return 2
 	}
+	if *metricsAddr != "" && loopbackOnly(*metricsAddr) != nil {
+		// /metrics has no authentication: beyond loopback, whoever reaches
+		// the address reads the server's figures (agents, question kinds).
+		fmt.Fprintf(stderr, "askpoint serve: warning: --metrics-addr %s is not a loopback address and /metrics takes no token: anyone who reaches it reads the server's figures; keep it on 127.0.0.1 or behind a proxy that authenticates\n", *metricsAddr)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
