@@ -262,3 +262,55 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// A page of one's own is served beside the agents on Serve's port, may not
+// take an agent's path, and a request it holds open ends when Serve stops,
+// so that the stop does not wait for it.
+func TestHandleServesAPageBesideTheAgentsAndEndsItsRequestsAtShutdown(t *testing.T) {
+	srv := newServer(t, false, func(c *askpoint.Config) { c.ShutdownTimeout = time.Minute })
+	if err := srv.Handle("/greeter/extra", http.NotFoundHandler()); err == nil {
+		t.Error("Handle on the greeter's path was taken, want it refused")
+	}
+	if err := srv.Handle("/.well-known/other", http.NotFoundHandler()); err == nil {
+		t.Error("Handle under /.well-known/ was taken, want it refused")
+	}
+	held := make(chan struct{})
+	ended := make(chan error, 1)
+	if err := srv.Handle("GET /live/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		close(held)
+		<-r.Context().Done() // a live page's stream
+		ended <- r.Context().Err()
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Register(askpoint.AgentSpec{Name: "live", Agent: greeter(), Card: a2a.AgentCard{Name: "Live", Description: "Taken."}}); err == nil {
+		t.Error("an agent named live was registered over Handle(\"GET /live/\"), want it refused")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/live/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	<-held
+	stop()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve = %v, want nil: the page's request ended with the shutdown", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not return within 30s of its context's end: the page's open request held the shutdown")
+	}
+	if err := <-ended; err == nil {
+		t.Error("the page's request context did not end")
+	}
+}

@@ -130,6 +130,14 @@ func (s *Server) Register(spec AgentSpec) error {
 	if spec.Card.Name == "" || spec.Card.Description == "" {
 		return fmt.Errorf("askpoint: agent %q: Card.Name and Card.Description are required", spec.Name)
 	}
+	s.mu.Lock()
+	for _, p := range s.pages {
+		if pageSegment(p.pattern) == spec.Name {
+			s.mu.Unlock()
+			return fmt.Errorf("askpoint: agent %q: /%s/ is taken by the handler of Handle(%q)", spec.Name, spec.Name, p.pattern)
+		}
+	}
+	s.mu.Unlock()
 	if err := s.eng.Register(spec.Name, spec.Agent, spec.Card, canRelease(spec.Agent)); err != nil {
 		return err
 	}
@@ -199,9 +207,7 @@ func (s *Server) frontLocked() *front.Front {
 // holds open end (their context is canceled), so that a live page's
 // event stream does not hold the shutdown up. Call it before serving.
 func (s *Server) Handle(pattern string, h http.Handler) error {
-	_, path, _ := strings.Cut(strings.TrimSpace(pattern), "/")
-	first, _, _ := strings.Cut(path, "/")
-	first, _, _ = strings.Cut(first, "{")
+	first := pageSegment(pattern)
 	if first == "" || first == ".well-known" {
 		return fmt.Errorf("askpoint: Handle %q: the pattern must name a path of its own, not the host's root or /.well-known/", pattern)
 	}
@@ -224,6 +230,15 @@ func (s *Server) Handle(pattern string, h http.Handler) error {
 // once.
 func (s *Server) AcquireStream(ctx context.Context) (release func(), err error) {
 	return s.frontEnd().AcquireStream(auth.Principal(ctx))
+}
+
+// pageSegment is the first path segment of a ServeMux pattern ("GET
+// /inbox/{task}" is "inbox").
+func pageSegment(pattern string) string {
+	_, path, _ := strings.Cut(strings.TrimSpace(pattern), "/")
+	first, _, _ := strings.Cut(path, "/")
+	first, _, _ = strings.Cut(first, "{")
+	return first
 }
 
 // Handler returns the HTTP handler that serves every registered agent, and
