@@ -28,8 +28,7 @@ type Engine struct {
 	cfg    api.Config
 	tokens auth.Tokens // the callers' bearer tokens (Config.Tokens)
 	log    *slog.Logger
-	obs    api.Observer // nil: nothing is observed
-	kinds  kindCache    // question kinds by answer schema, with an observer
+	obs    *observer
 	store  store.Store
 	agents map[string]*agentEntry
 	order  []string
@@ -40,9 +39,11 @@ type Engine struct {
 	// slots bounds the steps running on this node: the workers' and those
 	// run in a caller's goroutine (runHere).
 	slots  chan struct{}
-	rows   rowCache    // the rows this node wrote last (SingleNode stores)
+	rows   *rowCache   // the rows this node wrote last (SingleNode stores)
 	rate   rateBuckets // NewTasksPerMinutePerPrincipal
 	shares pushShares  // push deliveries in flight per principal
+
+	leases *leases
 
 	// locker is the store's task locks (quick steps), nil when it has none.
 	locker store.Locker
@@ -91,6 +92,7 @@ func New(cfg api.Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg = api.Defaults(cfg)
+	now := func() time.Time { return cfg.Now().UTC() }
 	tokens, err := auth.NewTokens(cfg.Tokens)
 	if err != nil {
 		return nil, err
@@ -99,9 +101,10 @@ func New(cfg api.Config) (*Engine, error) {
 		tokens:  tokens,
 		cfg:     cfg,
 		log:     cfg.Logger,
-		obs:     guardObserver(cfg.Observer, cfg.Logger),
+		obs:     newObserver(cfg.Observer, cfg.Logger, now),
 		store:   cfg.Store,
 		locker:  store.LockerOf(cfg.Store),
+		rows:    newRowCache(cfg.Store),
 		agents:  map[string]*agentEntry{},
 		running: map[string]context.CancelFunc{},
 		act:     newActivity(),
@@ -115,6 +118,7 @@ func New(cfg api.Config) (*Engine, error) {
 
 		pushSlots: make(chan struct{}, 64),
 	}
+	s.leases = &leases{store: cfg.Store, rows: s.rows, node: cfg.NodeID, span: cfg.LeaseDuration, poll: cfg.PollInterval, now: now, log: cfg.Logger, obs: s.obs}
 	s.broker.m = map[string]*watchers{}
 	s.rate.perMin = cfg.NewTasksPerMinutePerPrincipal
 	return s, nil
@@ -206,7 +210,7 @@ func (s *Engine) Start(ctx context.Context) error {
 		s.wg.Add(1)
 		go s.listen(ctx, n)
 	}
-	s.countOpenQuestions(ctx)
+	s.obs.countOpen(ctx, s.store, s.order)
 	s.log.Info("askpoint started", slog.String("node", s.cfg.NodeID), slog.Int("workers", s.cfg.Workers))
 	return nil
 }
@@ -281,7 +285,7 @@ func (s *Engine) resumeFromOutside(ctx context.Context, taskID string, decide fu
 			if err != nil {
 				return err
 			}
-			w := &work{task: saved, in: in, trace: s.traceParent(ctx)}
+			w := &work{task: saved, in: in, trace: s.obs.traceParent(ctx)}
 			if len(l.Request) > 0 {
 				var m a2a.Message
 				if json.Unmarshal(l.Request, &m) == nil {

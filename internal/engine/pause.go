@@ -87,8 +87,8 @@ func decodePause(t *store.Task) (*pauseState, error) {
 // question and builds the pause state.
 func (s *Engine) preparePause(o api.Outcome, q *question.Question, releases bool, now time.Time) (*pauseState, error) {
 	p := &pauseState{Asked: now, Question: q.ID, Expires: q.Expires, OnExpiry: o.ExpiryAction()}
-	if s.obs != nil {
-		p.Kind = s.kinds.kind(q.Schema)
+	if s.obs.on() {
+		p.Kind = s.obs.kind(q.Schema)
 	}
 	switch p.OnExpiry {
 	case api.ExpireFail, api.ExpireCancel:

@@ -157,19 +157,14 @@ func (s *Engine) deliverOne(ctx context.Context, c *store.PushConfig) {
 		// A delivery under way finishes even when the server stops (within
 		// PushTimeout): cut short, it would be sent again after the restart.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.PushTimeout)
-		end := func(error) {}
-		tp := ""
-		if s.obs != nil {
-			sctx, end = s.obs.StartPush(sctx, c.TaskID)
-			tp = s.obs.TraceParent(sctx) // the receiver joins the delivery's trace
-		}
+		sctx, end, tp := s.obs.startPush(sctx, c.TaskID) // the receiver joins the delivery's trace
 		err = s.push.send(sctx, &cfg, ev, tp)
 		end(err)
 		cancel()
 	}
 	switch {
 	case err == nil:
-		s.event(ctx, "", api.EventPushDelivered)
+		s.obs.event(ctx, "", api.EventPushDelivered)
 		settle.SentSeq, settle.Attempts, settle.DueAt = entry.Seq, 0, time.Time{}
 	case ctx.Err() != nil:
 		// Stopping: give the claim back, so that the next start (or
@@ -180,10 +175,10 @@ func (s *Engine) deliverOne(ctx context.Context, c *store.PushConfig) {
 		log.Warn("giving up on a push receiver: every notification it is owed so far is dropped",
 			slog.String("url", redactURL(cfg.URL)), slog.Int("attempts", c.Attempts+1),
 			slog.Int64("fromSeq", entry.Seq), slog.Int64("toSeq", c.TargetSeq), slog.Any("err", err))
-		s.event(ctx, "", api.EventPushGivenUp)
+		s.obs.event(ctx, "", api.EventPushGivenUp)
 		settle.SentSeq, settle.Attempts, settle.DueAt = max(c.TargetSeq, entry.Seq), 0, time.Time{}
 	default:
-		s.event(ctx, "", api.EventPushRetried)
+		s.obs.event(ctx, "", api.EventPushRetried)
 		wait := s.pushBackoff(c.Attempts + 1)
 		log.Info("push notification failed; will retry", slog.String("url", redactURL(cfg.URL)),
 			slog.Int("attempt", c.Attempts+1), slog.Duration("retryIn", wait), slog.Any("err", err))

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"time"
 
@@ -132,150 +131,6 @@ type work struct {
 	caller context.Context
 }
 
-// knownLog is the newest entries of a task's log, as written by this node
-// up to version (nothing else wrote the task in between: every write was a
-// compare-and-set on the one before). fromStart: they are the whole log.
-type knownLog struct {
-	entries   []store.LogEntry
-	fromStart bool
-	version   int64
-	// noPriorArtifacts: the task had no artifacts before entries, so
-	// theirs are all it has.
-	noPriorArtifacts bool
-}
-
-// status is t's status from the newest status entry known, ok false when
-// none is known.
-func (k *knownLog) status(t *store.Task) (a2a.TaskStatus, bool) {
-	e, ok := k.statusEntry(t)
-	if !ok {
-		return a2a.TaskStatus{}, false
-	}
-	ts := e.At
-	return a2a.TaskStatus{State: t.State, Message: e.Message, Timestamp: &ts}, true
-}
-
-// statusEntry is the newest status entry known of t.
-func (k *knownLog) statusEntry(t *store.Task) (store.LogEntry, bool) {
-	if k == nil || k.version != t.Version {
-		return store.LogEntry{}, false
-	}
-	for i := len(k.entries) - 1; i >= 0; i-- {
-		if e := k.entries[i]; e.Kind == store.KindStatus {
-			return e, true
-		}
-	}
-	return store.LogEntry{}, false
-}
-
-// artifacts are t's artifacts when every one of them is known (whole, not
-// chunked).
-func (k *knownLog) artifacts(t *store.Task) ([]*a2a.Artifact, bool) {
-	if k == nil || k.version != t.Version || !(k.fromStart || k.noPriorArtifacts) {
-		return nil, false
-	}
-	var out []*a2a.Artifact
-	for _, e := range k.entries {
-		if e.Kind != store.KindArtifact {
-			continue
-		}
-		if e.Artifact == nil {
-			return nil, false // a chunk: what the task holds is read
-		}
-		out = append(out, e.Artifact)
-	}
-	return out, len(out) > 0
-}
-
-// freshHistory is what a task's log is known to hold before an answer to
-// its open question: its request and the question (see pauseState.Fresh),
-// nil when that is not known.
-// open is the task's open question's ID (openQuestionID); asked, when not
-// nil, is the message of t's status as this node wrote it (rowCache).
-// paused, when not nil, is t's pause state already decoded.
-func freshHistory(t *store.Task, open string, request, asked *a2a.Message, paused *pauseState) *knownLog {
-	if request == nil || len(t.Pause) == 0 || open == "" {
-		return nil
-	}
-	fresh := ""
-	if paused != nil {
-		fresh = paused.Fresh
-	} else {
-		var p struct {
-			Fresh string `json:"fresh"`
-		}
-		if json.Unmarshal(t.Pause, &p) != nil {
-			return nil
-		}
-		fresh = p.Fresh
-	}
-	if fresh == "" || fresh != open {
-		return nil
-	}
-	if asked == nil {
-		var st a2a.TaskStatus
-		if json.Unmarshal(t.Status, &st) != nil || st.Message == nil {
-			return nil
-		}
-		asked = st.Message
-	}
-	return &knownLog{fromStart: true, noPriorArtifacts: len(t.Artifacts) == 0, entries: []store.LogEntry{
-		{Kind: store.KindMessage, InHistory: true, Message: request},
-		{Kind: store.KindStatus, InHistory: true, Message: asked},
-	}}
-}
-
-// clone is a copy of k the caller may extend on its own.
-func (k *knownLog) clone() *knownLog {
-	if k == nil {
-		return nil
-	}
-	c := *k
-	c.entries = append([]store.LogEntry(nil), k.entries...)
-	return &c
-}
-
-// add records a write of entries that made version.
-func (k *knownLog) add(entries []store.LogEntry, version int64) *knownLog {
-	if k == nil {
-		k = &knownLog{}
-	}
-	if len(k.entries) == 0 {
-		k.entries = slices.Clip(entries) // shared: an append copies
-	} else {
-		k.entries = append(k.entries, entries...)
-	}
-	k.version = version
-	return k
-}
-
-// history returns the task's history (its last last entries, all when last
-// is negative) from what is known, ok false when that needs a read.
-func (k *knownLog) history(t *store.Task, last int) ([]store.LogEntry, bool) {
-	if k == nil || k.version != t.Version {
-		return nil, false
-	}
-	n := 0
-	for _, e := range k.entries {
-		if e.InHistory {
-			n++
-		}
-	}
-	hist := make([]store.LogEntry, 0, n)
-	for _, e := range k.entries {
-		if e.InHistory {
-			hist = append(hist, e)
-		}
-	}
-	switch {
-	case last >= 0 && len(hist) >= last:
-		return hist[len(hist)-last:], true
-	case k.fromStart:
-		return hist, true
-	}
-	return nil, false
-}
-
 type pendingWrite struct {
 	create  bool
 	entries []store.LogEntry
@@ -290,13 +145,6 @@ type job struct{ w *work }
 // its message is written (see send.go): only on a store whose task locks
 // hold every transition that could race it (store.Locker), on every node.
 func (s *Engine) quickSteps() bool { return s.locker != nil && !s.cfg.DisableQuickSteps }
-
-// serialised reports whether the store is this process's alone
-// (SingleNode), so that the rows this node wrote are the store's.
-func (s *Engine) serialised() bool {
-	sn, ok := s.store.(interface{ SingleNode() bool })
-	return ok && sn.SingleNode()
-}
 
 // enter registers a step run outside the worker pool with the server, so
 // that Stop waits for it. It is false once the server stops (or before it
@@ -385,10 +233,7 @@ func (s *Engine) dispatch(w *work) {
 	case s.queue <- job{w: w}:
 	default:
 		s.act.add(-1)
-		err := s.extendLease(context.Background(), w.task.ID, w.task.Version, time.Time{})
-		if err != nil && !errors.Is(err, store.ErrConflict) {
-			s.log.Warn("release lease of a task the queue could not take", slog.String("task", w.task.ID), slog.String("agent", w.task.Agent), slog.Any("err", err))
-		}
+		s.leases.giveUp(context.Background(), w.task, "release lease of a task the queue could not take")
 	}
 }
 
@@ -434,11 +279,7 @@ func (s *Engine) releaseQueued() {
 func (s *Engine) releaseJob(j job) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	t := j.w.task
-	err := s.extendLease(ctx, t.ID, t.Version, time.Time{})
-	if err != nil && !errors.Is(err, store.ErrConflict) {
-		s.log.Warn("release lease of a queued task at stop", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
-	}
+	s.leases.giveUp(ctx, j.w.task, "release lease of a queued task at stop")
 }
 
 // poller claims runnable tasks whose lease lapsed: runs left by a crashed
@@ -477,7 +318,7 @@ func (s *Engine) claimLapsed(ctx context.Context) {
 	for _, t := range tasks {
 		s.rows.drop(t.ID) // the claim moved its version
 		s.log.Info("taking over a task whose run lapsed", slog.String("task", t.ID), slog.String("state", string(t.State)))
-		s.event(ctx, t.Agent, api.EventLeaseTakeover)
+		s.obs.event(ctx, t.Agent, api.EventLeaseTakeover)
 		s.dispatch(&work{task: t})
 	}
 }
@@ -506,15 +347,9 @@ type run struct {
 // historyIsRequest reports whether this run knows the task's whole log
 // and its history is the request alone. The caller holds r.mu.
 func (r *run) historyIsRequest() bool {
-	k := r.known
-	if k == nil || !k.fromStart {
+	n, whole := r.known.historyLen()
+	if !whole {
 		return false
-	}
-	n := 0
-	for _, e := range k.entries {
-		if e.InHistory {
-			n++
-		}
 	}
 	if r.pending != nil {
 		for _, e := range r.pending.entries {
@@ -547,7 +382,7 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 	t := w.task
 	r := &run{s: s, task: t, agent: t.Agent, pending: w.pending, lock: w.lock, unlock: w.unlock, known: w.known}
 	if w.pending != nil && w.known == nil {
-		r.known = &knownLog{fromStart: w.pending.create, noPriorArtifacts: len(t.Artifacts) == 0}
+		r.known = newKnownLog(w.pending.create, len(t.Artifacts) == 0)
 	}
 	defer func() {
 		r.mu.Lock()
@@ -612,11 +447,8 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 		return r.latest()
 	}
 
-	stepCtx, endSpan := runCtx, func(error) {}
-	if s.obs != nil {
-		stepCtx, endSpan = s.obs.StartStep(runCtx, api.StepInfo{TaskID: t.ID, ContextID: t.ContextID, Agent: t.Agent, Parent: w.trace, Link: in.Trace, Request: w.caller})
-	}
-	stopBeat := r.heartbeat(runCtx, cancel)
+	stepCtx, endSpan := s.obs.startStep(runCtx, api.StepInfo{TaskID: t.ID, ContextID: t.ContextID, Agent: t.Agent, Parent: w.trace, Link: in.Trace, Request: w.caller})
+	stopBeat := s.leases.heartbeat(runCtx, r, cancel)
 	outcome, stepErr := safeStep(stepCtx, entry.agent, call, res)
 	stopBeat()
 	endSpan(stepErr)
@@ -704,110 +536,30 @@ func safeStep(ctx context.Context, agent api.Agent, call *api.Call, res *api.Res
 	return agent.Resume(ctx, call, res)
 }
 
-// heartbeat renews the run's lease until the returned stop is called. When
-// the store cannot be reached past the lease's end, another node may have
-// taken the task over: the run no longer holds it and the step's context
-// (cancelStep) is canceled, so that a step that cannot be fenced stops.
-func (r *run) heartbeat(ctx context.Context, cancelStep context.CancelFunc) (stop func()) {
-	// Most steps end long before the first renewal is due: nothing runs
-	// for them but a timer, and the renewing goroutine starts only when
-	// the first renewal is.
-	b := &beat{r: r, ctx: ctx, cancelStep: cancelStep, every: r.s.cfg.LeaseDuration / 3}
-	b.timer = time.AfterFunc(b.every, b.run)
-	return b.stop
+// held is the row the run holds, whether it lost it, and whether nothing
+// of the step is written yet (a quick step's pending write: no lease).
+func (r *run) held() (t *store.Task, lost, pending bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.task, r.lost, r.pending != nil
 }
 
-// beat is a run's lease renewal (heartbeat).
-type beat struct {
-	r          *run
-	ctx        context.Context
-	cancelStep context.CancelFunc
-	every      time.Duration
-	timer      *time.Timer
-
-	mu      sync.Mutex
-	stopped bool
-	cancel  context.CancelFunc // set once the renewals started
-	done    chan struct{}
+// lose records that the run no longer holds its task.
+func (r *run) lose() {
+	r.mu.Lock()
+	r.lost = true
+	r.mu.Unlock()
 }
 
-func (b *beat) stop() {
-	b.timer.Stop()
-	b.mu.Lock()
-	b.stopped = true
-	cancel, done := b.cancel, b.done
-	b.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
-
-// run renews the lease now (the first renewal is due) and then every
-// b.every, until stop.
-func (b *beat) run() {
-	b.mu.Lock()
-	if b.stopped {
-		b.mu.Unlock()
-		return
-	}
-	ctx, cancel := context.WithCancel(b.ctx)
-	b.cancel, b.done = cancel, make(chan struct{})
-	b.mu.Unlock()
-	defer close(b.done)
-	r := b.r
-	tick := time.NewTicker(b.every)
-	defer tick.Stop()
-	for first := true; ; first = false {
-		if !first {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		r.mu.Lock()
-		t := r.task
-		lost, pending := r.lost, r.pending != nil
-		r.mu.Unlock()
-		if lost {
-			return
-		}
-		if pending {
-			continue // nothing written yet: no lease to renew
-		}
-		until := r.s.now().Add(r.s.cfg.LeaseDuration)
-		if err := r.s.extendLease(ctx, t.ID, t.Version, until); err != nil {
-			if errors.Is(err, store.ErrConflict) {
-				r.mu.Lock()
-				r.lost = true
-				r.mu.Unlock()
-				return
-			}
-			if ctx.Err() == nil {
-				r.s.log.Warn("renew lease", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
-			}
-			if ctx.Err() == nil && !t.LeaseUntil.IsZero() && r.s.now().After(t.LeaseUntil) {
-				r.mu.Lock()
-				r.lost = true
-				r.mu.Unlock()
-				r.s.log.Warn("the lease lapsed while the store could not be reached; the step is stopped and left to whoever claims the task",
-					slog.String("task", t.ID), slog.Time("leaseUntil", t.LeaseUntil))
-				b.cancelStep()
-				return
-			}
-			continue
-		}
-		r.mu.Lock()
-		if r.task == t {
-			tt := *t
-			tt.LeaseUntil = until
-			r.task = &tt
-		}
-		r.mu.Unlock()
+// renewed records t's lease renewed until until, unless the run wrote the
+// task since.
+func (r *run) renewed(t *store.Task, until time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.task == t {
+		tt := *t
+		tt.LeaseUntil = until
+		r.task = &tt
 	}
 }
 
@@ -818,7 +570,7 @@ func (r *run) release() {
 	if pending {
 		return // nothing was written: nothing holds a lease
 	}
-	_ = r.s.extendLease(context.Background(), t.ID, t.Version, time.Time{})
+	_ = r.s.leases.extend(context.Background(), t.ID, t.Version, time.Time{})
 }
 
 // errLost says the run no longer holds its task.
@@ -839,7 +591,7 @@ func (r *run) update(ctx context.Context, change func(next *store.Task, now time
 // On a store one process owns, the task ID's lock makes such a
 // notification wait for the write instead (see quickStart).
 func (r *run) handOutToken() {
-	if r.s.serialised() {
+	if r.s.rows.singleNode() {
 		return
 	}
 	r.mu.Lock()

@@ -169,8 +169,8 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 		}
 		saved, err := s.commit(ctx, commitNote{in: in, cause: "start"}, row, entries, true)
 		if err == nil {
-			known := (&knownLog{fromStart: true}).add(entries, saved.Version)
-			return &accepted{task: saved, known: known, work: &work{task: saved, in: in, request: in.Message, trace: s.traceParent(ctx)}}, nil
+			known := newKnownLog(true, false).add(entries, saved.Version)
+			return &accepted{task: saved, known: known, work: &work{task: saved, in: in, request: in.Message, trace: s.obs.traceParent(ctx)}}, nil
 		}
 		if !errors.Is(err, store.ErrExists) {
 			return nil, errInternal(err)
@@ -180,7 +180,7 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 			return nil, errInternal(err)
 		}
 		if dup {
-			s.event(ctx, existing.Agent, api.EventRedelivery)
+			s.obs.event(ctx, existing.Agent, api.EventRedelivery)
 			return &accepted{task: existing}, nil
 		}
 		if existing == nil {
@@ -224,7 +224,7 @@ func (h *Handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, i
 	if err != nil {
 		return nil, false
 	}
-	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, lock: lock, unlock: unlock, trace: s.traceParent(ctx)}
+	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, lock: lock, unlock: unlock, trace: s.obs.traceParent(ctx)}
 	final, ok := s.runQuick(ctx, w)
 	if !ok {
 		return nil, false
@@ -298,7 +298,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		if dup, err := s.redelivered(t, l.Message, req.Message); err != nil {
 			return errInternal(err)
 		} else if dup {
-			s.event(ctx, t.Agent, api.EventRedelivery)
+			s.obs.event(ctx, t.Agent, api.EventRedelivery)
 			out = &accepted{task: t}
 			return nil
 		}
@@ -312,7 +312,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			// race to another answer (or came after one). The caller gets
 			// the task as it now stands; the message is not taken, and
 			// never bound to a later question.
-			s.event(ctx, t.Agent, api.EventAnswerConflict)
+			s.obs.event(ctx, t.Agent, api.EventAnswerConflict)
 			out = &accepted{task: t}
 			return nil
 		}
@@ -377,9 +377,9 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			prior = freshHistory(t, open, request, s.rows.statusMessage(t.ID, t.Version), paused)
 		}
 		if in != nil && quick && next.Runnable && lock.Holding() {
-			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, lock: lock, unlock: lock.Unlock, known: prior, trace: s.traceParent(ctx)}
+			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, lock: lock, unlock: lock.Unlock, known: prior, trace: s.obs.traceParent(ctx)}
 			if prior == nil {
-				w.known = &knownLog{noPriorArtifacts: len(t.Artifacts) == 0}
+				w.known = newKnownLog(false, len(t.Artifacts) == 0)
 			}
 			if final, ok := s.runQuick(ctx, w); ok {
 				wrote = true
@@ -405,17 +405,17 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		wrote = true
 		known := prior
 		if known == nil {
-			known = &knownLog{noPriorArtifacts: len(t.Artifacts) == 0}
+			known = newKnownLog(false, len(t.Artifacts) == 0)
 		}
 		known = known.add(entries, saved.Version)
 		out = &accepted{task: saved, known: known}
 		if saved.Runnable && in != nil {
-			out.work = &work{task: saved, in: in, request: request, trace: s.traceParent(ctx)}
+			out.work = &work{task: saved, in: in, request: request, trace: s.obs.traceParent(ctx)}
 		}
 		return nil
 	}
 	err := retryCAS(func() error {
-		l, kept, err := s.loadTask(ctx, id, store.LoadParams{MessageID: req.Message.ID, Request: true})
+		l, kept, err := s.rows.read(ctx, id, store.LoadParams{MessageID: req.Message.ID, Request: true})
 		if errors.Is(err, store.ErrNotFound) {
 			return errTaskNotFound(id)
 		}

@@ -356,9 +356,9 @@ func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 			continue
 		}
 		s.log.Info("released a hold", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.String("hold", h.Name), slog.Time("deadline", h.Until))
-		s.event(ctx, t.Agent, api.EventHoldReleased)
+		s.obs.event(ctx, t.Agent, api.EventHoldReleased)
 		if h.Early.IsZero() {
-			s.event(ctx, t.Agent, api.EventHoldLapsed) // its deadline came while the task was still paused
+			s.obs.event(ctx, t.Agent, api.EventHoldLapsed) // its deadline came while the task was still paused
 		}
 		released[h.Name] = h.Releasing
 	}
