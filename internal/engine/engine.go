@@ -35,10 +35,7 @@ type Engine struct {
 
 	broker broker
 	act    *activity // work in hand, for Idle
-	queue  chan job
-	// slots bounds the steps running on this node: the workers' and those
-	// run in a caller's goroutine (runHere).
-	slots  chan struct{}
+	pool   *pool
 	rows   *rowCache   // the rows this node wrote last (SingleNode stores)
 	rate   rateBuckets // NewTasksPerMinutePerPrincipal
 	shares pushShares  // push deliveries in flight per principal
@@ -59,11 +56,8 @@ type Engine struct {
 
 	mu       sync.Mutex
 	started  bool
-	stopped  bool
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	running  map[string]context.CancelFunc // task ID -> cancel of its local run
-	runCtx   context.Context
 	stopOnce sync.Once
 
 	// transientRetries and stepRetries count requests tried again after a
@@ -98,18 +92,15 @@ func New(cfg api.Config) (*Engine, error) {
 		return nil, err
 	}
 	s := &Engine{
-		tokens:  tokens,
-		cfg:     cfg,
-		log:     cfg.Logger,
-		obs:     newObserver(cfg.Observer, cfg.Logger, now),
-		store:   cfg.Store,
-		locker:  store.LockerOf(cfg.Store),
-		rows:    newRowCache(cfg.Store),
-		agents:  map[string]*agentEntry{},
-		running: map[string]context.CancelFunc{},
-		act:     newActivity(),
-		queue:   make(chan job, cfg.Workers*64),
-		slots:   make(chan struct{}, cfg.Workers),
+		tokens: tokens,
+		cfg:    cfg,
+		log:    cfg.Logger,
+		obs:    newObserver(cfg.Observer, cfg.Logger, now),
+		store:  cfg.Store,
+		locker: store.LockerOf(cfg.Store),
+		rows:   newRowCache(cfg.Store),
+		agents: map[string]*agentEntry{},
+		act:    newActivity(),
 
 		sweeper:  newTimerLoop("sweeper", cfg.SweepInterval),
 		releaser: newTimerLoop("releaser", cfg.ReleaseInterval),
@@ -118,7 +109,9 @@ func New(cfg api.Config) (*Engine, error) {
 
 		pushSlots: make(chan struct{}, 64),
 	}
-	s.leases = &leases{store: cfg.Store, rows: s.rows, node: cfg.NodeID, span: cfg.LeaseDuration, poll: cfg.PollInterval, now: now, log: cfg.Logger, obs: s.obs}
+	s.leases = &leases{store: cfg.Store, rows: s.rows, node: cfg.NodeID, span: cfg.LeaseDuration, every: cfg.PollInterval, now: now, log: cfg.Logger, obs: s.obs}
+	s.pool = newPool(cfg.Workers, s.leases, s.act, &s.wg)
+	s.pool.run = s.runWork
 	s.broker.m = map[string]*watchers{}
 	s.rate.perMin = cfg.NewTasksPerMinutePerPrincipal
 	return s, nil
@@ -183,13 +176,7 @@ func (s *Engine) Start(ctx context.Context) error {
 	s.started = true
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-	s.runCtx = ctx
-	for range s.cfg.Workers {
-		s.wg.Add(1)
-		go s.worker(ctx)
-	}
-	s.wg.Add(1)
-	go s.poller(ctx)
+	s.pool.start(ctx)
 	if !s.cfg.DisableSweeper {
 		s.wg.Add(1)
 		go s.runTimerLoop(ctx, s.sweeper, s.sweep, func(ctx context.Context) (time.Time, error) {
@@ -221,7 +208,7 @@ func (s *Engine) Start(ctx context.Context) error {
 func (s *Engine) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.mu.Lock()
-		s.stopped = true
+		s.pool.stop()
 		cancel := s.cancel
 		s.mu.Unlock()
 		if cancel != nil {
@@ -292,7 +279,7 @@ func (s *Engine) resumeFromOutside(ctx context.Context, taskID string, decide fu
 					w.request = &m
 				}
 			}
-			s.dispatch(w)
+			s.pool.dispatch(w)
 			return nil
 		})
 	})

@@ -124,7 +124,7 @@ func (r *run) writeRetried(ctx context.Context, change func(next *store.Task, no
 		case <-ctx.Done():
 			t.Stop()
 			return err
-		case <-r.s.stopping():
+		case <-r.s.pool.stopping():
 			t.Stop()
 			return err
 		case <-t.C:
@@ -135,16 +135,6 @@ func (r *run) writeRetried(ctx context.Context, change func(next *store.Task, no
 // StepRetries is how many step retries this node scheduled (for tests
 // and metrics).
 func (s *Engine) StepRetries() int64 { return s.stepRetries.Load() }
-
-// stopping is closed once the engine stops.
-func (s *Engine) stopping() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.runCtx == nil {
-		return nil
-	}
-	return s.runCtx.Done()
-}
 
 // releaseFailure is a hold's release that returned an error.
 type releaseFailure struct {

@@ -222,17 +222,8 @@ func (h *Handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*
 		logInternal(h.s.log, "CancelTask", string(req.ID), err)
 		return nil, err
 	}
-	h.s.cancelLocalRun(saved.ID)
+	h.s.pool.cancel(saved.ID)
 	return h.view(ctx, saved, nil)
-}
-
-func (s *Engine) cancelLocalRun(id string) {
-	s.mu.Lock()
-	cancel := s.running[id]
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
 }
 
 // settled: the point where a blocking call returns.
@@ -530,7 +521,7 @@ func (h *Handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 		}
 		t := acc.task
 		if acc.work != nil {
-			h.s.dispatch(acc.work)
+			h.s.pool.dispatch(acc.work)
 		}
 		var hl *int
 		if req.Config != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/askpoint/askpoint/internal/api"
 	"github.com/askpoint/askpoint/store"
 )
 
@@ -23,7 +24,7 @@ type leases struct {
 	rows  *rowCache
 	node  string        // Config.NodeID: the owner this node's leases name
 	span  time.Duration // Config.LeaseDuration
-	poll  time.Duration // Config.PollInterval: how often lapsed runs are claimed
+	every time.Duration // Config.PollInterval: how often lapsed runs are claimed
 	now   func() time.Time
 	log   *slog.Logger
 	obs   *observer
@@ -145,5 +146,44 @@ func (b *beat) run() {
 			continue
 		}
 		r.renewed(t, until)
+	}
+}
+
+// poll claims runnable tasks whose lease lapsed, for p, until ctx ends:
+// runs left by a crashed or stopped node, or work the queue could not
+// take. The claim query is indexed on the lease of runnable tasks, so it
+// costs O(runnable), not O(paused).
+func (l *leases) poll(ctx context.Context, p *pool) {
+	tick := time.NewTicker(l.every)
+	defer tick.Stop()
+	for {
+		l.claimLapsed(ctx, p)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (l *leases) claimLapsed(ctx context.Context, p *pool) {
+	room := p.room()
+	if room <= 0 {
+		return
+	}
+	tasks, err := l.store.ClaimRunnable(ctx, store.ClaimParams{
+		Owner: l.node, Now: l.now(), LeaseFor: l.span, Limit: room,
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			l.log.Error("claim runnable tasks", slog.Any("err", err))
+		}
+		return
+	}
+	for _, t := range tasks {
+		l.rows.drop(t.ID) // the claim moved its version
+		l.log.Info("taking over a task whose run lapsed", slog.String("task", t.ID), slog.String("state", string(t.State)))
+		l.obs.event(ctx, t.Agent, api.EventLeaseTakeover)
+		p.dispatch(&work{task: t})
 	}
 }

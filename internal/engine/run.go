@@ -138,76 +138,10 @@ type pendingWrite struct {
 	from *store.Task
 }
 
-// job is a step queued for the worker pool.
-type job struct{ w *work }
-
 // quickSteps reports whether this node runs a blocking call's step before
 // its message is written (see send.go): only on a store whose task locks
 // hold every transition that could race it (store.Locker), on every node.
 func (s *Engine) quickSteps() bool { return s.locker != nil && !s.cfg.DisableQuickSteps }
-
-// enter registers a step run outside the worker pool with the server, so
-// that Stop waits for it. It is false once the server stops (or before it
-// starts).
-func (s *Engine) enter() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.started || s.stopped {
-		return false
-	}
-	s.wg.Add(1)
-	return true
-}
-
-// runHere runs w's step in the calling goroutine when a worker slot is
-// free, else queues it. It returns the task as the step left it (or as it
-// was, when queued).
-func (s *Engine) runHere(w *work) (*store.Task, *knownLog) {
-	s.act.add(1)
-	defer s.act.add(-1)
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		s.dispatch(w)
-		return w.task, nil // the worker's from now on
-	}
-	defer func() { <-s.slots }()
-	if !s.enter() {
-		// Stopping: nothing will run it here. Give the lease up at once so
-		// that the next start (or another node) takes the task over.
-		s.releaseJob(job{w: w})
-		return w.task, nil
-	}
-	defer s.wg.Done()
-	t := s.runWork(s.runCtx, w)
-	return t, w.known
-}
-
-// runQuick runs a quick step: ok when its pending write was made (the task
-// is then as the step left it). When no worker slot is free or the server
-// is stopping, nothing runs and ok is false; when the pending write lost,
-// w.lostPending is set.
-func (s *Engine) runQuick(ctx context.Context, w *work) (*store.Task, bool) {
-	s.act.add(1)
-	defer s.act.add(-1)
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		return nil, false
-	}
-	defer func() { <-s.slots }()
-	if !s.enter() {
-		return nil, false
-	}
-	defer s.wg.Done()
-	w.caller = ctx
-	final := s.runWork(s.runCtx, w)
-	w.caller = nil
-	if w.pending != nil || w.lostPending {
-		return nil, false
-	}
-	return final, true
-}
 
 // withInput encodes in into t's pending input, for a write that leaves the
 // task runnable (a takeover reads it). A quick step whose outcome is
@@ -222,105 +156,6 @@ func withInput(t *store.Task, in *runInput) error {
 	}
 	t.Input = raw
 	return nil
-}
-
-// dispatch hands w to the local worker pool. When the pool's queue is full
-// the lease is released so the poller (here or on another node) takes the
-// task.
-func (s *Engine) dispatch(w *work) {
-	s.act.add(1)
-	select {
-	case s.queue <- job{w: w}:
-	default:
-		s.act.add(-1)
-		s.leases.giveUp(context.Background(), w.task, "release lease of a task the queue could not take")
-	}
-}
-
-func (s *Engine) worker(ctx context.Context) {
-	defer s.wg.Done()
-	for {
-		select {
-		case <-ctx.Done():
-			s.releaseQueued()
-			return
-		case j := <-s.queue:
-			if ctx.Err() != nil { // stopping: select may pick a job over Done
-				s.releaseJob(j)
-				s.act.add(-1)
-				continue
-			}
-			s.slots <- struct{}{}
-			s.runWork(ctx, j.w)
-			<-s.slots
-			s.act.add(-1)
-		}
-	}
-}
-
-// releaseQueued releases the leases of the tasks still waiting in the local
-// queue when the server stops (acknowledged, never started), as execute does
-// for a step it abandons, so that the next start or another node takes them
-// over at once instead of after their lease lapses.
-func (s *Engine) releaseQueued() {
-	for {
-		select {
-		case j := <-s.queue:
-			s.releaseJob(j)
-			s.act.add(-1)
-		default:
-			return
-		}
-	}
-}
-
-// releaseJob releases the lease this node took for j, unless the task has
-// moved on since (then the release is a no-op conflict).
-func (s *Engine) releaseJob(j job) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	s.leases.giveUp(ctx, j.w.task, "release lease of a queued task at stop")
-}
-
-// poller claims runnable tasks whose lease lapsed: runs left by a crashed
-// or stopped node, or work the queue could not take. The claim query is
-// indexed on the lease of runnable tasks, so it costs O(runnable), not
-// O(paused).
-func (s *Engine) poller(ctx context.Context) {
-	defer s.wg.Done()
-	tick := time.NewTicker(s.cfg.PollInterval)
-	defer tick.Stop()
-	for {
-		s.claimLapsed(ctx)
-		select {
-		case <-ctx.Done():
-			s.releaseQueued() // what this poller dispatched after the workers left
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-func (s *Engine) claimLapsed(ctx context.Context) {
-	free := cap(s.queue) - len(s.queue)
-	if free <= 0 {
-		return
-	}
-	tasks, err := s.store.ClaimRunnable(ctx, store.ClaimParams{
-		Owner: s.cfg.NodeID, Now: s.now(), LeaseFor: s.cfg.LeaseDuration, Limit: min(free, s.cfg.Workers),
-	})
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Error("claim runnable tasks", slog.Any("err", err))
-		}
-		return
-	}
-	for _, t := range tasks {
-		s.rows.drop(t.ID) // the claim moved its version
-		s.log.Info("taking over a task whose run lapsed", slog.String("task", t.ID), slog.String("state", string(t.State)))
-		s.obs.event(ctx, t.Agent, api.EventLeaseTakeover)
-		s.dispatch(&work{task: t})
-	}
 }
 
 // run is one step of one task on this node.
@@ -396,14 +231,7 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.mu.Lock()
-	s.running[t.ID] = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.running, t.ID)
-		s.mu.Unlock()
-	}()
+	defer s.pool.track(t.ID, cancel)()
 
 	in := w.in
 	if in == nil {
@@ -598,7 +426,7 @@ func (r *run) handOutToken() {
 	create := r.pending != nil && r.pending.create
 	r.mu.Unlock()
 	if create {
-		r.writeWorking(r.s.runCtx)
+		r.writeWorking(r.s.pool.context())
 	}
 }
 

@@ -67,9 +67,9 @@ func (h *Handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 	if acc.work != nil {
 		acc.work.known = acc.known.clone() // the run extends its own
 		if blocking {
-			t, known = h.s.runHere(acc.work)
+			t, known = h.s.pool.runHere(acc.work)
 		} else {
-			h.s.dispatch(acc.work)
+			h.s.pool.dispatch(acc.work)
 		}
 	}
 	if blocking {
@@ -225,7 +225,7 @@ func (h *Handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, i
 		return nil, false
 	}
 	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, lock: lock, unlock: unlock, trace: s.obs.traceParent(ctx)}
-	final, ok := s.runQuick(ctx, w)
+	final, ok := s.pool.runQuick(ctx, w)
 	if !ok {
 		return nil, false
 	}
@@ -381,7 +381,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			if prior == nil {
 				w.known = newKnownLog(false, len(t.Artifacts) == 0)
 			}
-			if final, ok := s.runQuick(ctx, w); ok {
+			if final, ok := s.pool.runQuick(ctx, w); ok {
 				wrote = true
 				out = &accepted{task: final, known: w.known}
 				return nil

@@ -252,7 +252,7 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 	}
 	s.log.Info("question expired", slog.String("task", t.ID), slog.String("question", q.ID), slog.String("then", expiryResult(saved)))
 	if saved.Runnable {
-		s.dispatch(&work{task: saved})
+		s.pool.dispatch(&work{task: saved})
 	}
 	return saved, nil
 }
