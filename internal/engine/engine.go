@@ -40,7 +40,8 @@ type Engine struct {
 	rate   rateBuckets // NewTasksPerMinutePerPrincipal
 	shares pushShares  // push deliveries in flight per principal
 
-	leases *leases
+	leases   *leases
+	outcomes *outcomes
 
 	// locker is the store's task locks (quick steps), nil when it has none.
 	locker store.Locker
@@ -110,6 +111,14 @@ func New(cfg api.Config) (*Engine, error) {
 		pushSlots: make(chan struct{}, 64),
 	}
 	s.leases = &leases{store: cfg.Store, rows: s.rows, node: cfg.NodeID, span: cfg.LeaseDuration, every: cfg.PollInterval, now: now, log: cfg.Logger, obs: s.obs}
+	s.outcomes = &outcomes{
+		node: cfg.NodeID, lease: cfg.LeaseDuration, expiry: cfg.QuestionExpiry, maxAttempts: cfg.MaxAttempts, reminders: cfg.Reminders,
+		now: now, log: cfg.Logger, obs: s.obs,
+		releases: func(name string) bool {
+			e := s.agentByName(name)
+			return e != nil && e.releases
+		},
+	}
 	s.pool = newPool(cfg.Workers, s.leases, s.act, &s.wg)
 	s.pool.run = s.runWork
 	s.broker.m = map[string]*watchers{}
@@ -261,7 +270,7 @@ func (s *Engine) resumeFromOutside(ctx context.Context, taskID string, decide fu
 			if err != nil || in == nil {
 				return err
 			}
-			next, entries, err := s.resumeRow(t, in, nil, "")
+			next, entries, err := s.outcomes.resumeRow(t, in, nil, "")
 			if err != nil {
 				return err
 			}

@@ -54,50 +54,6 @@ const (
 	inputEvent  = "event"
 )
 
-// resumeRow builds the write that resumes a paused task with in: the task
-// becomes working and runnable under this node's lease, and gets back what
-// it held. msg, when not nil, is the caller's message, appended to the
-// history; note, when not empty, is a status message saying why the task
-// resumed (for people and push receivers).
-func (s *Engine) resumeRow(t *store.Task, in *runInput, msg *a2a.Message, note string) (*store.Task, []store.LogEntry, error) {
-	now := s.now()
-	p, err := decodePause(t)
-	if err != nil {
-		return nil, nil, errInternal(err)
-	}
-	in.Holds = holdsOnResume(p, now)
-	in.Trace = p.Trace
-	in.paused, in.pausedRow = p, t
-	next := *t
-	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
-	keepDigest(&next, p.WakeDigest)
-	next.Input = nil // written by withInput when the row is written before its step ends
-	next.Question = nil
-	next.Runnable = true
-	next.LeaseOwner = s.cfg.NodeID
-	next.LeaseUntil = now.Add(s.cfg.LeaseDuration)
-	entries := make([]store.LogEntry, 0, 2)
-	if msg != nil {
-		e, err := messageEntry(msg, now)
-		if err != nil {
-			return nil, nil, err
-		}
-		entries = append(entries, e)
-	}
-	var status *a2a.Message
-	if note != "" {
-		status = agentMessage(&next, note)
-	}
-	st, e, err := statusEntry(&next, a2a.TaskStateWorking, status, now)
-	if err != nil {
-		return nil, nil, err
-	}
-	e.Notify = note != ""
-	next.State, next.Status = a2a.TaskStateWorking, st
-	entries = append(entries, e)
-	return &next, entries, nil
-}
-
 // work is a step this node owes: the row it starts from (committed, or to
 // be written with the step's first write when pending is set), its input,
 // and the task's request when the caller has it at hand.
@@ -295,12 +251,6 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 	// the step's span, so that a question it asks links back to it).
 	r.finish(context.WithoutCancel(stepCtx), outcome, stepErr)
 	return r.latest()
-}
-
-// releases reports whether the named agent can release holds.
-func (s *Engine) releases(name string) bool {
-	e := s.agentByName(name)
-	return e != nil && e.releases
 }
 
 func (s *Engine) agentByName(name string) *agentEntry {
@@ -549,171 +499,9 @@ func (r *run) finish(ctx context.Context, o api.Outcome, stepErr error) {
 		}
 	}
 	err := r.writeRetried(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
-		return s.applyOutcome(next, o, r.historyIsRequest(), now)
+		return s.outcomes.applyOutcome(next, o, r.historyIsRequest(), now)
 	})
 	if err != nil && !errors.Is(err, errLost) {
 		s.log.Error("write step outcome", slog.String("task", r.task.ID), slog.String("agent", r.task.Agent), slog.Any("err", err))
 	}
-}
-
-// applyOutcome turns an outcome into the task's next row and log entries.
-// historyIsRequest: the task's history holds only its request so far (the
-// run wrote all of it), so a question asked now is the pause's Fresh one.
-func (s *Engine) applyOutcome(next *store.Task, o api.Outcome, historyIsRequest bool, now time.Time) ([]store.LogEntry, error) {
-	next.Runnable = false
-	next.LeaseOwner = ""
-	next.LeaseUntil = time.Time{}
-	next.Input = nil
-	next.Question = nil
-	var digest string
-	if p, err := decodePause(next); err == nil {
-		digest = p.WakeDigest
-	} else {
-		s.log.Error("the pause state of a task cannot be read; a late wake will be told not found", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
-	}
-	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
-	if o.Kind() == api.OutcomeComplete || o.Kind() == api.OutcomeFail || o.Kind() == api.OutcomeReject {
-		// A wake that comes after the end is told it is late.
-		defer keepDigest(next, digest)
-	}
-
-	var entries []store.LogEntry
-	var state a2a.TaskState
-	var msg *a2a.Message
-	switch o.Kind() {
-	case api.OutcomeAsk:
-		releases := s.releases(next.Agent)
-		q, err := s.prepareQuestion(o.Question(), next.ID, next.Version, now)
-		if err != nil {
-			return s.refuse(next, o, releases, "The agent asked a question that cannot be answered: "+err.Error(), now)
-		}
-		cp, err := json.Marshal(o.Checkpoint())
-		if err != nil {
-			return s.refuse(next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
-		}
-		pause, err := s.preparePause(o, q, releases, now)
-		if err != nil {
-			return s.refuse(next, o, releases, "The agent asked a question the runtime cannot keep: "+err.Error(), now)
-		}
-		if historyIsRequest {
-			pause.Fresh = q.ID
-		}
-		qraw, err := json.Marshal(q)
-		if err != nil {
-			return nil, err
-		}
-		next.Checkpoint, next.Question = cp, qraw
-		if api.WakeTokenOf(o) != "" {
-			if len(api.WakeTokenOf(o)) < minWakeToken {
-				return s.refuse(next, o, releases, fmt.Sprintf("The agent's wake token is shorter than %d characters.", minWakeToken), now)
-			}
-			pause.WakeDigest = tokenDigest(api.WakeTokenOf(o))
-		}
-		if err := s.setPause(next, pause); err != nil {
-			return nil, err
-		}
-		state, msg = a2a.TaskStateInputRequired, q.Message()
-		msg.TaskID, msg.ContextID = a2a.TaskID(next.ID), next.ContextID
-	case api.OutcomeAuth:
-		cp, err := json.Marshal(o.Checkpoint())
-		if err != nil {
-			return s.applyOutcome(next, api.Fail("The agent's checkpoint could not be saved: "+err.Error()), false, now)
-		}
-		next.Checkpoint = cp
-		state, msg = a2a.TaskStateAuthRequired, agentMessage(next, o.Text())
-	case api.OutcomeAwait:
-		releases := s.releases(next.Agent)
-		if len(api.WakeTokenOf(o)) < minWakeToken {
-			return s.refuse(next, o, releases, fmt.Sprintf("The agent waits for an event with a wake token shorter than %d characters.", minWakeToken), now)
-		}
-		if !api.DeadlineOf(o).After(now) {
-			return s.refuse(next, o, releases, "The agent waits for an event with a deadline that has passed.", now)
-		}
-		cp, err := json.Marshal(o.Checkpoint())
-		if err != nil {
-			return s.refuse(next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
-		}
-		next.Checkpoint = cp
-		// Question names the pause in hold keys: unique per pause.
-		p := &pauseState{Asked: now, Await: o.Text(), Question: fmt.Sprintf("await-%d", next.Version),
-			Expires: api.DeadlineOf(o).UTC().Truncate(time.Millisecond), WakeDigest: tokenDigest(api.WakeTokenOf(o))}
-		if p.Holds, err = prepareHolds(o.Holds(), p.Expires, "the wait's deadline", releases); err != nil {
-			return s.refuse(next, o, releases, "The agent waits while holding what the runtime cannot keep: "+err.Error(), now)
-		}
-		raw, err := json.Marshal(p)
-		if err != nil {
-			return nil, err
-		}
-		next.Pause, next.WakeAt, next.HoldAt = raw, p.Expires, p.nextRelease()
-		state, msg = a2a.TaskStateWorking, agentMessage(next, o.Text())
-	case api.OutcomeComplete:
-		for _, a := range o.Artifacts() {
-			e, err := addArtifact(next, a, now)
-			if err != nil {
-				return nil, err
-			}
-			entries = append(entries, e)
-		}
-		next.Checkpoint = nil
-		state = a2a.TaskStateCompleted
-		if o.Text() != "" {
-			msg = agentMessage(next, o.Text())
-		}
-	case api.OutcomeFail, api.OutcomeReject:
-		next.Checkpoint = nil
-		state = a2a.TaskStateFailed
-		if o.Kind() == api.OutcomeReject {
-			state = a2a.TaskStateRejected
-		}
-		msg = agentMessage(next, o.Text())
-	default:
-		return s.applyOutcome(next, api.Fail("The agent ended its step without an outcome."), false, now)
-	}
-	st, e, err := statusEntry(next, state, msg, now)
-	if err != nil {
-		return nil, err
-	}
-	next.State, next.Status = state, st
-	return append(entries, e), nil
-}
-
-// refuse fails the task of an Ask or Await outcome the runtime cannot
-// keep, saying why, and keeps the holds the outcome declared, due for
-// release at once: the step reserved them before it asked.
-func (s *Engine) refuse(next *store.Task, o api.Outcome, releases bool, reason string, now time.Time) ([]store.LogEntry, error) {
-	entries, err := s.applyOutcome(next, api.Fail(reason), false, now)
-	if err != nil {
-		return nil, err
-	}
-	s.keepRefusedHolds(next, o.Holds(), releases, now)
-	return entries, nil
-}
-
-// prepareQuestion fills what the agent left to the runtime and checks the
-// question can be answered.
-func (s *Engine) prepareQuestion(in *question.Question, taskID string, version int64, now time.Time) (*question.Question, error) {
-	q := *in
-	if q.ID == "" {
-		q.ID = questionID(taskID, version)
-	}
-	if q.Expires.IsZero() {
-		q.Expires = now.Add(s.cfg.QuestionExpiry)
-	}
-	q.Expires = q.Expires.UTC().Truncate(time.Second)
-	if q.MaxAttempts <= 0 {
-		q.MaxAttempts = s.cfg.MaxAttempts
-	}
-	if q.Attempt <= 0 {
-		q.Attempt = 1
-	}
-	if len(q.Errors) > 0 && q.Attempt < 2 {
-		q.Attempt = 2 // errors travel only with a re-ask
-	}
-	if q.Text == "" {
-		return nil, errors.New("the question has no text for a person to read")
-	}
-	if err := q.Check(); err != nil {
-		return nil, err
-	}
-	return &q, nil
 }

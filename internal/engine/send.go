@@ -354,7 +354,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			}
 		case a2a.TaskStateAuthRequired:
 			in = &runInput{Kind: inputAuth, Message: &msg, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}
-			next, entries, err = s.resumeRow(t, in, &msg, "")
+			next, entries, err = s.outcomes.resumeRow(t, in, &msg, "")
 		default:
 			// Submitted or working: the task is busy with a step (or waits
 			// for an event). The message is refused, not taken and

@@ -133,7 +133,7 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 			if now.Before(p.Expires) {
 				return nil // woken early (another node's timer)
 			}
-			next, e, err := s.endRow(t, a2a.TaskStateFailed,
+			next, e, err := s.outcomes.endRow(t, a2a.TaskStateFailed,
 				fmt.Sprintf("Stopped waiting at %s: %s", p.Expires.UTC().Format(time.RFC3339), p.Await), now)
 			if err != nil {
 				return err
@@ -166,7 +166,7 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 	next := *t
 	var entries []store.LogEntry
 	passed := p.Reminded
-	for passed < len(s.cfg.Reminders) && !now.Before(s.reminderAt(p, passed)) {
+	for passed < len(s.cfg.Reminders) && !now.Before(s.outcomes.reminderAt(p, passed)) {
 		passed++
 	}
 	if passed > p.Reminded {
@@ -178,7 +178,7 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 		entries = append(entries, e)
 		p.Reminded = passed
 	}
-	if err := s.setPause(&next, p); err != nil {
+	if err := s.outcomes.setPause(&next, p); err != nil {
 		return err
 	}
 	return s.write(ctx, t, &next, entries)
@@ -230,17 +230,17 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 		ans := &question.Answer{QuestionID: q.ID, Fields: p.DefaultAnswer}
 		in := runInput{Kind: inputAnswer, Question: &q, Answer: ans, Expired: true, Key: t.ID + "/" + q.ID}
 		note := fmt.Sprintf("No answer in time: question %s expired at %s. The task continues with the agent's default answer %s.", q.ID, at, p.DefaultAnswer)
-		next, entries, err = s.resumeRow(t, &in, nil, note)
+		next, entries, err = s.outcomes.resumeRow(t, &in, nil, note)
 		if err == nil {
 			err = withInput(next, &in)
 		}
 	case api.ExpireCancel:
 		var e store.LogEntry
-		next, e, err = s.endRow(t, a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at), now)
+		next, e, err = s.outcomes.endRow(t, a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at), now)
 		entries = []store.LogEntry{e}
 	default:
 		var e store.LogEntry
-		next, e, err = s.endRow(t, a2a.TaskStateFailed, fmt.Sprintf("No answer in time: question %s expired at %s.", q.ID, at), now)
+		next, e, err = s.outcomes.endRow(t, a2a.TaskStateFailed, fmt.Sprintf("No answer in time: question %s expired at %s.", q.ID, at), now)
 		entries = []store.LogEntry{e}
 	}
 	if err != nil {
@@ -325,7 +325,7 @@ func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 		claimed = append(claimed, i)
 	}
 	next := *t
-	if err := s.setPauseKeepingTimers(&next, p); err != nil {
+	if err := p.storeKeepingTimers(&next); err != nil {
 		return err
 	}
 	saved, err := s.commit(ctx, commitNote{prev: t, cause: "hold"}, &next, nil, false)
@@ -376,18 +376,6 @@ func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
 		}
 	}
 	return s.markReleased(ctx, saved, released)
-}
-
-// setPauseKeepingTimers stores p and recomputes only the hold timer: a
-// hold release must not move the question's wake timer.
-func (s *Engine) setPauseKeepingTimers(next *store.Task, p *pauseState) error {
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	next.Pause = raw
-	next.HoldAt = p.nextRelease()
-	return nil
 }
 
 // holdKey is the idempotency key of a hold's release: unique per task,
@@ -467,7 +455,7 @@ func (s *Engine) updateHolds(ctx context.Context, t *store.Task, change func(h *
 			return nil
 		}
 		next := *t
-		if err := s.setPauseKeepingTimers(&next, p); err != nil {
+		if err := p.storeKeepingTimers(&next); err != nil {
 			return err
 		}
 		if next.HoldAt.IsZero() && next.State.Terminal() {
