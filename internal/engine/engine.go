@@ -38,7 +38,6 @@ type Engine struct {
 	pool   *pool
 	rows   *rowCache   // the rows this node wrote last (SingleNode stores)
 	rate   rateBuckets // NewTasksPerMinutePerPrincipal
-	shares pushShares  // push deliveries in flight per principal
 
 	leases   *leases
 	outcomes *outcomes
@@ -46,14 +45,11 @@ type Engine struct {
 	// locker is the store's task locks (quick steps), nil when it has none.
 	locker store.Locker
 
-	// Timer loops: the sweeper (question expiries and reminders), the
-	// releaser (holds) and the push deliverer.
+	// Timer loops: the sweeper (question expiries and reminders) and the
+	// releaser (holds); the push deliverer's is the outbox's.
 	sweeper  *timerLoop
 	releaser *timerLoop
-	pusher   *timerLoop
-	push     *pushSender
-	// pushSlots bounds the push deliveries under way on this node.
-	pushSlots chan struct{}
+	outbox   *outbox
 
 	mu       sync.Mutex
 	started  bool
@@ -105,10 +101,6 @@ func New(cfg api.Config) (*Engine, error) {
 
 		sweeper:  newTimerLoop("sweeper", cfg.SweepInterval),
 		releaser: newTimerLoop("releaser", cfg.ReleaseInterval),
-		pusher:   newTimerLoop("push", cfg.PushInterval),
-		push:     newPushSender(cfg),
-
-		pushSlots: make(chan struct{}, 64),
 	}
 	s.leases = &leases{store: cfg.Store, rows: s.rows, node: cfg.NodeID, span: cfg.LeaseDuration, every: cfg.PollInterval, now: now, log: cfg.Logger, obs: s.obs}
 	s.outcomes = &outcomes{
@@ -119,6 +111,7 @@ func New(cfg api.Config) (*Engine, error) {
 			return e != nil && e.releases
 		},
 	}
+	s.outbox = newOutbox(cfg, s.obs, s.act, &s.wg)
 	s.pool = newPool(cfg.Workers, s.leases, s.act, &s.wg)
 	s.pool.run = s.runWork
 	s.broker.m = map[string]*watchers{}
@@ -196,7 +189,7 @@ func (s *Engine) Start(ctx context.Context) error {
 	go s.runTimerLoop(ctx, s.releaser, s.releaseDue, func(ctx context.Context) (time.Time, error) {
 		return s.store.NextDue(ctx, store.TimerHold)
 	})
-	go s.runTimerLoop(ctx, s.pusher, s.deliverDue, nil)
+	go s.runTimerLoop(ctx, s.outbox.timer(), s.outbox.deliverDue, nil)
 	if s.cfg.RetainFinished > 0 {
 		s.wg.Add(1)
 		go s.retain(ctx)
@@ -304,7 +297,7 @@ func (s *Engine) listen(ctx context.Context, n store.Notifier) {
 		if id == "" { // missed notifications: the loops look again too
 			s.sweeper.kick()
 			s.releaser.kick()
-			s.pusher.kick()
+			s.outbox.kick()
 		}
 	}
 	if err := n.Listen(ctx, heard); err != nil && ctx.Err() == nil {

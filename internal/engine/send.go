@@ -112,7 +112,7 @@ func (h *Handler) accept(ctx context.Context, req *a2a.SendMessageRequest, quick
 	var pc *a2a.PushConfig
 	if req.Config != nil && req.Config.PushConfig != nil {
 		pc = req.Config.PushConfig
-		if err := h.s.checkPushConfig(ctx, pc); err != nil {
+		if err := h.s.outbox.check(ctx, pc); err != nil {
 			return nil, err
 		}
 		quick = false // the configuration is written between the message and its step
@@ -123,7 +123,7 @@ func (h *Handler) accept(ctx context.Context, req *a2a.SendMessageRequest, quick
 		if err == nil && pc != nil {
 			// From the task's first entry: the run may already have
 			// paused or ended by now, and its caller must hear of it.
-			_, err = h.s.putPushConfig(ctx, acc.task, pc, 0)
+			_, err = h.s.outbox.put(ctx, acc.task, pc, 0)
 		}
 		return acc, err
 	}
@@ -133,7 +133,7 @@ func (h *Handler) accept(ctx context.Context, req *a2a.SendMessageRequest, quick
 		if err != nil {
 			return nil, err
 		}
-		if _, err := h.s.putPushConfig(ctx, t, pc, t.LastSeq); err != nil {
+		if _, err := h.s.outbox.put(ctx, t, pc, t.LastSeq); err != nil {
 			return nil, err
 		}
 	}

@@ -61,7 +61,7 @@ func (s *Engine) publish(t *store.Task, notify bool) {
 	s.sweeper.wake(t.WakeAt)
 	s.releaser.wake(t.HoldAt)
 	if notify {
-		s.pusher.kick()
+		s.outbox.kick()
 	}
 }
 
