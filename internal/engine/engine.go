@@ -45,10 +45,10 @@ type Engine struct {
 	// locker is the store's task locks (quick steps), nil when it has none.
 	locker store.Locker
 
-	// Timer loops: the sweeper (question expiries and reminders) and the
-	// releaser (holds); the push deliverer's is the outbox's.
+	// The timer loops: the sweeper's (question expiries and reminders)
+	// and the releaser's (holds) and the outbox's (push deliveries).
 	sweeper  *timerLoop
-	releaser *timerLoop
+	releaser *releaser
 	outbox   *outbox
 
 	mu       sync.Mutex
@@ -99,8 +99,7 @@ func New(cfg api.Config) (*Engine, error) {
 		agents: map[string]*agentEntry{},
 		act:    newActivity(),
 
-		sweeper:  newTimerLoop("sweeper", cfg.SweepInterval),
-		releaser: newTimerLoop("releaser", cfg.ReleaseInterval),
+		sweeper: newTimerLoop("sweeper", cfg.SweepInterval, now, cfg.Logger),
 	}
 	s.leases = &leases{store: cfg.Store, rows: s.rows, node: cfg.NodeID, span: cfg.LeaseDuration, every: cfg.PollInterval, now: now, log: cfg.Logger, obs: s.obs}
 	s.outcomes = &outcomes{
@@ -111,7 +110,12 @@ func New(cfg api.Config) (*Engine, error) {
 			return e != nil && e.releases
 		},
 	}
-	s.outbox = newOutbox(cfg, s.obs, s.act, &s.wg)
+	s.outbox = newOutbox(cfg, now, s.obs, s.act, &s.wg)
+	s.releaser = &releaser{
+		e: s, store: cfg.Store, log: cfg.Logger, obs: s.obs, now: now, lease: cfg.LeaseDuration,
+		retries: cfg.StepRetries, retryMin: cfg.StepRetryMin, retryMax: cfg.StepRetryMax,
+		loop: newTimerLoop("releaser", cfg.ReleaseInterval, now, cfg.Logger),
+	}
 	s.pool = newPool(cfg.Workers, s.leases, s.act, &s.wg)
 	s.pool.run = s.runWork
 	s.broker.m = map[string]*watchers{}
@@ -179,17 +183,22 @@ func (s *Engine) Start(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
 	s.pool.start(ctx)
-	if !s.cfg.DisableSweeper {
+	loop := func(l *timerLoop, work func(context.Context) (int, error), next func(context.Context) (time.Time, error)) {
 		s.wg.Add(1)
-		go s.runTimerLoop(ctx, s.sweeper, s.sweep, func(ctx context.Context) (time.Time, error) {
+		go func() {
+			defer s.wg.Done()
+			l.run(ctx, work, next)
+		}()
+	}
+	if !s.cfg.DisableSweeper {
+		loop(s.sweeper, s.sweep, func(ctx context.Context) (time.Time, error) {
 			return s.store.NextDue(ctx, store.TimerWake)
 		})
 	}
-	s.wg.Add(2)
-	go s.runTimerLoop(ctx, s.releaser, s.releaseDue, func(ctx context.Context) (time.Time, error) {
+	loop(s.releaser.timer(), s.releaser.releaseDue, func(ctx context.Context) (time.Time, error) {
 		return s.store.NextDue(ctx, store.TimerHold)
 	})
-	go s.runTimerLoop(ctx, s.outbox.timer(), s.outbox.deliverDue, nil)
+	loop(s.outbox.timer(), s.outbox.deliverDue, nil)
 	if s.cfg.RetainFinished > 0 {
 		s.wg.Add(1)
 		go s.retain(ctx)

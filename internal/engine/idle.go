@@ -79,7 +79,7 @@ func (s *Engine) Idle(ctx context.Context) error {
 	// Twice: a timer round may start a step, and a step may set a timer
 	// due at once.
 	for range 2 {
-		for _, l := range []*timerLoop{s.sweeper, s.releaser, s.outbox.timer()} {
+		for _, l := range []*timerLoop{s.sweeper, s.releaser.timer(), s.outbox.timer()} {
 			if l == s.sweeper && s.cfg.DisableSweeper {
 				continue
 			}

@@ -59,13 +59,13 @@ type outbox struct {
 	wg     *sync.WaitGroup // the engine's: Stop waits for deliveries under way
 }
 
-func newOutbox(cfg api.Config, obs *observer, act *activity, wg *sync.WaitGroup) *outbox {
+func newOutbox(cfg api.Config, now func() time.Time, obs *observer, act *activity, wg *sync.WaitGroup) *outbox {
 	return &outbox{
 		store: cfg.Store, node: cfg.NodeID, log: cfg.Logger, obs: obs,
 		timeout: cfg.PushTimeout, maxAttempts: cfg.PushMaxAttempts, retryMin: cfg.PushRetryMin, retryMax: cfg.PushRetryMax,
 		perPrincipal: cfg.PushSlotsPerPrincipal, allowPrivate: cfg.AllowPrivateWebhooks, maxConfigs: cfg.MaxPushConfigs,
 		sender: newPushSender(cfg),
-		loop:   newTimerLoop("push", cfg.PushInterval),
+		loop:   newTimerLoop("push", cfg.PushInterval, now, cfg.Logger),
 		slots:  make(chan struct{}, 64),
 		act:    act,
 		wg:     wg,
