@@ -19,37 +19,49 @@ import (
 	"github.com/askpoint/askpoint/store"
 )
 
-// Engine runs agents' tasks on a durable store: the A2A request handler of
-// each agent, the workers that run steps, the leases that let any node take
-// a lapsed run over, the timer loops (question expiries and reminders, hold
-// releases) and the push outbox. A paused task is rows in the store: the
-// engine holds no goroutine, channel or timer for it.
+// Engine runs agents' tasks on a durable store. A paused task is rows in
+// the store: the engine holds no goroutine, channel or timer for it.
+//
+// The Engine wires its parts, each of which owns its state and is reached
+// through its methods only, and it is the core of every agent's request
+// handler (Handler): the transitions of a task (commit, in transition.go,
+// is the one place a task is written), the step runner (run.go) and the
+// sweeper (timers.go). The parts:
+//
+//   - pool (pool.go): the workers, the slots that bound the steps running
+//     on this node, the queue and the local runs CancelTask stops;
+//   - leases (leases.go): lease renewal (the heartbeat) and release, and
+//     the poller that claims lapsed runs;
+//   - rows (rowcache.go) and knownLog (knownlog.go): the history cache, the
+//     rows and log entries this node wrote, so that a transition or a
+//     reply reads nothing back;
+//   - outcomes (outcomes.go): an Outcome, a resume or an end turned into
+//     the task's next row, with its question, pause and holds;
+//   - outbox (outbox.go): push deliveries, their slots and shares;
+//   - releaser (releaser.go): the release of what paused tasks hold;
+//   - obs (observe.go): the observer and the debug log of transitions.
 type Engine struct {
 	cfg    api.Config
 	tokens auth.Tokens // the callers' bearer tokens (Config.Tokens)
 	log    *slog.Logger
-	obs    *observer
 	store  store.Store
+	// locker is the store's task locks (quick steps), nil when it has none.
+	locker store.Locker
 	agents map[string]*agentEntry
 	order  []string
 
-	broker broker
-	act    *activity // work in hand, for Idle
-	pool   *pool
-	rows   *rowCache   // the rows this node wrote last (SingleNode stores)
-	rate   rateBuckets // NewTasksPerMinutePerPrincipal
-
+	obs      *observer
+	pool     *pool
 	leases   *leases
+	rows     *rowCache // the rows this node wrote last (SingleNode stores)
 	outcomes *outcomes
-
-	// locker is the store's task locks (quick steps), nil when it has none.
-	locker store.Locker
-
-	// The timer loops: the sweeper's (question expiries and reminders)
-	// and the releaser's (holds) and the outbox's (push deliveries).
-	sweeper  *timerLoop
-	releaser *releaser
 	outbox   *outbox
+	releaser *releaser
+	sweeper  *timerLoop // question expiries and reminders (timers.go)
+
+	broker broker
+	act    *activity   // work in hand, for Idle (the pool's and the outbox's)
+	rate   rateBuckets // NewTasksPerMinutePerPrincipal
 
 	mu       sync.Mutex
 	started  bool
@@ -116,8 +128,7 @@ func New(cfg api.Config) (*Engine, error) {
 		retries: cfg.StepRetries, retryMin: cfg.StepRetryMin, retryMax: cfg.StepRetryMax,
 		loop: newTimerLoop("releaser", cfg.ReleaseInterval, now, cfg.Logger),
 	}
-	s.pool = newPool(cfg.Workers, s.leases, s.act, &s.wg)
-	s.pool.run = s.runWork
+	s.pool = newPool(cfg.Workers, s.runWork, s.leases, s.act, &s.wg)
 	s.broker.m = map[string]*watchers{}
 	s.rate.perMin = cfg.NewTasksPerMinutePerPrincipal
 	return s, nil

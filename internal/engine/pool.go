@@ -33,9 +33,10 @@ type pool struct {
 // job is a step queued for the worker pool.
 type job struct{ w *work }
 
-func newPool(workers int, leases *leases, act *activity, wg *sync.WaitGroup) *pool {
+func newPool(workers int, run func(context.Context, *work) *store.Task, leases *leases, act *activity, wg *sync.WaitGroup) *pool {
 	return &pool{
 		workers: workers,
+		run:     run,
 		queue:   make(chan job, workers*64),
 		slots:   make(chan struct{}, workers),
 		leases:  leases,
