@@ -128,7 +128,7 @@ func New(cfg api.Config) (*Engine, error) {
 		retries: cfg.StepRetries, retryMin: cfg.StepRetryMin, retryMax: cfg.StepRetryMax,
 		loop: newTimerLoop("releaser", cfg.ReleaseInterval, now, cfg.Logger),
 	}
-	s.pool = newPool(cfg.Workers, s.runWork, s.leases, s.act, &s.wg)
+	s.pool = newPool(cfg.Workers, s, s.leases, s.act, &s.wg)
 	s.broker.m = map[string]*watchers{}
 	s.rate.perMin = cfg.NewTasksPerMinutePerPrincipal
 	return s, nil

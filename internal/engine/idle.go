@@ -86,7 +86,7 @@ func (s *Engine) Idle(ctx context.Context) error {
 			// Two rounds ended: the one under way may have begun before
 			// the call.
 			for range 2 {
-				_, next := l.rounds.after()
+				next := l.nextRound()
 				l.kick()
 				select {
 				case <-next:

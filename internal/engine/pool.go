@@ -16,9 +16,10 @@ type pool struct {
 	workers int
 	queue   chan job
 	slots   chan struct{}
-	// run runs a step and returns the task as the step left it
-	// (Engine.runWork).
-	run    func(ctx context.Context, w *work) *store.Task
+	// steps runs the steps (Engine.runWork). A method called directly, not
+	// a func value: escape analysis then keeps a quick step's work on its
+	// caller's stack.
+	steps  *Engine
 	leases *leases
 	act    *activity       // work in hand, for Idle
 	wg     *sync.WaitGroup // the engine's: Stop waits for what it counts
@@ -33,10 +34,10 @@ type pool struct {
 // job is a step queued for the worker pool.
 type job struct{ w *work }
 
-func newPool(workers int, run func(context.Context, *work) *store.Task, leases *leases, act *activity, wg *sync.WaitGroup) *pool {
+func newPool(workers int, steps *Engine, leases *leases, act *activity, wg *sync.WaitGroup) *pool {
 	return &pool{
 		workers: workers,
-		run:     run,
+		steps:   steps,
 		queue:   make(chan job, workers*64),
 		slots:   make(chan struct{}, workers),
 		leases:  leases,
@@ -95,17 +96,18 @@ func (p *pool) room() int {
 	return min(cap(p.queue)-len(p.queue), p.workers)
 }
 
-// track records the cancel of task id's local run; the returned func
-// forgets it.
-func (p *pool) track(id string, cancel context.CancelFunc) (untrack func()) {
+// track records the cancel of task id's local run, until untrack.
+func (p *pool) track(id string, cancel context.CancelFunc) {
 	p.mu.Lock()
 	p.running[id] = cancel
 	p.mu.Unlock()
-	return func() {
-		p.mu.Lock()
-		delete(p.running, id)
-		p.mu.Unlock()
-	}
+}
+
+// untrack forgets task id's local run.
+func (p *pool) untrack(id string) {
+	p.mu.Lock()
+	delete(p.running, id)
+	p.mu.Unlock()
 }
 
 // cancel cancels task id's local run, if one is running.
@@ -151,7 +153,7 @@ func (p *pool) runHere(w *work) (*store.Task, *knownLog) {
 		return w.task, nil
 	}
 	defer p.wg.Done()
-	t := p.run(p.ctx, w)
+	t := p.steps.runWork(p.ctx, w)
 	return t, w.known
 }
 
@@ -173,7 +175,7 @@ func (p *pool) runQuick(ctx context.Context, w *work) (*store.Task, bool) {
 	}
 	defer p.wg.Done()
 	w.caller = ctx
-	final := p.run(p.ctx, w)
+	final := p.steps.runWork(p.ctx, w)
 	w.caller = nil
 	if w.pending != nil || w.lostPending {
 		return nil, false
@@ -208,7 +210,7 @@ func (p *pool) worker(ctx context.Context) {
 				continue
 			}
 			p.slots <- struct{}{}
-			p.run(ctx, j.w)
+			p.steps.runWork(ctx, j.w)
 			<-p.slots
 			p.act.add(-1)
 		}

@@ -187,7 +187,8 @@ func (s *Engine) runWork(ctx context.Context, w *work) *store.Task {
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer s.pool.track(t.ID, cancel)()
+	s.pool.track(t.ID, cancel)
+	defer s.pool.untrack(t.ID)
 
 	in := w.in
 	if in == nil {

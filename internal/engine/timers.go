@@ -67,6 +67,12 @@ func (l *timerLoop) kick() {
 	}
 }
 
+// nextRound is closed when the loop ends its next round (for Idle).
+func (l *timerLoop) nextRound() <-chan struct{} {
+	_, next := l.rounds.after()
+	return next
+}
+
 // run runs work in rounds until ctx ends; next, when not nil, tells
 // when the next round is due.
 func (l *timerLoop) run(ctx context.Context, work func(context.Context) (int, error), next func(context.Context) (time.Time, error)) {
