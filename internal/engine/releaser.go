@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -46,19 +45,7 @@ func (rel *releaser) timer() *timerLoop { return rel.loop }
 // runs on its own timer, apart from the sweeper, so a hold is released on
 // time even when nobody sweeps expiries.
 func (rel *releaser) releaseDue(ctx context.Context) (int, error) {
-	tasks, err := rel.store.DueTasks(ctx, store.DueParams{Timer: store.TimerHold, Now: rel.now(), Limit: dueBatch})
-	if err != nil {
-		return 0, err
-	}
-	for _, t := range tasks {
-		if err := rel.releaseHolds(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
-			if ctx.Err() != nil {
-				return len(tasks), nil
-			}
-			rel.log.Error("release what a task holds", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
-		}
-	}
-	return len(tasks), nil
+	return actOnDue(ctx, rel.store, store.DueParams{Timer: store.TimerHold, Now: rel.now(), Limit: dueBatch}, rel.releaseHolds, rel.log, "release what a task holds")
 }
 
 // releaseHolds releases a task's due holds: it claims them with a

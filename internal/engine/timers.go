@@ -112,16 +112,24 @@ func (l *timerLoop) run(ctx context.Context, work func(context.Context) (int, er
 // that expired, or a reminder point that passed. It returns how many
 // due tasks it found.
 func (s *Engine) sweep(ctx context.Context) (int, error) {
-	tasks, err := s.store.DueTasks(ctx, store.DueParams{Timer: store.TimerWake, Now: s.now(), Limit: dueBatch})
+	return actOnDue(ctx, s.store, store.DueParams{Timer: store.TimerWake, Now: s.now(), Limit: dueBatch}, s.wakeTask, s.log, "act on a due question")
+}
+
+// actOnDue runs act on each task the store finds due (p), and returns how
+// many it found. A conflict (someone changed the task first) is the next
+// round's to see; another failure is logged as what, and the round goes
+// on with the next task.
+func actOnDue(ctx context.Context, st store.Store, p store.DueParams, act func(context.Context, *store.Task) error, log *slog.Logger, what string) (int, error) {
+	tasks, err := st.DueTasks(ctx, p)
 	if err != nil {
 		return 0, err
 	}
 	for _, t := range tasks {
-		if err := s.wakeTask(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
+		if err := act(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
 			if ctx.Err() != nil {
 				return len(tasks), nil
 			}
-			s.log.Error("act on a due question", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
+			log.Error(what, slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 		}
 	}
 	return len(tasks), nil
