@@ -8,12 +8,20 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2aclient"
 )
+
+// Caller is what a test calls an agent through: an a2aclient.Client over
+// a binding, or the agent's request handler itself (a2asrv.RequestHandler,
+// for tests at the engine level).
+type Caller interface {
+	SendMessage(ctx context.Context, req *a2a.SendMessageRequest) (a2a.SendMessageResult, error)
+	GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Task, error)
+	CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error)
+}
 
 // Send sends req on c and returns the Task it answers with; an answer of
 // another kind is an error.
-func Send(ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest) (*a2a.Task, error) {
+func Send(ctx context.Context, c Caller, req *a2a.SendMessageRequest) (*a2a.Task, error) {
 	res, err := c.SendMessage(ctx, req)
 	if err != nil {
 		return nil, err
@@ -27,7 +35,7 @@ func Send(ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest)
 
 // SendTask is Send that fails the test on an error; what names the request
 // in failure messages.
-func SendTask(t testing.TB, ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest, what string) *a2a.Task {
+func SendTask(t testing.TB, ctx context.Context, c Caller, req *a2a.SendMessageRequest, what string) *a2a.Task {
 	t.Helper()
 	task, err := Send(ctx, c, req)
 	if err != nil {
@@ -39,7 +47,7 @@ func SendTask(t testing.TB, ctx context.Context, c *a2aclient.Client, req *a2a.S
 // WaitState reads the task with req every 10 ms until it is in state want,
 // and returns it. When ctx ends first it fails the test with the last task
 // it read, as describe tells it, or else the last error.
-func WaitState(t testing.TB, ctx context.Context, c *a2aclient.Client, req *a2a.GetTaskRequest, want a2a.TaskState, describe func(*a2a.Task) string) *a2a.Task {
+func WaitState(t testing.TB, ctx context.Context, c Caller, req *a2a.GetTaskRequest, want a2a.TaskState, describe func(*a2a.Task) string) *a2a.Task {
 	t.Helper()
 	var last *a2a.Task
 	for {
@@ -62,7 +70,7 @@ func WaitState(t testing.TB, ctx context.Context, c *a2aclient.Client, req *a2a.
 }
 
 // GetTask reads a task with req and fails the test on an error.
-func GetTask(t testing.TB, ctx context.Context, c *a2aclient.Client, req *a2a.GetTaskRequest) *a2a.Task {
+func GetTask(t testing.TB, ctx context.Context, c Caller, req *a2a.GetTaskRequest) *a2a.Task {
 	t.Helper()
 	task, err := c.GetTask(ctx, req)
 	if err != nil {

@@ -19,50 +19,54 @@ import (
 	"github.com/askpoint/askpoint/store"
 )
 
-// Engine runs agents' tasks on a durable store: the A2A request handler of
-// each agent, the workers that run steps, the leases that let any node take
-// a lapsed run over, the timer loops (question expiries and reminders, hold
-// releases) and the push outbox. A paused task is rows in the store: the
-// engine holds no goroutine, channel or timer for it.
+// Engine runs agents' tasks on a durable store. A paused task is rows in
+// the store: the engine holds no goroutine, channel or timer for it.
+//
+// The Engine wires its parts, each of which owns its state and is reached
+// through its methods only, and it is the core of every agent's request
+// handler (Handler): the transitions of a task (commit, in transition.go,
+// is the one place a task is written), the step runner (run.go) and the
+// sweeper (timers.go). The parts:
+//
+//   - pool (pool.go): the workers, the slots that bound the steps running
+//     on this node, the queue and the local runs CancelTask stops;
+//   - leases (leases.go): lease renewal (the heartbeat) and release, and
+//     the poller that claims lapsed runs;
+//   - rows (rowcache.go) and knownLog (knownlog.go): the history cache, the
+//     rows and log entries this node wrote, so that a transition or a
+//     reply reads nothing back;
+//   - outcomes (outcomes.go): an Outcome, a resume or an end turned into
+//     the task's next row, with its question, pause and holds;
+//   - outbox (outbox.go): push deliveries, their slots and shares;
+//   - releaser (releaser.go): the release of what paused tasks hold;
+//   - obs (observe.go): the observer and the debug log of transitions.
 type Engine struct {
 	cfg    api.Config
 	tokens auth.Tokens // the callers' bearer tokens (Config.Tokens)
 	log    *slog.Logger
-	obs    api.Observer // nil: nothing is observed
-	kinds  kindCache    // question kinds by answer schema, with an observer
 	store  store.Store
+	// locker is the store's task locks (quick steps), nil when it has none.
+	locker store.Locker
 	agents map[string]*agentEntry
 	order  []string
 
+	obs      *observer
+	pool     *pool
+	leases   *leases
+	rows     *rowCache // the rows this node wrote last (SingleNode stores)
+	outcomes *outcomes
+	outbox   *outbox
+	releaser *releaser
+	sweeper  *timerLoop // question expiries and reminders (timers.go)
+
 	broker broker
-	act    *activity // work in hand, for Idle
-	queue  chan job
-	// slots bounds the steps running on this node: the workers' and those
-	// run in a caller's goroutine (runHere).
-	slots  chan struct{}
-	rows   rowCache    // the rows this node wrote last (SingleNode stores)
+	act    *activity   // work in hand, for Idle (the pool's and the outbox's)
 	rate   rateBuckets // NewTasksPerMinutePerPrincipal
-	shares pushShares  // push deliveries in flight per principal
-
-	// locker is the store's task locks (quick steps), nil when it has none.
-	locker store.Locker
-
-	// Timer loops: the sweeper (question expiries and reminders), the
-	// releaser (holds) and the push deliverer.
-	sweeper  *timerLoop
-	releaser *timerLoop
-	pusher   *timerLoop
-	push     *pushSender
-	// pushSlots bounds the push deliveries under way on this node.
-	pushSlots chan struct{}
 
 	mu       sync.Mutex
 	started  bool
-	stopped  bool
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
-	running  map[string]context.CancelFunc // task ID -> cancel of its local run
-	runCtx   context.Context
 	stopOnce sync.Once
 
 	// transientRetries and stepRetries count requests tried again after a
@@ -91,30 +95,40 @@ func New(cfg api.Config) (*Engine, error) {
 		return nil, err
 	}
 	cfg = api.Defaults(cfg)
+	now := func() time.Time { return cfg.Now().UTC() }
 	tokens, err := auth.NewTokens(cfg.Tokens)
 	if err != nil {
 		return nil, err
 	}
 	s := &Engine{
-		tokens:  tokens,
-		cfg:     cfg,
-		log:     cfg.Logger,
-		obs:     guardObserver(cfg.Observer, cfg.Logger),
-		store:   cfg.Store,
-		locker:  store.LockerOf(cfg.Store),
-		agents:  map[string]*agentEntry{},
-		running: map[string]context.CancelFunc{},
-		act:     newActivity(),
-		queue:   make(chan job, cfg.Workers*64),
-		slots:   make(chan struct{}, cfg.Workers),
+		tokens: tokens,
+		cfg:    cfg,
+		log:    cfg.Logger,
+		obs:    newObserver(cfg.Observer, cfg.Logger, now),
+		store:  cfg.Store,
+		locker: store.LockerOf(cfg.Store),
+		rows:   newRowCache(cfg.Store),
+		agents: map[string]*agentEntry{},
+		act:    newActivity(),
 
-		sweeper:  newTimerLoop("sweeper", cfg.SweepInterval),
-		releaser: newTimerLoop("releaser", cfg.ReleaseInterval),
-		pusher:   newTimerLoop("push", cfg.PushInterval),
-		push:     newPushSender(cfg),
-
-		pushSlots: make(chan struct{}, 64),
+		sweeper: newTimerLoop("sweeper", cfg.SweepInterval, now, cfg.Logger),
 	}
+	s.leases = &leases{store: cfg.Store, rows: s.rows, node: cfg.NodeID, span: cfg.LeaseDuration, every: cfg.PollInterval, now: now, log: cfg.Logger, obs: s.obs}
+	s.outcomes = &outcomes{
+		node: cfg.NodeID, lease: cfg.LeaseDuration, expiry: cfg.QuestionExpiry, maxAttempts: cfg.MaxAttempts, reminders: cfg.Reminders,
+		now: now, log: cfg.Logger, obs: s.obs,
+		releases: func(name string) bool {
+			e := s.agentByName(name)
+			return e != nil && e.releases
+		},
+	}
+	s.outbox = newOutbox(cfg, now, s.obs, s.act, &s.wg)
+	s.releaser = &releaser{
+		e: s, store: cfg.Store, log: cfg.Logger, obs: s.obs, now: now, lease: cfg.LeaseDuration,
+		retries: cfg.StepRetries, retryMin: cfg.StepRetryMin, retryMax: cfg.StepRetryMax,
+		loop: newTimerLoop("releaser", cfg.ReleaseInterval, now, cfg.Logger),
+	}
+	s.pool = newPool(cfg.Workers, s, s.leases, s.act, &s.wg)
 	s.broker.m = map[string]*watchers{}
 	s.rate.perMin = cfg.NewTasksPerMinutePerPrincipal
 	return s, nil
@@ -179,24 +193,23 @@ func (s *Engine) Start(ctx context.Context) error {
 	s.started = true
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
-	s.runCtx = ctx
-	for range s.cfg.Workers {
+	s.pool.start(ctx)
+	loop := func(l *timerLoop, work func(context.Context) (int, error), next func(context.Context) (time.Time, error)) {
 		s.wg.Add(1)
-		go s.worker(ctx)
+		go func() {
+			defer s.wg.Done()
+			l.run(ctx, work, next)
+		}()
 	}
-	s.wg.Add(1)
-	go s.poller(ctx)
 	if !s.cfg.DisableSweeper {
-		s.wg.Add(1)
-		go s.runTimerLoop(ctx, s.sweeper, s.sweep, func(ctx context.Context) (time.Time, error) {
+		loop(s.sweeper, s.sweep, func(ctx context.Context) (time.Time, error) {
 			return s.store.NextDue(ctx, store.TimerWake)
 		})
 	}
-	s.wg.Add(2)
-	go s.runTimerLoop(ctx, s.releaser, s.releaseDue, func(ctx context.Context) (time.Time, error) {
+	loop(s.releaser.timer(), s.releaser.releaseDue, func(ctx context.Context) (time.Time, error) {
 		return s.store.NextDue(ctx, store.TimerHold)
 	})
-	go s.runTimerLoop(ctx, s.pusher, s.deliverDue, nil)
+	loop(s.outbox.timer(), s.outbox.deliverDue, nil)
 	if s.cfg.RetainFinished > 0 {
 		s.wg.Add(1)
 		go s.retain(ctx)
@@ -206,7 +219,7 @@ func (s *Engine) Start(ctx context.Context) error {
 		s.wg.Add(1)
 		go s.listen(ctx, n)
 	}
-	s.countOpenQuestions(ctx)
+	s.obs.countOpen(ctx, s.store, s.order)
 	s.log.Info("askpoint started", slog.String("node", s.cfg.NodeID), slog.Int("workers", s.cfg.Workers))
 	return nil
 }
@@ -217,7 +230,7 @@ func (s *Engine) Start(ctx context.Context) error {
 func (s *Engine) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.mu.Lock()
-		s.stopped = true
+		s.pool.stop()
 		cancel := s.cancel
 		s.mu.Unlock()
 		if cancel != nil {
@@ -270,7 +283,7 @@ func (s *Engine) resumeFromOutside(ctx context.Context, taskID string, decide fu
 			if err != nil || in == nil {
 				return err
 			}
-			next, entries, err := s.resumeRow(t, in, nil, "")
+			next, entries, err := s.outcomes.resumeRow(t, in, nil, "")
 			if err != nil {
 				return err
 			}
@@ -281,14 +294,14 @@ func (s *Engine) resumeFromOutside(ctx context.Context, taskID string, decide fu
 			if err != nil {
 				return err
 			}
-			w := &work{task: saved, in: in, trace: s.traceParent(ctx)}
+			w := &work{task: saved, in: in, trace: s.obs.traceParent(ctx)}
 			if len(l.Request) > 0 {
 				var m a2a.Message
 				if json.Unmarshal(l.Request, &m) == nil {
 					w.request = &m
 				}
 			}
-			s.dispatch(w)
+			s.pool.dispatch(w)
 			return nil
 		})
 	})
@@ -304,7 +317,7 @@ func (s *Engine) listen(ctx context.Context, n store.Notifier) {
 		if id == "" { // missed notifications: the loops look again too
 			s.sweeper.kick()
 			s.releaser.kick()
-			s.pusher.kick()
+			s.outbox.kick()
 		}
 	}
 	if err := n.Listen(ctx, heard); err != nil && ctx.Err() == nil {

@@ -124,7 +124,7 @@ func (r *run) writeRetried(ctx context.Context, change func(next *store.Task, no
 		case <-ctx.Done():
 			t.Stop()
 			return err
-		case <-r.s.stopping():
+		case <-r.s.pool.stopping():
 			t.Stop()
 			return err
 		case <-t.C:
@@ -135,47 +135,3 @@ func (r *run) writeRetried(ctx context.Context, change func(next *store.Task, no
 // StepRetries is how many step retries this node scheduled (for tests
 // and metrics).
 func (s *Engine) StepRetries() int64 { return s.stepRetries.Load() }
-
-// stopping is closed once the engine stops.
-func (s *Engine) stopping() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.runCtx == nil {
-		return nil
-	}
-	return s.runCtx.Done()
-}
-
-// releaseFailure is a hold's release that returned an error.
-type releaseFailure struct {
-	claim    time.Time // the claim the release ran under
-	failures int       // failed tries before this one
-	err      error
-}
-
-// markReleaseFailed schedules the failed releases again with the step
-// backoff (their claim moves to the retry's due time, so any node's
-// releaser takes them then), or gives a release up, logged with its error,
-// when the error is permanent or the budget (StepRetries) is spent: the
-// hold is then recorded as done and not tried again.
-func (s *Engine) markReleaseFailed(ctx context.Context, t *store.Task, failed map[string]releaseFailure) error {
-	now := s.now()
-	return s.updateHolds(ctx, t, func(h *heldThing) bool {
-		f, ok := failed[h.Name]
-		if !ok || h.Released || !h.Releasing.Equal(f.claim) {
-			return false
-		}
-		tries := f.failures + 1
-		log := s.log.With(slog.String("task", t.ID), slog.String("hold", h.Name), slog.Int("attempt", tries), slog.Any("err", f.err))
-		if api.IsPermanent(f.err) || tries > max(s.cfg.StepRetries, 0) {
-			log.Error("release failed and will not be tried again (permanent error or retries spent); the hold is given up")
-			h.Released, h.Releasing, h.Failures = true, time.Time{}, tries
-			return true
-		}
-		wait := backoff(tries-1, s.cfg.StepRetryMin, s.cfg.StepRetryMax)
-		log.Warn("release failed; it will be tried again", slog.Duration("in", wait))
-		h.Failures = tries
-		h.Releasing = now.Add(wait).Truncate(time.Millisecond)
-		return true
-	})
-}

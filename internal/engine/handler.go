@@ -207,7 +207,7 @@ func (h *Handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*
 				return a2a.NewError(a2a.ErrTaskNotCancelable,
 					fmt.Sprintf("task %q is already %s and cannot be canceled", t.ID, text.StateWord(t.State)))
 			}
-			next, e, err := h.s.endRow(t, a2a.TaskStateCanceled, "The task was canceled at the caller's request.", h.s.now())
+			next, e, err := h.s.outcomes.endRow(t, a2a.TaskStateCanceled, "The task was canceled at the caller's request.", h.s.now())
 			if err != nil {
 				return errInternal(err)
 			}
@@ -222,17 +222,8 @@ func (h *Handler) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*
 		logInternal(h.s.log, "CancelTask", string(req.ID), err)
 		return nil, err
 	}
-	h.s.cancelLocalRun(saved.ID)
+	h.s.pool.cancel(saved.ID)
 	return h.view(ctx, saved, nil)
-}
-
-func (s *Engine) cancelLocalRun(id string) {
-	s.mu.Lock()
-	cancel := s.running[id]
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
 }
 
 // settled: the point where a blocking call returns.
@@ -440,7 +431,7 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 		// decides what happens next, and sees only what was asked.
 		ans.Fields = q.Asked(ans.Fields)
 		in := &runInput{Kind: inputAnswer, Message: msg, Question: &q, Answer: ans, Key: t.ID + "/" + q.ID}
-		next, entries, err := s.resumeRow(t, in, msg, "")
+		next, entries, err := s.outcomes.resumeRow(t, in, msg, "")
 		return next, entries, in, err
 	}
 
@@ -449,7 +440,7 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 		return nil, nil, nil, err
 	}
 	end := func(state a2a.TaskState, text string) (*store.Task, []store.LogEntry, *runInput, error) {
-		ended, e, err := s.endRow(t, state, text, now)
+		ended, e, err := s.outcomes.endRow(t, state, text, now)
 		if err != nil {
 			return nil, nil, nil, errInternal(err)
 		}
@@ -530,7 +521,7 @@ func (h *Handler) SendStreamingMessage(ctx context.Context, req *a2a.SendMessage
 		}
 		t := acc.task
 		if acc.work != nil {
-			h.s.dispatch(acc.work)
+			h.s.pool.dispatch(acc.work)
 		}
 		var hl *int
 		if req.Config != nil {
@@ -660,25 +651,6 @@ type expiredError struct {
 
 func (e *expiredError) Error() string {
 	return fmt.Sprintf("question %q expired at %s", e.question, e.at.UTC().Format(time.RFC3339))
-}
-
-// endRow builds the row of t ended in a terminal state with a status
-// message for the caller: no work owed, no lease, no open question, no
-// checkpoint.
-//
-// What a paused task held and has not released stays on the row, due for
-// release at once.
-func (s *Engine) endRow(t *store.Task, state a2a.TaskState, text string, now time.Time) (*store.Task, store.LogEntry, error) {
-	next := *t
-	next.Runnable, next.LeaseOwner, next.LeaseUntil = false, "", time.Time{}
-	next.Input, next.Question, next.Checkpoint = nil, nil, nil
-	s.keepHoldsOnEnd(t, &next, now)
-	st, e, err := statusEntry(&next, state, agentMessage(&next, text), now)
-	if err != nil {
-		return nil, store.LogEntry{}, err
-	}
-	next.State, next.Status = state, st
-	return &next, e, nil
 }
 
 // CheckSubscribe says, before a transport opens a stream, whether

@@ -79,14 +79,14 @@ func (s *Engine) Idle(ctx context.Context) error {
 	// Twice: a timer round may start a step, and a step may set a timer
 	// due at once.
 	for range 2 {
-		for _, l := range []*timerLoop{s.sweeper, s.releaser, s.pusher} {
+		for _, l := range []*timerLoop{s.sweeper, s.releaser.timer(), s.outbox.timer()} {
 			if l == s.sweeper && s.cfg.DisableSweeper {
 				continue
 			}
 			// Two rounds ended: the one under way may have begun before
 			// the call.
 			for range 2 {
-				_, next := l.rounds.after()
+				next := l.nextRound()
 				l.kick()
 				select {
 				case <-next:

@@ -20,6 +20,44 @@ import (
 	"github.com/askpoint/askpoint/store"
 )
 
+// observer is what the engine tells of itself: the configured observer
+// (api.Observer, behind a recover) and the debug log of transitions. Its
+// methods do nothing observable when no observer is set.
+type observer struct {
+	obs   api.Observer // nil: nothing is observed
+	log   *slog.Logger
+	kinds kindCache // question kinds by answer schema
+	now   func() time.Time
+}
+
+func newObserver(o api.Observer, log *slog.Logger, now func() time.Time) *observer {
+	return &observer{obs: guardObserver(o, log), log: log, now: now}
+}
+
+// on reports whether an observer is set.
+func (o *observer) on() bool { return o.obs != nil }
+
+// kind is the question kind of an answer schema (see QuestionKind).
+func (o *observer) kind(schema json.RawMessage) string { return o.kinds.kind(schema) }
+
+// startStep starts the span of a step; end ends it.
+func (o *observer) startStep(ctx context.Context, info api.StepInfo) (context.Context, func(error)) {
+	if o.obs == nil {
+		return ctx, func(error) {}
+	}
+	return o.obs.StartStep(ctx, info)
+}
+
+// startPush starts the span of a push delivery; traceparent is the one
+// the receiver joins ("" without an observer).
+func (o *observer) startPush(ctx context.Context, taskID string) (_ context.Context, end func(error), traceparent string) {
+	if o.obs == nil {
+		return ctx, func(error) {}, ""
+	}
+	ctx, end = o.obs.StartPush(ctx, taskID)
+	return ctx, end, o.obs.TraceParent(ctx)
+}
+
 // change is what a commit's caller knows of the change beyond the rows:
 // the task as it was loaded (nil for a new one), what the write gives the
 // next run, and the cause.
@@ -46,17 +84,17 @@ func (ch commitNote) pausedFrom() *pauseState {
 	return p
 }
 
-// observeBefore, on a write that opens a question while tracing records,
+// before, on a write that opens a question while tracing records,
 // keeps the asking span's traceparent in the pause state, so that the step
 // resumed by the answer, however much later, links to it.
-func (s *Engine) observeBefore(ctx context.Context, ch commitNote, next *store.Task) {
-	if s.obs == nil || len(next.Question) == 0 || len(next.Pause) == 0 {
+func (o *observer) before(ctx context.Context, ch commitNote, next *store.Task) {
+	if o.obs == nil || len(next.Question) == 0 || len(next.Pause) == 0 {
 		return
 	}
 	if ch.prev != nil && len(ch.prev.Question) > 0 && !ch.resumes() {
 		return // a re-ask or a reminder keeps the pause, and its link, as it is
 	}
-	tp := s.obs.TraceParent(ctx)
+	tp := o.obs.TraceParent(ctx)
 	if tp == "" || next.Pause[len(next.Pause)-1] != '}' || bytes.Contains(next.Pause, []byte(`"trace":`)) {
 		return
 	}
@@ -71,10 +109,10 @@ func (s *Engine) observeBefore(ctx context.Context, ch commitNote, next *store.T
 	next.Pause = raw
 }
 
-// observe tells the observer, and the debug log, of a committed change.
-func (s *Engine) observe(ctx context.Context, ch commitNote, saved *store.Task, entries []store.LogEntry) {
-	debug := s.log.Enabled(ctx, slog.LevelDebug)
-	if s.obs == nil && !debug {
+// transition tells the observer, and the debug log, of a committed change.
+func (o *observer) transition(ctx context.Context, ch commitNote, saved *store.Task, entries []store.LogEntry) {
+	debug := o.log.Enabled(ctx, slog.LevelDebug)
+	if o.obs == nil && !debug {
 		return
 	}
 	t := api.Transition{TaskID: saved.ID, ContextID: saved.ContextID, Agent: saved.Agent, To: saved.State, Cause: ch.cause}
@@ -97,7 +135,7 @@ func (s *Engine) observe(ctx context.Context, ch commitNote, saved *store.Task, 
 			t.ClosedKind = QuestionKind(prevQ)
 		}
 		if p != nil && !p.Asked.IsZero() {
-			t.Waited = s.now().Sub(p.Asked)
+			t.Waited = o.now().Sub(p.Asked)
 		}
 		switch {
 		case ch.cause == "expire" || (ch.in != nil && ch.in.Expired):
@@ -140,26 +178,26 @@ func (s *Engine) observe(ctx context.Context, ch commitNote, saved *store.Task, 
 		if t.Asked || t.Reasked {
 			attrs = append(attrs, slog.Bool("asked", t.Asked), slog.Bool("reasked", t.Reasked), slog.String("kind", t.Kind))
 		}
-		s.log.LogAttrs(ctx, slog.LevelDebug, "transition", attrs...)
+		o.log.LogAttrs(ctx, slog.LevelDebug, "transition", attrs...)
 	}
-	if s.obs != nil {
-		s.obs.Transition(ctx, t)
+	if o.obs != nil {
+		o.obs.Transition(ctx, t)
 	}
 }
 
 // event counts e for agent when an observer is set.
-func (s *Engine) event(ctx context.Context, agent string, e api.Event) {
-	if s.obs != nil {
-		s.obs.Event(ctx, agent, e)
+func (o *observer) event(ctx context.Context, agent string, e api.Event) {
+	if o.obs != nil {
+		o.obs.Event(ctx, agent, e)
 	}
 }
 
 // traceParent is the traceparent of ctx's span, "" without an observer.
-func (s *Engine) traceParent(ctx context.Context) string {
-	if s.obs == nil {
+func (o *observer) traceParent(ctx context.Context) string {
+	if o.obs == nil {
 		return ""
 	}
-	return s.obs.TraceParent(ctx)
+	return o.obs.TraceParent(ctx)
 }
 
 // QuestionKind names what a question asks, for metrics and askpoint
@@ -244,20 +282,21 @@ func (c *kindCache) kind(schema json.RawMessage) string {
 	return k
 }
 
-// countOpenQuestions reads, once at start, how many questions the store
-// holds open per agent: every open question has its wake timer set.
-func (s *Engine) countOpenQuestions(ctx context.Context) {
-	if s.obs == nil {
+// countOpen reads, once at start, how many questions st holds open per
+// agent (every one of agents counted, at zero when it has none): every
+// open question has its wake timer set.
+func (o *observer) countOpen(ctx context.Context, st store.Store, agents []string) {
+	if o.obs == nil {
 		return
 	}
 	far := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
-	tasks, err := s.store.DueTasks(ctx, store.DueParams{Timer: store.TimerWake, Now: far, Limit: maxOpenCount})
+	tasks, err := st.DueTasks(ctx, store.DueParams{Timer: store.TimerWake, Now: far, Limit: maxOpenCount})
 	if err != nil {
-		s.log.Warn("count the open questions for askpoint_questions_open; it starts from 0", slog.Any("err", err))
+		o.log.Warn("count the open questions for askpoint_questions_open; it starts from 0", slog.Any("err", err))
 		tasks = nil
 	}
-	by := make(map[string]int, len(s.order))
-	for _, name := range s.order { // every agent, so that its series show at zero
+	by := make(map[string]int, len(agents))
+	for _, name := range agents { // every agent, so that its series show at zero
 		by[name] = 0
 	}
 	for _, t := range tasks {
@@ -265,7 +304,7 @@ func (s *Engine) countOpenQuestions(ctx context.Context) {
 			by[t.Agent]++
 		}
 	}
-	s.obs.OpenQuestions(by)
+	o.obs.OpenQuestions(by)
 }
 
 // maxOpenCount bounds the start-up count of open questions.

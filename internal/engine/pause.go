@@ -4,13 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/askpoint/askpoint/internal/api"
 
-	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
 )
 
@@ -83,43 +80,6 @@ func decodePause(t *store.Task) (*pauseState, error) {
 	return p, nil
 }
 
-// preparePause checks an Ask outcome's expiry action and holds against its
-// question and builds the pause state.
-func (s *Engine) preparePause(o api.Outcome, q *question.Question, releases bool, now time.Time) (*pauseState, error) {
-	p := &pauseState{Asked: now, Question: q.ID, Expires: q.Expires, OnExpiry: o.ExpiryAction()}
-	if s.obs != nil {
-		p.Kind = s.kinds.kind(q.Schema)
-	}
-	switch p.OnExpiry {
-	case api.ExpireFail, api.ExpireCancel:
-	case api.ExpireDefault:
-		raw, err := json.Marshal(api.DefaultAnswerOf(o))
-		if err != nil {
-			return nil, fmt.Errorf("its default answer cannot be encoded: %v", err)
-		}
-		if errs := q.Validate(raw); len(errs) > 0 {
-			var where []string
-			for _, e := range errs {
-				ptr := e.Pointer
-				if ptr == "" {
-					ptr = "the answer"
-				}
-				where = append(where, ptr+": "+e.Message)
-			}
-			return nil, fmt.Errorf("its default answer %s is not a valid answer (%s)", raw, strings.Join(where, "; "))
-		}
-		p.DefaultAnswer = raw
-	default:
-		return nil, fmt.Errorf("unknown expiry action %q (use api.ExpireFail, api.ExpireCancel or DefaultAnswer)", p.OnExpiry)
-	}
-	holds, err := prepareHolds(o.Holds(), q.Expires, "the question expires", releases)
-	if err != nil {
-		return nil, err
-	}
-	p.Holds = holds
-	return p, nil
-}
-
 // prepareHolds checks an outcome's holds against the end of the pause
 // (until, what ends it) and returns them as the pause keeps them; releases
 // says whether the agent can release them.
@@ -152,43 +112,6 @@ func prepareHolds(hs []api.Hold, end time.Time, ends string, releases bool) ([]h
 		out = append(out, heldThing{Name: h.Name, Until: until, Data: data})
 	}
 	return out, nil
-}
-
-// setPause stores p on next and sets the task's timers from it: the wake
-// timer while a question is open, the hold timer while a hold is unreleased.
-func (s *Engine) setPause(next *store.Task, p *pauseState) error {
-	next.WakeAt, next.HoldAt, next.Pause = time.Time{}, time.Time{}, nil
-	if p == nil {
-		return nil
-	}
-	if p.Holds == nil && len(next.Question) == 0 {
-		return nil // nothing left to keep
-	}
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	next.Pause = raw
-	if len(next.Question) > 0 {
-		next.WakeAt = s.nextWake(p)
-	}
-	next.HoldAt = p.nextRelease()
-	return nil
-}
-
-// nextWake is when the sweeper must look at an open question next: its
-// next reminder point, or its expiry.
-func (s *Engine) nextWake(p *pauseState) time.Time {
-	if p.Reminded < len(s.cfg.Reminders) && p.Expires.After(p.Asked) {
-		return s.reminderAt(p, p.Reminded)
-	}
-	return p.Expires
-}
-
-// reminderAt is the time of reminder point i of p.
-func (s *Engine) reminderAt(p *pauseState, i int) time.Time {
-	span := p.Expires.Sub(p.Asked)
-	return p.Asked.Add(time.Duration(float64(span) * s.cfg.Reminders[i])).Truncate(time.Millisecond)
 }
 
 // nextRelease is when the next hold release is due (or its claim lapses),
@@ -235,70 +158,14 @@ func keepDigest(next *store.Task, digest string) {
 	}
 }
 
-// keepRefusedHolds keeps on next, which a refused Ask or Await ended, the
-// holds that outcome declared, due for release at once. Holds without a
-// name, or of an agent without a release (releases false), cannot be
-// released and are left.
-func (s *Engine) keepRefusedHolds(next *store.Task, hs []api.Hold, releases bool, now time.Time) {
-	if len(hs) == 0 || !releases {
-		return
-	}
-	p, err := decodePause(next)
+// storeKeepingTimers stores p on next and recomputes only the hold timer:
+// a hold release must not move the question's wake timer.
+func (p *pauseState) storeKeepingTimers(next *store.Task) error {
+	raw, err := json.Marshal(p)
 	if err != nil {
-		p = &pauseState{}
+		return err
 	}
-	p.Question = fmt.Sprintf("refused-%d", next.Version) // hold keys are unique per pause
-	at := now.UTC().Truncate(time.Millisecond)
-	seen := map[string]bool{}
-	for _, h := range hs {
-		if h.Name == "" || seen[h.Name] {
-			continue
-		}
-		seen[h.Name] = true
-		data, err := json.Marshal(h.Data)
-		if err != nil {
-			data = nil
-		}
-		until := h.Until.UTC().Truncate(time.Millisecond)
-		if h.Until.IsZero() {
-			until = at
-		}
-		p.Holds = append(p.Holds, heldThing{Name: h.Name, Until: until, Data: data, Early: at})
-	}
-	if len(p.Holds) > 0 {
-		if err := s.setPause(next, p); err != nil {
-			s.log.Error("keep the holds of a refused step", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
-		}
-	}
-}
-
-// keepHoldsOnEnd keeps the unreleased holds of a paused task that ends
-// without resuming, due for release at once.
-func (s *Engine) keepHoldsOnEnd(t, next *store.Task, now time.Time) {
-	next.WakeAt, next.HoldAt, next.Pause = time.Time{}, time.Time{}, nil
-	p, err := decodePause(t)
-	if err != nil {
-		// Nothing is known of what the task held: say so loudly, since
-		// its releases will not run.
-		s.log.Error("the pause state of an ending task cannot be read; what it held is not released", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
-		return
-	}
-	defer keepDigest(next, p.WakeDigest)
-	if len(p.Holds) == 0 {
-		return
-	}
-	rest := &pauseState{Question: p.Question, WakeDigest: p.WakeDigest}
-	for _, h := range p.Holds {
-		if h.Released {
-			continue
-		}
-		if h.Releasing.IsZero() && h.Until.After(now) {
-			h.Early = now.Truncate(time.Millisecond)
-		}
-		rest.Holds = append(rest.Holds, h)
-	}
-	if len(rest.Holds) == 0 {
-		return
-	}
-	_ = s.setPause(next, rest)
+	next.Pause = raw
+	next.HoldAt = p.nextRelease()
+	return nil
 }

@@ -67,9 +67,9 @@ func (h *Handler) SendMessage(ctx context.Context, req *a2a.SendMessageRequest) 
 	if acc.work != nil {
 		acc.work.known = acc.known.clone() // the run extends its own
 		if blocking {
-			t, known = h.s.runHere(acc.work)
+			t, known = h.s.pool.runHere(acc.work)
 		} else {
-			h.s.dispatch(acc.work)
+			h.s.pool.dispatch(acc.work)
 		}
 	}
 	if blocking {
@@ -112,7 +112,7 @@ func (h *Handler) accept(ctx context.Context, req *a2a.SendMessageRequest, quick
 	var pc *a2a.PushConfig
 	if req.Config != nil && req.Config.PushConfig != nil {
 		pc = req.Config.PushConfig
-		if err := h.s.checkPushConfig(ctx, pc); err != nil {
+		if err := h.s.outbox.check(ctx, pc); err != nil {
 			return nil, err
 		}
 		quick = false // the configuration is written between the message and its step
@@ -123,7 +123,7 @@ func (h *Handler) accept(ctx context.Context, req *a2a.SendMessageRequest, quick
 		if err == nil && pc != nil {
 			// From the task's first entry: the run may already have
 			// paused or ended by now, and its caller must hear of it.
-			_, err = h.s.putPushConfig(ctx, acc.task, pc, 0)
+			_, err = h.s.outbox.put(ctx, acc.task, pc, 0)
 		}
 		return acc, err
 	}
@@ -133,7 +133,7 @@ func (h *Handler) accept(ctx context.Context, req *a2a.SendMessageRequest, quick
 		if err != nil {
 			return nil, err
 		}
-		if _, err := h.s.putPushConfig(ctx, t, pc, t.LastSeq); err != nil {
+		if _, err := h.s.outbox.put(ctx, t, pc, t.LastSeq); err != nil {
 			return nil, err
 		}
 	}
@@ -169,8 +169,8 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 		}
 		saved, err := s.commit(ctx, commitNote{in: in, cause: "start"}, row, entries, true)
 		if err == nil {
-			known := (&knownLog{fromStart: true}).add(entries, saved.Version)
-			return &accepted{task: saved, known: known, work: &work{task: saved, in: in, request: in.Message, trace: s.traceParent(ctx)}}, nil
+			known := newKnownLog(true, false).add(entries, saved.Version)
+			return &accepted{task: saved, known: known, work: &work{task: saved, in: in, request: in.Message, trace: s.obs.traceParent(ctx)}}, nil
 		}
 		if !errors.Is(err, store.ErrExists) {
 			return nil, errInternal(err)
@@ -180,7 +180,7 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 			return nil, errInternal(err)
 		}
 		if dup {
-			s.event(ctx, existing.Agent, api.EventRedelivery)
+			s.obs.event(ctx, existing.Agent, api.EventRedelivery)
 			return &accepted{task: existing}, nil
 		}
 		if existing == nil {
@@ -224,8 +224,8 @@ func (h *Handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, i
 	if err != nil {
 		return nil, false
 	}
-	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, lock: lock, unlock: unlock, trace: s.traceParent(ctx)}
-	final, ok := s.runQuick(ctx, w)
+	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, lock: lock, unlock: unlock, trace: s.obs.traceParent(ctx)}
+	final, ok := s.pool.runQuick(ctx, w)
 	if !ok {
 		return nil, false
 	}
@@ -298,7 +298,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		if dup, err := s.redelivered(t, l.Message, req.Message); err != nil {
 			return errInternal(err)
 		} else if dup {
-			s.event(ctx, t.Agent, api.EventRedelivery)
+			s.obs.event(ctx, t.Agent, api.EventRedelivery)
 			out = &accepted{task: t}
 			return nil
 		}
@@ -312,7 +312,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			// race to another answer (or came after one). The caller gets
 			// the task as it now stands; the message is not taken, and
 			// never bound to a later question.
-			s.event(ctx, t.Agent, api.EventAnswerConflict)
+			s.obs.event(ctx, t.Agent, api.EventAnswerConflict)
 			out = &accepted{task: t}
 			return nil
 		}
@@ -354,7 +354,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			}
 		case a2a.TaskStateAuthRequired:
 			in = &runInput{Kind: inputAuth, Message: &msg, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}
-			next, entries, err = s.resumeRow(t, in, &msg, "")
+			next, entries, err = s.outcomes.resumeRow(t, in, &msg, "")
 		default:
 			// Submitted or working: the task is busy with a step (or waits
 			// for an event). The message is refused, not taken and
@@ -377,11 +377,11 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			prior = freshHistory(t, open, request, s.rows.statusMessage(t.ID, t.Version), paused)
 		}
 		if in != nil && quick && next.Runnable && lock.Holding() {
-			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, lock: lock, unlock: lock.Unlock, known: prior, trace: s.traceParent(ctx)}
+			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, lock: lock, unlock: lock.Unlock, known: prior, trace: s.obs.traceParent(ctx)}
 			if prior == nil {
-				w.known = &knownLog{noPriorArtifacts: len(t.Artifacts) == 0}
+				w.known = newKnownLog(false, len(t.Artifacts) == 0)
 			}
-			if final, ok := s.runQuick(ctx, w); ok {
+			if final, ok := s.pool.runQuick(ctx, w); ok {
 				wrote = true
 				out = &accepted{task: final, known: w.known}
 				return nil
@@ -405,17 +405,17 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		wrote = true
 		known := prior
 		if known == nil {
-			known = &knownLog{noPriorArtifacts: len(t.Artifacts) == 0}
+			known = newKnownLog(false, len(t.Artifacts) == 0)
 		}
 		known = known.add(entries, saved.Version)
 		out = &accepted{task: saved, known: known}
 		if saved.Runnable && in != nil {
-			out.work = &work{task: saved, in: in, request: request, trace: s.traceParent(ctx)}
+			out.work = &work{task: saved, in: in, request: request, trace: s.obs.traceParent(ctx)}
 		}
 		return nil
 	}
 	err := retryCAS(func() error {
-		l, kept, err := s.loadTask(ctx, id, store.LoadParams{MessageID: req.Message.ID, Request: true})
+		l, kept, err := s.rows.read(ctx, id, store.LoadParams{MessageID: req.Message.ID, Request: true})
 		if errors.Is(err, store.ErrNotFound) {
 			return errTaskNotFound(id)
 		}

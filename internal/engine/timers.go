@@ -37,10 +37,12 @@ type timerLoop struct {
 	every   time.Duration // the longest sleep between rounds
 	kicks   chan struct{}
 	planned atomic.Int64 // unix ms of the next planned round; 0 when unknown
+	now     func() time.Time
+	log     *slog.Logger
 }
 
-func newTimerLoop(name string, every time.Duration) *timerLoop {
-	return &timerLoop{name: name, every: every, kicks: make(chan struct{}, 1)}
+func newTimerLoop(name string, every time.Duration, now func() time.Time, log *slog.Logger) *timerLoop {
+	return &timerLoop{name: name, every: every, kicks: make(chan struct{}, 1), now: now, log: log}
 }
 
 // wake makes the loop run a round soon, if at is before its next planned round.
@@ -65,8 +67,15 @@ func (l *timerLoop) kick() {
 	}
 }
 
-func (s *Engine) runTimerLoop(ctx context.Context, l *timerLoop, work func(context.Context) (int, error), next func(context.Context) (time.Time, error)) {
-	defer s.wg.Done()
+// nextRound is closed when the loop ends its next round (for Idle).
+func (l *timerLoop) nextRound() <-chan struct{} {
+	_, next := l.rounds.after()
+	return next
+}
+
+// run runs work in rounds until ctx ends; next, when not nil, tells
+// when the next round is due.
+func (l *timerLoop) run(ctx context.Context, work func(context.Context) (int, error), next func(context.Context) (time.Time, error)) {
 	for {
 		l.planned.Store(0)
 		n, err := work(ctx)
@@ -75,7 +84,7 @@ func (s *Engine) runTimerLoop(ctx context.Context, l *timerLoop, work func(conte
 			return
 		}
 		if err != nil {
-			s.log.Error("timer round failed; retrying after its interval", slog.String("timer", l.name), slog.Any("err", err))
+			l.log.Error("timer round failed; retrying after its interval", slog.String("timer", l.name), slog.Any("err", err))
 		}
 		if err == nil && n >= dueBatch {
 			continue
@@ -83,10 +92,10 @@ func (s *Engine) runTimerLoop(ctx context.Context, l *timerLoop, work func(conte
 		wait := l.every
 		if err == nil && next != nil {
 			if at, err := next(ctx); err == nil && !at.IsZero() {
-				wait = min(wait, max(at.Sub(s.now()), time.Millisecond))
+				wait = min(wait, max(at.Sub(l.now()), time.Millisecond))
 			}
 		}
-		l.planned.Store(s.now().Add(wait).UnixMilli())
+		l.planned.Store(l.now().Add(wait).UnixMilli())
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -103,16 +112,24 @@ func (s *Engine) runTimerLoop(ctx context.Context, l *timerLoop, work func(conte
 // that expired, or a reminder point that passed. It returns how many
 // due tasks it found.
 func (s *Engine) sweep(ctx context.Context) (int, error) {
-	tasks, err := s.store.DueTasks(ctx, store.DueParams{Timer: store.TimerWake, Now: s.now(), Limit: dueBatch})
+	return actOnDue(ctx, s.store, store.DueParams{Timer: store.TimerWake, Now: s.now(), Limit: dueBatch}, s.wakeTask, s.log, "act on a due question")
+}
+
+// actOnDue runs act on each task the store finds due (p), and returns how
+// many it found. A conflict (someone changed the task first) is the next
+// round's to see; another failure is logged as what, and the round goes
+// on with the next task.
+func actOnDue(ctx context.Context, st store.Store, p store.DueParams, act func(context.Context, *store.Task) error, log *slog.Logger, what string) (int, error) {
+	tasks, err := st.DueTasks(ctx, p)
 	if err != nil {
 		return 0, err
 	}
 	for _, t := range tasks {
-		if err := s.wakeTask(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
+		if err := act(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
 			if ctx.Err() != nil {
 				return len(tasks), nil
 			}
-			s.log.Error("act on a due question", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
+			log.Error(what, slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
 		}
 	}
 	return len(tasks), nil
@@ -133,7 +150,7 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 			if now.Before(p.Expires) {
 				return nil // woken early (another node's timer)
 			}
-			next, e, err := s.endRow(t, a2a.TaskStateFailed,
+			next, e, err := s.outcomes.endRow(t, a2a.TaskStateFailed,
 				fmt.Sprintf("Stopped waiting at %s: %s", p.Expires.UTC().Format(time.RFC3339), p.Await), now)
 			if err != nil {
 				return err
@@ -166,7 +183,7 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 	next := *t
 	var entries []store.LogEntry
 	passed := p.Reminded
-	for passed < len(s.cfg.Reminders) && !now.Before(s.reminderAt(p, passed)) {
+	for passed < len(s.cfg.Reminders) && !now.Before(s.outcomes.reminderAt(p, passed)) {
 		passed++
 	}
 	if passed > p.Reminded {
@@ -178,7 +195,7 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 		entries = append(entries, e)
 		p.Reminded = passed
 	}
-	if err := s.setPause(&next, p); err != nil {
+	if err := s.outcomes.setPause(&next, p); err != nil {
 		return err
 	}
 	return s.write(ctx, t, &next, entries)
@@ -230,17 +247,17 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 		ans := &question.Answer{QuestionID: q.ID, Fields: p.DefaultAnswer}
 		in := runInput{Kind: inputAnswer, Question: &q, Answer: ans, Expired: true, Key: t.ID + "/" + q.ID}
 		note := fmt.Sprintf("No answer in time: question %s expired at %s. The task continues with the agent's default answer %s.", q.ID, at, p.DefaultAnswer)
-		next, entries, err = s.resumeRow(t, &in, nil, note)
+		next, entries, err = s.outcomes.resumeRow(t, &in, nil, note)
 		if err == nil {
 			err = withInput(next, &in)
 		}
 	case api.ExpireCancel:
 		var e store.LogEntry
-		next, e, err = s.endRow(t, a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at), now)
+		next, e, err = s.outcomes.endRow(t, a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at), now)
 		entries = []store.LogEntry{e}
 	default:
 		var e store.LogEntry
-		next, e, err = s.endRow(t, a2a.TaskStateFailed, fmt.Sprintf("No answer in time: question %s expired at %s.", q.ID, at), now)
+		next, e, err = s.outcomes.endRow(t, a2a.TaskStateFailed, fmt.Sprintf("No answer in time: question %s expired at %s.", q.ID, at), now)
 		entries = []store.LogEntry{e}
 	}
 	if err != nil {
@@ -252,7 +269,7 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 	}
 	s.log.Info("question expired", slog.String("task", t.ID), slog.String("question", q.ID), slog.String("then", expiryResult(saved)))
 	if saved.Runnable {
-		s.dispatch(&work{task: saved})
+		s.pool.dispatch(&work{task: saved})
 	}
 	return saved, nil
 }
@@ -272,209 +289,4 @@ func expiryResult(t *store.Task) string {
 func (s *Engine) write(ctx context.Context, prev, next *store.Task, entries []store.LogEntry) error {
 	_, err := s.commit(ctx, commitNote{prev: prev, cause: "timer"}, next, entries, false)
 	return err
-}
-
-// releaseDue runs the release of every hold whose deadline passed. It
-// runs on its own timer, apart from the sweeper, so a hold is released on
-// time even when nobody sweeps expiries.
-func (s *Engine) releaseDue(ctx context.Context) (int, error) {
-	tasks, err := s.store.DueTasks(ctx, store.DueParams{Timer: store.TimerHold, Now: s.now(), Limit: dueBatch})
-	if err != nil {
-		return 0, err
-	}
-	for _, t := range tasks {
-		if err := s.releaseHolds(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
-			if ctx.Err() != nil {
-				return len(tasks), nil
-			}
-			s.log.Error("release what a task holds", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.Any("err", err))
-		}
-	}
-	return len(tasks), nil
-}
-
-// releaseHolds releases a task's due holds: it claims them with a
-// compare-and-set (so no other node runs the same release while the claim
-// lasts), runs the agent's release for each, and records what was
-// released. A release cut short by a crash runs again when its claim
-// lapses; the call's key lets the agent make that harmless.
-func (s *Engine) releaseHolds(ctx context.Context, t *store.Task) error {
-	unlock := s.lockTask(t.ID).Unlock
-	locked := true
-	defer func() {
-		if locked {
-			unlock()
-		}
-	}()
-	if t.Runnable {
-		// A run owns the task (it resumed before the claim was recorded).
-		return nil
-	}
-	now := s.now()
-	p, err := decodePause(t)
-	if err != nil {
-		return err
-	}
-	var claimed []int
-	for i := range p.Holds {
-		h := &p.Holds[i]
-		if h.Released || now.Before(h.due()) {
-			continue
-		}
-		h.Releasing = now.Add(s.cfg.LeaseDuration).Truncate(time.Millisecond)
-		claimed = append(claimed, i)
-	}
-	next := *t
-	if err := s.setPauseKeepingTimers(&next, p); err != nil {
-		return err
-	}
-	saved, err := s.commit(ctx, commitNote{prev: t, cause: "hold"}, &next, nil, false)
-	if err != nil {
-		return err
-	}
-	unlock() // the claim is written: the releases run without the lock
-	locked = false
-	if len(claimed) == 0 {
-		return nil
-	}
-
-	agent := s.agentByName(t.Agent)
-	released := map[string]time.Time{}
-	failed := map[string]releaseFailure{}
-	for _, i := range claimed {
-		h := p.Holds[i]
-		status := api.HoldStatus{Name: h.Name, Until: h.Until, Data: h.Data, Lapsed: true, Released: true}
-		if agent == nil {
-			s.log.Error("cannot release a hold: its agent is not served here", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.String("hold", h.Name))
-			continue
-		}
-		rctx, cancel := context.WithTimeout(ctx, s.cfg.LeaseDuration)
-		err := s.callRelease(rctx, agent.agent, t, holdKey(t.ID, p.Question, h.Name), status)
-		cancel()
-		if err != nil {
-			failed[h.Name] = releaseFailure{claim: h.Releasing, failures: h.Failures, err: err}
-			continue
-		}
-		s.log.Info("released a hold", slog.String("task", t.ID), slog.String("agent", t.Agent), slog.String("hold", h.Name), slog.Time("deadline", h.Until))
-		s.event(ctx, t.Agent, api.EventHoldReleased)
-		if h.Early.IsZero() {
-			s.event(ctx, t.Agent, api.EventHoldLapsed) // its deadline came while the task was still paused
-		}
-		released[h.Name] = h.Releasing
-	}
-	if len(failed) > 0 {
-		if err := s.markReleaseFailed(ctx, saved, failed); err != nil {
-			return err
-		}
-	}
-	if len(released) == 0 {
-		return nil
-	}
-	if len(failed) > 0 { // the write above moved the task on
-		if saved, err = s.store.GetTask(ctx, t.ID); err != nil {
-			return err
-		}
-	}
-	return s.markReleased(ctx, saved, released)
-}
-
-// setPauseKeepingTimers stores p and recomputes only the hold timer: a
-// hold release must not move the question's wake timer.
-func (s *Engine) setPauseKeepingTimers(next *store.Task, p *pauseState) error {
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	next.Pause = raw
-	next.HoldAt = p.nextRelease()
-	return nil
-}
-
-// holdKey is the idempotency key of a hold's release: unique per task,
-// pause and hold.
-func holdKey(taskID, questionID, name string) string {
-	return taskID + "/" + questionID + "/hold/" + name
-}
-
-func (s *Engine) callRelease(ctx context.Context, agent api.Agent, t *store.Task, key string, h api.HoldStatus) (err error) {
-	r, ok := agent.(api.Releaser)
-	if !ok {
-		return api.Permanent(fmt.Errorf("agent %q cannot release holds", t.Agent))
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("the release panicked: %v", p)
-		}
-	}()
-	call := &api.Call{TaskID: t.ID, ContextID: t.ContextID, Tenant: t.Tenant, Principal: t.Owner, Key: key}
-	api.Bind(call, releaseRuntime{s: s, agent: t.Agent, task: t.ID})
-	return r.Release(ctx, call, h)
-}
-
-// releaseRuntime is what a release's Call reaches: the task's wake token.
-// A release runs no step, so it has nothing to stream: Progress and the
-// artifacts do nothing.
-type releaseRuntime struct {
-	s           *Engine
-	agent, task string
-}
-
-func (r releaseRuntime) WakeToken() string                                       { return r.s.wakeToken(r.agent, r.task) }
-func (releaseRuntime) Progress(context.Context, string) error                    { return nil }
-func (releaseRuntime) AddArtifact(context.Context, *a2a.Artifact) error          { return nil }
-func (releaseRuntime) AppendArtifact(context.Context, *a2a.Artifact, bool) error { return nil }
-
-// markReleased records released holds on the task, retrying the
-// compare-and-set while the task changes under it. A task that resumed in
-// the meantime took its holds back; there is nothing left to record.
-func (s *Engine) markReleased(ctx context.Context, t *store.Task, claims map[string]time.Time) error {
-	return s.updateHolds(ctx, t, func(h *heldThing) bool {
-		if at, ok := claims[h.Name]; ok && !h.Released && h.Releasing.Equal(at) {
-			h.Released, h.Releasing = true, time.Time{}
-			return true
-		}
-		return false
-	})
-}
-
-// updateHolds applies change to the holds of t's pause and writes the ones
-// it changed, retrying the compare-and-set while the task changes under it.
-// A task that resumed in the meantime took its holds back; there is
-// nothing left to record.
-func (s *Engine) updateHolds(ctx context.Context, t *store.Task, change func(h *heldThing) bool) error {
-	first := true
-	return retryCAS(func() error {
-		if !first {
-			var err error
-			if t, err = s.store.GetTask(ctx, t.ID); err != nil {
-				return err
-			}
-		}
-		first = false
-		p, err := decodePause(t)
-		if err != nil {
-			return err
-		}
-		changed := false
-		for i := range p.Holds {
-			// Only the holds this node claimed (change compares the
-			// claim): the same name in a later pause is another hold.
-			if change(&p.Holds[i]) {
-				changed = true
-			}
-		}
-		if !changed || t.Runnable {
-			return nil
-		}
-		next := *t
-		if err := s.setPauseKeepingTimers(&next, p); err != nil {
-			return err
-		}
-		if next.HoldAt.IsZero() && next.State.Terminal() {
-			next.Pause = nil // an ended task keeps only its wake digest
-			keepDigest(&next, p.WakeDigest)
-		}
-		_, err = s.commit(ctx, commitNote{prev: t, cause: "hold"}, &next, nil, false)
-		return err
-	})
 }

@@ -38,7 +38,7 @@ var errKeptChanging = a2a.NewError(a2a.ErrInternalError, "the task kept changing
 func (s *Engine) commit(ctx context.Context, ch commitNote, next *store.Task, entries []store.LogEntry, create bool) (*store.Task, error) {
 	var saved *store.Task
 	var err error
-	s.observeBefore(ctx, ch, next)
+	s.obs.before(ctx, ch, next)
 	if create {
 		saved, err = s.store.CreateTask(ctx, next, entries)
 	} else {
@@ -48,11 +48,9 @@ func (s *Engine) commit(ctx context.Context, ch commitNote, next *store.Task, en
 		s.rows.drop(next.ID) // decided from a row that is no longer the store's, or none
 		return nil, err
 	}
-	if s.serialised() {
-		s.rows.wrote(saved, entries, create)
-	}
+	s.rows.committed(saved, entries, create)
 	s.publish(saved, saved.PushDue)
-	s.observe(ctx, ch, saved, entries)
+	s.obs.transition(ctx, ch, saved, entries)
 	return saved, nil
 }
 
@@ -63,7 +61,7 @@ func (s *Engine) publish(t *store.Task, notify bool) {
 	s.sweeper.wake(t.WakeAt)
 	s.releaser.wake(t.HoldAt)
 	if notify {
-		s.pusher.kick()
+		s.outbox.kick()
 	}
 }
 

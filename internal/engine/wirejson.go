@@ -185,23 +185,6 @@ func historyBytes(e store.LogEntry, t *store.Task) json.RawMessage {
 	return nil
 }
 
-// artifactsBytes are the artifacts known holds (as known.artifacts returns
-// them), nil unless every one has its body.
-func (k *knownLog) artifactsBytes() []json.RawMessage {
-	var out []json.RawMessage
-	for _, e := range k.entries {
-		if e.Kind != store.KindArtifact {
-			continue
-		}
-		end := bytes.LastIndex(e.Body, []byte(`,"contextId":`))
-		if e.Artifact == nil || !bytes.HasPrefix(e.Body, []byte(artifactMark)) || end < len(artifactMark) {
-			return nil
-		}
-		out = append(out, json.RawMessage(e.Body[len(artifactMark):end:end]))
-	}
-	return out
-}
-
 // WriteTaskJSON is WriteWrappedJSON for a task a call made with rb's
 // context returned: the pieces rb holds are written as they are.
 func WriteTaskJSON(w io.Writer, prefix string, t *a2a.Task, rb *ReplyBytes, suffix string) error {

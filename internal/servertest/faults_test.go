@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -265,6 +266,7 @@ func TestStepRetriesSpentFailTheTask(t *testing.T) {
 func TestReleaseErrorsAreRetriedWithBackoff(t *testing.T) {
 	var mu sync.Mutex
 	keys := map[string][]string{} // hold name -> the key of every try
+	var at []time.Time            // when the flaky hold's release was tried
 	agent := askpoint.Steps[struct{}, map[string]any]{
 		OnStart: func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
 			return askpoint.Ask(question.Question{Text: "Keep the seats?",
@@ -279,6 +281,9 @@ func TestReleaseErrorsAreRetriedWithBackoff(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			keys[h.Name] = append(keys[h.Name], call.Key)
+			if h.Name == "flaky" {
+				at = append(at, time.Now())
+			}
 			switch {
 			case h.Name == "broken":
 				return askpoint.Permanent(errors.New("seat service: no such booking"))
@@ -288,29 +293,44 @@ func TestReleaseErrorsAreRetriedWithBackoff(t *testing.T) {
 			return nil
 		},
 	}
-	env := retryEnv(t, "", agent, 0)
-	c := env.Client(t, "flaky", a2a.TransportProtocolJSONRPC)
-	ctx := testCtx(t)
-	task := send(t, ctx, c, userText("two seats"))
-	if _, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err != nil { // releases at once
-		t.Fatal(err)
-	}
-	tries := func(name string) []string {
+	inBubble(t, func(t *testing.T) {
+		b := startBubble(t, nil, askpoint.AgentSpec{Name: "flaky", Agent: agent, Card: a2a.AgentCard{Name: "Flaky", Description: "fails before it files"}})
+		c := b.handler(t, "flaky")
+		ctx := t.Context()
+		task := send(t, ctx, c, userText("two seats"))
+		if _, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err != nil { // releases at once
+			t.Fatal(err)
+		}
+		tries := func(name string) []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return append([]string(nil), keys[name]...)
+		}
+		// Two backoffs (StepRetryMin, 500 ms, then twice that, each at
+		// most) pass well within a minute of the bubble's clock.
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		// Its release is recorded once it succeeds: the task keeps no pause.
+		st, err := b.st.GetTask(ctx, string(task.ID))
+		if err != nil || !(len(st.Pause) == 0 || !strings.Contains(string(st.Pause), `"releasing"`) && st.HoldAt.IsZero()) {
+			t.Fatalf("after the releases: row %+v (err %v), want the released holds recorded", st, err)
+		}
+		flaky := tries("flaky")
+		if len(flaky) != 3 || flaky[0] != flaky[1] || flaky[1] != flaky[2] {
+			t.Fatalf("flaky release tries %v, want 3 under one key", flaky)
+		}
+		if b := tries("broken"); len(b) != 1 {
+			t.Fatalf("broken release tried %d times, want once (its error is permanent)", len(b))
+		}
 		mu.Lock()
 		defer mu.Unlock()
-		return append([]string(nil), keys[name]...)
-	}
-	apitest.Eventually(t, "the flaky hold's third try", 5*time.Second, func() bool { return len(tries("flaky")) >= 3 })
-	// Its release is recorded once it succeeds: the task keeps no pause.
-	apitest.Eventually(t, "the released holds recorded", 5*time.Second, func() bool {
-		st, err := env.Store.GetTask(context.Background(), string(task.ID))
-		return err == nil && len(st.Pause) == 0 || err == nil && !strings.Contains(string(st.Pause), `"releasing"`) && st.HoldAt.IsZero()
+		// In the bubble the tries' times are exact: each retry waited its
+		// backoff, a random point in the upper half of 500 ms, then 1 s.
+		if gap := at[1].Sub(at[0]); gap < 250*time.Millisecond || gap > 500*time.Millisecond {
+			t.Errorf("the first retry came %v after the first try, want 250 ms to 500 ms (its backoff)", gap)
+		}
+		if gap := at[2].Sub(at[1]); gap < 500*time.Millisecond || gap > time.Second {
+			t.Errorf("the second retry came %v after the first, want 500 ms to 1 s (its backoff)", gap)
+		}
 	})
-	flaky := tries("flaky")
-	if len(flaky) != 3 || flaky[0] != flaky[1] || flaky[1] != flaky[2] {
-		t.Fatalf("flaky release tries %v, want 3 under one key", flaky)
-	}
-	if b := tries("broken"); len(b) != 1 {
-		t.Fatalf("broken release tried %d times, want once (its error is permanent)", len(b))
-	}
 }

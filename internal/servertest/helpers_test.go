@@ -142,7 +142,7 @@ func followUp(id a2a.TaskID, m *a2a.Message) *a2a.Message {
 func intp(n int) *int { return &n }
 
 // sendTask sends req and requires a Task back.
-func sendTask(t *testing.T, ctx context.Context, c *a2aclient.Client, req *a2a.SendMessageRequest) *a2a.Task {
+func sendTask(t *testing.T, ctx context.Context, c apitest.Caller, req *a2a.SendMessageRequest) *a2a.Task {
 	t.Helper()
 	return apitest.SendTask(t, ctx, c, req, fmt.Sprintf("%q", messageText(req.Message)))
 }
@@ -155,13 +155,13 @@ func sendPushed(t *testing.T, ctx context.Context, c *a2aclient.Client, text str
 }
 
 // send is sendTask with no configuration.
-func send(t *testing.T, ctx context.Context, c *a2aclient.Client, m *a2a.Message) *a2a.Task {
+func send(t *testing.T, ctx context.Context, c apitest.Caller, m *a2a.Message) *a2a.Task {
 	t.Helper()
 	return sendTask(t, ctx, c, &a2a.SendMessageRequest{Message: m})
 }
 
 // sendState sends m and requires the returned task to be in state want.
-func sendState(t *testing.T, ctx context.Context, c *a2aclient.Client, m *a2a.Message, want a2a.TaskState) *a2a.Task {
+func sendState(t *testing.T, ctx context.Context, c apitest.Caller, m *a2a.Message, want a2a.TaskState) *a2a.Task {
 	t.Helper()
 	task := send(t, ctx, c, m)
 	if task.Status.State != want {
@@ -171,13 +171,13 @@ func sendState(t *testing.T, ctx context.Context, c *a2aclient.Client, m *a2a.Me
 	return task
 }
 
-func getTask(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID) *a2a.Task {
+func getTask(t *testing.T, ctx context.Context, c apitest.Caller, id a2a.TaskID) *a2a.Task {
 	t.Helper()
 	return apitest.GetTask(t, ctx, c, &a2a.GetTaskRequest{ID: id})
 }
 
 // waitState polls GetTask until the task is in state want.
-func waitState(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
+func waitState(t *testing.T, ctx context.Context, c apitest.Caller, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
 	t.Helper()
 	return apitest.WaitState(t, ctx, c, &a2a.GetTaskRequest{ID: id}, want, func(last *a2a.Task) string {
 		return fmt.Sprintf("status message %q", messageText(last.Status.Message))

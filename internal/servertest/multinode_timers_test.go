@@ -23,7 +23,7 @@ import (
 func TestTimersAcrossNodesFireExactlyOnce(t *testing.T) {
 	url := dbtest.Schema(t)
 	clock := newFakeClock()
-	ta := &timed{clock: clock, released: &releases{}, answers: &int64s{}}
+	ta := &timed{now: clock.Now, released: &releases{}, answers: &int64s{}}
 	var clients []*a2aclient.Client
 	var servers []*engine.Engine
 	for i := range 3 {

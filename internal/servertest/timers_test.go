@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -46,7 +47,8 @@ func (r *releases) list() []string {
 }
 
 // timed is an agent for timer tests. Its question expires one hour after
-// it is asked (by the fake clock). Commands:
+// it is asked (by its clock: the server's fake clock, or the bubble's).
+// Commands:
 //
 //	ask [fail|cancel|default]   ask for a name with that expiry action
 //	hold MINUTES                ask, holding "seat" until MINUTES from now
@@ -55,7 +57,7 @@ func (r *releases) list() []string {
 // An answer completes the task with "hello NAME", the holds it got back and
 // whether the answer was the default.
 type timed struct {
-	clock    *fakeClock
+	now      func() time.Time
 	released *releases
 	answers  *int64s
 }
@@ -83,7 +85,7 @@ func (a *timed) agent() askpoint.Agent {
 	return askpoint.Steps[struct{}, map[string]any]{
 		OnStart: func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
 			words := strings.Fields(messageText(call.Request))
-			now := a.clock.Now()
+			now := a.now()
 			q := question.Question{
 				Text:    "What is your name?",
 				Schema:  json.RawMessage(`{"type":"object","required":["name"],"properties":{"name":{"type":"string","minLength":1}}}`),
@@ -116,7 +118,7 @@ func (a *timed) agent() askpoint.Agent {
 		OnRelease: func(ctx context.Context, call *askpoint.Call, h askpoint.HoldStatus) error {
 			var data map[string]string
 			_ = json.Unmarshal(h.Data, &data)
-			a.released.add(call.Key+" "+data["seat"], a.clock.Now())
+			a.released.add(call.Key+" "+data["seat"], a.now())
 			return nil
 		},
 	}
@@ -133,7 +135,7 @@ type timerEnv struct {
 func startTimed(t *testing.T, adjust func(*askpoint.Config)) *timerEnv {
 	t.Helper()
 	clock := newFakeClock()
-	ta := &timed{clock: clock, released: &releases{}, answers: &int64s{}}
+	ta := &timed{now: clock.Now, released: &releases{}, answers: &int64s{}}
 	env := apitest.Start(t, apitest.Options{
 		Quiet: true,
 		Config: func(c *askpoint.Config) {
@@ -149,6 +151,40 @@ func startTimed(t *testing.T, adjust func(*askpoint.Config)) *timerEnv {
 		Agents: []askpoint.AgentSpec{{Name: "timed", Agent: ta.agent(), Card: a2a.AgentCard{Name: "Timed", Description: "Asks with an expiry."}}},
 	})
 	return &timerEnv{env: env, clock: clock, agent: ta, c: env.Client(t, "timed", a2a.TransportProtocolJSONRPC)}
+}
+
+// timedBubble is a server with the timed agent at the engine level, in a
+// synctest bubble (see bubble_test.go): its clock is the bubble's.
+type timedBubble struct {
+	srv   *bubbleServer
+	agent *timed
+	c     apitest.Caller // the timed agent's request handler
+}
+
+// startTimedBubble is startTimed in the bubble the test runs in.
+func startTimedBubble(t *testing.T, adjust func(*askpoint.Config)) *timedBubble {
+	t.Helper()
+	ta := &timed{now: time.Now, released: &releases{}, answers: &int64s{}}
+	b := startBubble(t, adjust, askpoint.AgentSpec{Name: "timed", Agent: ta.agent(), Card: a2a.AgentCard{Name: "Timed", Description: "Asks with an expiry."}})
+	return &timedBubble{srv: b, agent: ta, c: b.handler(t, "timed")}
+}
+
+// advance moves the bubble's clock by d and waits until the server has
+// acted on everything due by then.
+func (e *timedBubble) advance(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
+}
+
+// wantState reads task id and requires it to be in state want: in a
+// bubble, once synctest.Wait returned, what was due has been done.
+func wantState(t *testing.T, ctx context.Context, c apitest.Caller, id a2a.TaskID, want a2a.TaskState) *a2a.Task {
+	t.Helper()
+	task := getTask(t, ctx, c, id)
+	if task.Status.State != want {
+		t.Fatalf("task %s: state %v (status message %q), want %v", id, task.Status.State, messageText(task.Status.Message), want)
+	}
+	return task
 }
 
 // eventually polls cond for up to 5s of real time.
@@ -168,55 +204,60 @@ func (e *timerEnv) settle(t *testing.T) {
 }
 
 func TestExpiryFailsTheTaskNamingTheQuestionAndWhenItExpired(t *testing.T) {
-	e := startTimed(t, nil)
-	ctx := testCtx(t)
-	task := sendState(t, ctx, e.c, userText("ask"), a2a.TaskStateInputRequired)
-	q, _, _ := question.FromMessage(task.Status.Message)
+	inBubble(t, func(t *testing.T) {
+		e := startTimedBubble(t, nil)
+		ctx := t.Context()
+		task := sendState(t, ctx, e.c, userText("ask"), a2a.TaskStateInputRequired)
+		q, _, _ := question.FromMessage(task.Status.Message)
 
-	e.clock.Advance(expiryAfter - time.Second)
-	e.settle(t)
-	if got := getTask(t, ctx, e.c, task.ID); got.Status.State != a2a.TaskStateInputRequired {
-		t.Fatalf("a second before expiry: state = %v, want input-required", got.Status.State)
-	}
-	e.clock.Advance(time.Second)
-	got := waitState(t, ctx, e.c, task.ID, a2a.TaskStateFailed)
-	want := fmt.Sprintf("question %s expired at %s", q.ID, q.Expires.UTC().Format(time.RFC3339))
-	if text := statusText(got); !strings.Contains(text, want) {
-		t.Fatalf("status message = %q, want it to say %q", text, want)
-	}
+		e.advance(expiryAfter - time.Second)
+		if got := getTask(t, ctx, e.c, task.ID); got.Status.State != a2a.TaskStateInputRequired {
+			t.Fatalf("a second before expiry: state = %v, want input-required", got.Status.State)
+		}
+		e.advance(time.Second)
+		got := wantState(t, ctx, e.c, task.ID, a2a.TaskStateFailed)
+		want := fmt.Sprintf("question %s expired at %s", q.ID, q.Expires.UTC().Format(time.RFC3339))
+		if text := statusText(got); !strings.Contains(text, want) {
+			t.Fatalf("status message = %q, want it to say %q", text, want)
+		}
+	})
 }
 
 func TestExpiryCancelsTheTaskWhenTheAgentChoseCancel(t *testing.T) {
-	e := startTimed(t, nil)
-	ctx := testCtx(t)
-	task := sendState(t, ctx, e.c, userText("ask cancel"), a2a.TaskStateInputRequired)
-	e.clock.Advance(expiryAfter)
-	got := waitState(t, ctx, e.c, task.ID, a2a.TaskStateCanceled)
-	if text := statusText(got); !strings.Contains(text, "expired") || !strings.Contains(text, "canceled") {
-		t.Fatalf("status message = %q, want it to say the question expired and the task was canceled", text)
-	}
+	inBubble(t, func(t *testing.T) {
+		e := startTimedBubble(t, nil)
+		ctx := t.Context()
+		task := sendState(t, ctx, e.c, userText("ask cancel"), a2a.TaskStateInputRequired)
+		e.advance(expiryAfter)
+		got := wantState(t, ctx, e.c, task.ID, a2a.TaskStateCanceled)
+		if text := statusText(got); !strings.Contains(text, "expired") || !strings.Contains(text, "canceled") {
+			t.Fatalf("status message = %q, want it to say the question expired and the task was canceled", text)
+		}
+	})
 }
 
 func TestExpiryResumesTheTaskWithTheAgentsDefaultAnswer(t *testing.T) {
-	e := startTimed(t, nil)
-	ctx := testCtx(t)
-	task := sendState(t, ctx, e.c, userText("ask default"), a2a.TaskStateInputRequired)
-	e.clock.Advance(expiryAfter)
-	got := waitState(t, ctx, e.c, task.ID, a2a.TaskStateCompleted)
-	if len(got.Artifacts) != 1 {
-		t.Fatalf("artifacts = %d, want 1", len(got.Artifacts))
-	}
-	if text := partsText(got.Artifacts[0].Parts); !strings.Contains(text, "hello nobody") || !strings.Contains(text, "expired=true") {
-		t.Fatalf("artifact = %q, want the default answer (nobody) marked as expired", text)
-	}
-	full := getTaskHistory(t, ctx, e.c, task.ID)
-	found := false
-	for _, m := range full.History {
-		found = found || m.Role == a2a.MessageRoleAgent && strings.Contains(messageText(m), "default answer")
-	}
-	if !found {
-		t.Fatalf("history has no agent message saying the default answer was used: %s", historyText(full))
-	}
+	inBubble(t, func(t *testing.T) {
+		e := startTimedBubble(t, nil)
+		ctx := t.Context()
+		task := sendState(t, ctx, e.c, userText("ask default"), a2a.TaskStateInputRequired)
+		e.advance(expiryAfter)
+		got := wantState(t, ctx, e.c, task.ID, a2a.TaskStateCompleted)
+		if len(got.Artifacts) != 1 {
+			t.Fatalf("artifacts = %d, want 1", len(got.Artifacts))
+		}
+		if text := partsText(got.Artifacts[0].Parts); !strings.Contains(text, "hello nobody") || !strings.Contains(text, "expired=true") {
+			t.Fatalf("artifact = %q, want the default answer (nobody) marked as expired", text)
+		}
+		full := getTaskHistory(t, ctx, e.c, task.ID)
+		found := false
+		for _, m := range full.History {
+			found = found || m.Role == a2a.MessageRoleAgent && strings.Contains(messageText(m), "default answer")
+		}
+		if !found {
+			t.Fatalf("history has no agent message saying the default answer was used: %s", historyText(full))
+		}
+	})
 }
 
 func TestDefaultAnswerThatDoesNotFitTheSchemaFailsTheAsk(t *testing.T) {
@@ -237,32 +278,33 @@ func TestDefaultAnswerThatDoesNotFitTheSchemaFailsTheAsk(t *testing.T) {
 }
 
 func TestLateAnswerIsRefusedAndExpiresTheTaskOnTheSpot(t *testing.T) {
-	// No sweeper: only the late answer can find out that time is up.
-	e := startTimed(t, func(c *askpoint.Config) { c.DisableSweeper = true })
-	ctx := testCtx(t)
-	task := sendState(t, ctx, e.c, userText("ask"), a2a.TaskStateInputRequired)
-	e.clock.Advance(expiryAfter + time.Minute)
-	e.settle(t)
-	if got := getTask(t, ctx, e.c, task.ID); got.Status.State != a2a.TaskStateInputRequired {
-		t.Fatalf("with no sweeper and no answer: state = %v, want still input-required", got.Status.State)
-	}
-	_, err := e.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: followUp(task.ID, userData(map[string]any{"name": "Ada"}))})
-	wantErr(t, "late answer", err, a2a.ErrUnsupportedOperation)
-	if !strings.Contains(err.Error(), "expired") {
-		t.Fatalf("late answer error = %v, want it to say the question expired", err)
-	}
-	got := getTaskHistory(t, ctx, e.c, task.ID)
-	if got.Status.State != a2a.TaskStateFailed {
-		t.Fatalf("after the late answer: state = %v, want failed", got.Status.State)
-	}
-	for _, m := range got.History {
-		if m.Role == a2a.MessageRoleUser && strings.Contains(messageText(m)+dataText(m), "Ada") {
-			t.Fatalf("the refused answer is in the history: %s", historyText(got))
+	inBubble(t, func(t *testing.T) {
+		// No sweeper: only the late answer can find out that time is up.
+		e := startTimedBubble(t, func(c *askpoint.Config) { c.DisableSweeper = true })
+		ctx := t.Context()
+		task := sendState(t, ctx, e.c, userText("ask"), a2a.TaskStateInputRequired)
+		e.advance(expiryAfter + time.Minute)
+		if got := getTask(t, ctx, e.c, task.ID); got.Status.State != a2a.TaskStateInputRequired {
+			t.Fatalf("with no sweeper and no answer: state = %v, want still input-required", got.Status.State)
 		}
-	}
-	if n := e.agent.answers.get(); n != 0 {
-		t.Fatalf("agent ran OnAnswer %d times, want 0", n)
-	}
+		_, err := e.c.SendMessage(ctx, &a2a.SendMessageRequest{Message: followUp(task.ID, userData(map[string]any{"name": "Ada"}))})
+		wantErr(t, "late answer", err, a2a.ErrUnsupportedOperation)
+		if !strings.Contains(err.Error(), "expired") {
+			t.Fatalf("late answer error = %v, want it to say the question expired", err)
+		}
+		got := getTaskHistory(t, ctx, e.c, task.ID)
+		if got.Status.State != a2a.TaskStateFailed {
+			t.Fatalf("after the late answer: state = %v, want failed", got.Status.State)
+		}
+		for _, m := range got.History {
+			if m.Role == a2a.MessageRoleUser && strings.Contains(messageText(m)+dataText(m), "Ada") {
+				t.Fatalf("the refused answer is in the history: %s", historyText(got))
+			}
+		}
+		if n := e.agent.answers.get(); n != 0 {
+			t.Fatalf("agent ran OnAnswer %d times, want 0", n)
+		}
+	})
 }
 
 func TestRemindersFireOnceEachAndNoneAfterAnAnswer(t *testing.T) {
@@ -321,26 +363,25 @@ func TestReminderPointsMissedWhileNoSweeperRanFoldIntoOne(t *testing.T) {
 }
 
 func TestHoldIsReleasedOnTimeWithTheSweeperStopped(t *testing.T) {
-	e := startTimed(t, func(c *askpoint.Config) { c.DisableSweeper = true })
-	ctx := testCtx(t)
-	task := sendState(t, ctx, e.c, userText("hold 10"), a2a.TaskStateInputRequired)
+	inBubble(t, func(t *testing.T) {
+		e := startTimedBubble(t, func(c *askpoint.Config) { c.DisableSweeper = true })
+		ctx := t.Context()
+		task := sendState(t, ctx, e.c, userText("hold 10"), a2a.TaskStateInputRequired)
 
-	e.clock.Advance(10*time.Minute - time.Second)
-	e.settle(t)
-	if got := e.agent.released.list(); len(got) != 0 {
-		t.Fatalf("a second before the hold's deadline: released %v, want nothing", got)
-	}
-	e.clock.Advance(time.Second)
-	eventually(t, "the hold's release", func() bool { return len(e.agent.released.list()) == 1 })
-	e.settle(t)
-	got := e.agent.released.list()
-	q, _, _ := question.FromMessage(task.Status.Message)
-	if want := []string{string(task.ID) + "/" + q.ID + "/hold/seat 14C"}; !equalStrings(got, want) {
-		t.Fatalf("releases = %v, want exactly %v", got, want)
-	}
-	if st := getTask(t, ctx, e.c, task.ID).Status.State; st != a2a.TaskStateInputRequired {
-		t.Fatalf("after the release: state = %v, want still input-required (the question is open until it expires)", st)
-	}
+		e.advance(10*time.Minute - time.Second)
+		if got := e.agent.released.list(); len(got) != 0 {
+			t.Fatalf("a second before the hold's deadline: released %v, want nothing", got)
+		}
+		e.advance(time.Second)
+		got := e.agent.released.list()
+		q, _, _ := question.FromMessage(task.Status.Message)
+		if want := []string{string(task.ID) + "/" + q.ID + "/hold/seat 14C"}; !equalStrings(got, want) {
+			t.Fatalf("releases = %v, want exactly %v", got, want)
+		}
+		if st := getTask(t, ctx, e.c, task.ID).Status.State; st != a2a.TaskStateInputRequired {
+			t.Fatalf("after the release: state = %v, want still input-required (the question is open until it expires)", st)
+		}
+	})
 }
 
 func TestResumeTellsTheAgentWhichHoldsLapsed(t *testing.T) {
@@ -353,49 +394,57 @@ func TestResumeTellsTheAgentWhichHoldsLapsed(t *testing.T) {
 		{"after", 11 * time.Minute, "seat lapsed=true released=true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := startTimed(t, nil)
-			ctx := testCtx(t)
-			task := sendState(t, ctx, e.c, userText("hold 10"), a2a.TaskStateInputRequired)
-			e.clock.Advance(tc.advance)
-			if tc.advance > 10*time.Minute {
-				eventually(t, "the release", func() bool { return len(e.agent.released.list()) == 1 })
-			}
-			got := sendState(t, ctx, e.c, followUp(task.ID, userData(map[string]any{"name": "Ada"})), a2a.TaskStateCompleted)
-			if text := partsText(got.Artifacts[0].Parts); !strings.Contains(text, tc.want) {
-				t.Fatalf("artifact = %q, want the hold reported as %q", text, tc.want)
-			}
-			if tc.advance < 10*time.Minute {
-				e.clock.Advance(time.Hour)
-				e.settle(t)
-				if got := e.agent.released.list(); len(got) != 0 {
-					t.Fatalf("a hold handed back on resume was released by the runtime: %v", got)
+			inBubble(t, func(t *testing.T) {
+				e := startTimedBubble(t, nil)
+				ctx := t.Context()
+				task := sendState(t, ctx, e.c, userText("hold 10"), a2a.TaskStateInputRequired)
+				e.advance(tc.advance)
+				if tc.advance > 10*time.Minute {
+					if got := e.agent.released.list(); len(got) != 1 {
+						t.Fatalf("%v after the ask: released %v, want the hold released", tc.advance, got)
+					}
 				}
-			}
+				got := sendState(t, ctx, e.c, followUp(task.ID, userData(map[string]any{"name": "Ada"})), a2a.TaskStateCompleted)
+				if text := partsText(got.Artifacts[0].Parts); !strings.Contains(text, tc.want) {
+					t.Fatalf("artifact = %q, want the hold reported as %q", text, tc.want)
+				}
+				if tc.advance < 10*time.Minute {
+					e.advance(time.Hour)
+					if got := e.agent.released.list(); len(got) != 0 {
+						t.Fatalf("a hold handed back on resume was released by the runtime: %v", got)
+					}
+				}
+			})
 		})
 	}
 }
 
 func TestHoldIsReleasedAtOnceWhenTheCallerCancelsInsteadOfAnswering(t *testing.T) {
-	e := startTimed(t, nil)
-	ctx := testCtx(t)
-	task := sendState(t, ctx, e.c, userText("hold 10"), a2a.TaskStateInputRequired)
-	if _, err := e.c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err != nil {
-		t.Fatalf("CancelTask: %v", err)
-	}
-	eventually(t, "the release after cancel", func() bool { return len(e.agent.released.list()) == 1 })
+	inBubble(t, func(t *testing.T) {
+		e := startTimedBubble(t, nil)
+		ctx := t.Context()
+		task := sendState(t, ctx, e.c, userText("hold 10"), a2a.TaskStateInputRequired)
+		if _, err := e.c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID}); err != nil {
+			t.Fatalf("CancelTask: %v", err)
+		}
+		synctest.Wait()
+		if got := e.agent.released.list(); len(got) != 1 {
+			t.Fatalf("after the cancel: released %v, want the hold at once", got)
+		}
+	})
 }
 
 func TestHoldIsReleasedWhenTheQuestionExpires(t *testing.T) {
-	e := startTimed(t, nil)
-	ctx := testCtx(t)
-	task := sendState(t, ctx, e.c, userText("hold 60"), a2a.TaskStateInputRequired)
-	e.clock.Advance(expiryAfter)
-	waitState(t, ctx, e.c, task.ID, a2a.TaskStateFailed)
-	eventually(t, "the release at expiry", func() bool { return len(e.agent.released.list()) == 1 })
-	e.settle(t)
-	if n := len(e.agent.released.list()); n != 1 {
-		t.Fatalf("releases = %d, want 1", n)
-	}
+	inBubble(t, func(t *testing.T) {
+		e := startTimedBubble(t, nil)
+		ctx := t.Context()
+		task := sendState(t, ctx, e.c, userText("hold 60"), a2a.TaskStateInputRequired)
+		e.advance(expiryAfter)
+		wantState(t, ctx, e.c, task.ID, a2a.TaskStateFailed)
+		if n := len(e.agent.released.list()); n != 1 {
+			t.Fatalf("releases = %d, want 1", n)
+		}
+	})
 }
 
 func TestHoldPastTheQuestionsExpiryIsRefused(t *testing.T) {
@@ -467,7 +516,7 @@ func TestAnswerRacingExpiryHasOneOutcome(t *testing.T) {
 	t.Logf("outcomes over %d trials: %v", trials, outcomes)
 }
 
-func waitTerminal(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID) *a2a.Task {
+func waitTerminal(t *testing.T, ctx context.Context, c apitest.Caller, id a2a.TaskID) *a2a.Task {
 	t.Helper()
 	for {
 		task := getTask(t, ctx, c, id)
@@ -482,7 +531,7 @@ func waitTerminal(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a
 	}
 }
 
-func getTaskHistory(t *testing.T, ctx context.Context, c *a2aclient.Client, id a2a.TaskID) *a2a.Task {
+func getTaskHistory(t *testing.T, ctx context.Context, c apitest.Caller, id a2a.TaskID) *a2a.Task {
 	t.Helper()
 	task, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: id, HistoryLength: intp(100)})
 	if err != nil {
@@ -530,19 +579,20 @@ func equalStrings(a, b []string) bool {
 // A paused task whose row has a wake timer but no pause state (paused by an
 // older runtime, or set by hand) still expires at its question's expiry.
 func TestQuestionWithoutPauseStateStillExpires(t *testing.T) {
-	e := startTimed(t, nil)
-	ctx := testCtx(t)
-	task := sendState(t, ctx, e.c, userText("ask"), a2a.TaskStateInputRequired)
-	row, err := e.env.Store.GetTask(ctx, string(task.ID))
-	if err != nil {
-		t.Fatal(err)
-	}
-	row.Pause = nil
-	if _, err := e.env.Store.UpdateTask(ctx, row, nil); err != nil {
-		t.Fatal(err)
-	}
-	e.clock.Advance(expiryAfter / 2) // a sweep before the expiry must keep the timer
-	e.settle(t)
-	e.clock.Advance(expiryAfter / 2)
-	waitState(t, ctx, e.c, task.ID, a2a.TaskStateFailed)
+	inBubble(t, func(t *testing.T) {
+		e := startTimedBubble(t, nil)
+		ctx := t.Context()
+		task := sendState(t, ctx, e.c, userText("ask"), a2a.TaskStateInputRequired)
+		row, err := e.srv.st.GetTask(ctx, string(task.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		row.Pause = nil
+		if _, err := e.srv.st.UpdateTask(ctx, row, nil); err != nil {
+			t.Fatal(err)
+		}
+		e.advance(expiryAfter / 2) // a sweep before the expiry must keep the timer
+		e.advance(expiryAfter / 2)
+		wantState(t, ctx, e.c, task.ID, a2a.TaskStateFailed)
+	})
 }

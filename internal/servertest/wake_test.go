@@ -172,7 +172,7 @@ func TestWakeAfterTheDeadlineIsLate(t *testing.T) {
 func TestHoldUntilTheQuestionsExpiryWithinTheSecondIsAccepted(t *testing.T) {
 	clock := newFakeClock()
 	clock.Advance(123 * time.Millisecond) // a time with fractions of a second
-	ta := &timed{clock: clock, released: &releases{}, answers: &int64s{}}
+	ta := &timed{now: clock.Now, released: &releases{}, answers: &int64s{}}
 	agent := askpoint.Steps[struct{}, map[string]any]{
 		OnStart: func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
 			o, _ := ta.agent().Start(ctx, call)

@@ -34,11 +34,26 @@ const (
 // compare-and-set on the version, and a write that fails drops the row,
 // so the next attempt reads the store.
 type rowCache struct {
+	store store.Store
+	// single: the store is this process's alone (store.SingleNode), so
+	// the rows this node wrote are the store's; only then are rows kept.
+	// Set once by newRowCache.
+	single bool
+
 	mu    sync.Mutex
 	lru   list.List // of *cachedRow, the most recent first
 	m     map[string]*list.Element
 	bytes int // the size of every kept row
 }
+
+func newRowCache(st store.Store) *rowCache {
+	sn, ok := st.(interface{ SingleNode() bool })
+	return &rowCache{store: st, single: ok && sn.SingleNode()}
+}
+
+// singleNode reports whether the store is this process's alone
+// (SingleNode), so that the rows this node wrote are the store's.
+func (c *rowCache) singleNode() bool { return c.single }
 
 type cachedRow struct {
 	id       string
@@ -78,6 +93,30 @@ func (c *rowCache) load(id string, p store.LoadParams) (*store.Loaded, bool) {
 		l.Request = r.request
 	}
 	return l, true
+}
+
+// read is store.LoadTask, answered from the cache of rows this node
+// wrote when the store is one process's; kept says it was. A kept row may
+// be stale when a write of this node's reached the cache out of order (a
+// step's outcome before the message it resumed, see wrote), so it may
+// decide only a write, which the compare-and-set checks: a caller that
+// would decide anything else from it drops it and loads again.
+func (c *rowCache) read(ctx context.Context, id string, p store.LoadParams) (l *store.Loaded, kept bool, err error) {
+	if c.single {
+		if l, ok := c.load(id, p); ok {
+			return l, true, nil
+		}
+	}
+	l, err = c.store.LoadTask(ctx, id, p)
+	return l, false, err
+}
+
+// committed records a committed write of saved with entries (see wrote)
+// when the store is this process's alone.
+func (c *rowCache) committed(saved *store.Task, entries []store.LogEntry, created bool) {
+	if c.single {
+		c.wrote(saved, entries, created)
+	}
 }
 
 // wrote records a committed write of saved with entries: a new row when
@@ -200,33 +239,4 @@ func clipped(t *store.Task) store.Task {
 	c.Status, c.Artifacts, c.Metadata = slices.Clip(c.Status), slices.Clip(c.Artifacts), slices.Clip(c.Metadata)
 	c.Checkpoint, c.Question, c.Input, c.Pause = slices.Clip(c.Checkpoint), slices.Clip(c.Question), slices.Clip(c.Input), slices.Clip(c.Pause)
 	return c
-}
-
-// loadTask is store.LoadTask, answered from the cache of rows this node
-// wrote when the store is one process's; kept says it was. A kept row may
-// be stale when a write of this node's reached the cache out of order (a
-// step's outcome before the message it resumed, see wrote), so it may
-// decide only a write, which the compare-and-set checks: a caller that
-// would decide anything else from it drops it and loads again.
-func (s *Engine) loadTask(ctx context.Context, id string, p store.LoadParams) (l *store.Loaded, kept bool, err error) {
-	if s.serialised() {
-		if l, ok := s.rows.load(id, p); ok {
-			return l, true, nil
-		}
-	}
-	l, err = s.store.LoadTask(ctx, id, p)
-	return l, false, err
-}
-
-// extendLease is store.ExtendLease for this node, with the cached row
-// (if any) moved the same way: the store changes only lease_until, of the
-// row with this owner and version, at millisecond precision.
-func (s *Engine) extendLease(ctx context.Context, id string, version int64, until time.Time) error {
-	err := s.store.ExtendLease(ctx, id, s.cfg.NodeID, version, until)
-	if err != nil {
-		s.rows.drop(id)
-		return err
-	}
-	s.rows.leased(id, s.cfg.NodeID, version, until)
-	return nil
 }

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/askpoint/askpoint/store"
+)
+
+// The history a node knows without reading it: what it wrote of a task's
+// log (knownLog), so that a reply is built from the write that made it.
+
+// knownLog is the newest entries of a task's log, as written by this node
+// up to version (nothing else wrote the task in between: every write was a
+// compare-and-set on the one before). fromStart: they are the whole log.
+type knownLog struct {
+	entries   []store.LogEntry
+	fromStart bool
+	version   int64
+	// noPriorArtifacts: the task had no artifacts before entries, so
+	// theirs are all it has.
+	noPriorArtifacts bool
+}
+
+// newKnownLog is a known log with nothing in it yet: fromStart when what
+// is added will be the task's whole log, noPriorArtifacts when the task
+// has no artifacts before it.
+func newKnownLog(fromStart, noPriorArtifacts bool) *knownLog {
+	return &knownLog{fromStart: fromStart, noPriorArtifacts: noPriorArtifacts}
+}
+
+// historyLen is how many of the known entries are in the task's history;
+// whole is false when they are not the whole log (then n is 0).
+func (k *knownLog) historyLen() (n int, whole bool) {
+	if k == nil || !k.fromStart {
+		return 0, false
+	}
+	for _, e := range k.entries {
+		if e.InHistory {
+			n++
+		}
+	}
+	return n, true
+}
+
+// status is t's status from the newest status entry known, ok false when
+// none is known.
+func (k *knownLog) status(t *store.Task) (a2a.TaskStatus, bool) {
+	e, ok := k.statusEntry(t)
+	if !ok {
+		return a2a.TaskStatus{}, false
+	}
+	ts := e.At
+	return a2a.TaskStatus{State: t.State, Message: e.Message, Timestamp: &ts}, true
+}
+
+// statusEntry is the newest status entry known of t.
+func (k *knownLog) statusEntry(t *store.Task) (store.LogEntry, bool) {
+	if k == nil || k.version != t.Version {
+		return store.LogEntry{}, false
+	}
+	for i := len(k.entries) - 1; i >= 0; i-- {
+		if e := k.entries[i]; e.Kind == store.KindStatus {
+			return e, true
+		}
+	}
+	return store.LogEntry{}, false
+}
+
+// artifacts are t's artifacts when every one of them is known (whole, not
+// chunked).
+func (k *knownLog) artifacts(t *store.Task) ([]*a2a.Artifact, bool) {
+	if k == nil || k.version != t.Version || !(k.fromStart || k.noPriorArtifacts) {
+		return nil, false
+	}
+	var out []*a2a.Artifact
+	for _, e := range k.entries {
+		if e.Kind != store.KindArtifact {
+			continue
+		}
+		if e.Artifact == nil {
+			return nil, false // a chunk: what the task holds is read
+		}
+		out = append(out, e.Artifact)
+	}
+	return out, len(out) > 0
+}
+
+// freshHistory is what a task's log is known to hold before an answer to
+// its open question: its request and the question (see pauseState.Fresh),
+// nil when that is not known.
+// open is the task's open question's ID (openQuestionID); asked, when not
+// nil, is the message of t's status as this node wrote it (rowCache).
+// paused, when not nil, is t's pause state already decoded.
+func freshHistory(t *store.Task, open string, request, asked *a2a.Message, paused *pauseState) *knownLog {
+	if request == nil || len(t.Pause) == 0 || open == "" {
+		return nil
+	}
+	fresh := ""
+	if paused != nil {
+		fresh = paused.Fresh
+	} else {
+		var p struct {
+			Fresh string `json:"fresh"`
+		}
+		if json.Unmarshal(t.Pause, &p) != nil {
+			return nil
+		}
+		fresh = p.Fresh
+	}
+	if fresh == "" || fresh != open {
+		return nil
+	}
+	if asked == nil {
+		var st a2a.TaskStatus
+		if json.Unmarshal(t.Status, &st) != nil || st.Message == nil {
+			return nil
+		}
+		asked = st.Message
+	}
+	return &knownLog{fromStart: true, noPriorArtifacts: len(t.Artifacts) == 0, entries: []store.LogEntry{
+		{Kind: store.KindMessage, InHistory: true, Message: request},
+		{Kind: store.KindStatus, InHistory: true, Message: asked},
+	}}
+}
+
+// clone is a copy of k the caller may extend on its own.
+func (k *knownLog) clone() *knownLog {
+	if k == nil {
+		return nil
+	}
+	c := *k
+	c.entries = append([]store.LogEntry(nil), k.entries...)
+	return &c
+}
+
+// add records a write of entries that made version.
+func (k *knownLog) add(entries []store.LogEntry, version int64) *knownLog {
+	if k == nil {
+		k = &knownLog{}
+	}
+	if len(k.entries) == 0 {
+		k.entries = slices.Clip(entries) // shared: an append copies
+	} else {
+		k.entries = append(k.entries, entries...)
+	}
+	k.version = version
+	return k
+}
+
+// history returns the task's history (its last last entries, all when last
+// is negative) from what is known, ok false when that needs a read.
+func (k *knownLog) history(t *store.Task, last int) ([]store.LogEntry, bool) {
+	if k == nil || k.version != t.Version {
+		return nil, false
+	}
+	n := 0
+	for _, e := range k.entries {
+		if e.InHistory {
+			n++
+		}
+	}
+	hist := make([]store.LogEntry, 0, n)
+	for _, e := range k.entries {
+		if e.InHistory {
+			hist = append(hist, e)
+		}
+	}
+	switch {
+	case last >= 0 && len(hist) >= last:
+		return hist[len(hist)-last:], true
+	case k.fromStart:
+		return hist, true
+	}
+	return nil, false
+}
+
+// artifactsBytes are the artifacts known holds (as known.artifacts returns
+// them), nil unless every one has its body.
+func (k *knownLog) artifactsBytes() []json.RawMessage {
+	var out []json.RawMessage
+	for _, e := range k.entries {
+		if e.Kind != store.KindArtifact {
+			continue
+		}
+		end := bytes.LastIndex(e.Body, []byte(`,"contextId":`))
+		if e.Artifact == nil || !bytes.HasPrefix(e.Body, []byte(artifactMark)) || end < len(artifactMark) {
+			return nil
+		}
+		out = append(out, json.RawMessage(e.Body[len(artifactMark):end:end]))
+	}
+	return out
+}
