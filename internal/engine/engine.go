@@ -62,6 +62,9 @@ type Engine struct {
 	broker broker
 	act    *activity   // work in hand, for Idle (the pool's and the outbox's)
 	rate   rateBuckets // NewTasksPerMinutePerPrincipal
+	// openSlots make a principal's open-task checks on this node take turns
+	// (MaxOpenTasksPerPrincipal).
+	openSlots openSlots
 
 	mu       sync.Mutex
 	started  bool

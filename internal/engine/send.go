@@ -149,9 +149,11 @@ func (h *Handler) start(ctx context.Context, req *a2a.SendMessageRequest, quick 
 	s := h.s
 	owner := principalFrom(ctx)
 	key := requestKey(req.Tenant, owner, h.name, req.Message.ID, nil)
-	if err := s.checkQuota(ctx, req.Tenant, owner, key); err != nil {
+	written, err := s.checkQuota(ctx, req.Tenant, owner, key)
+	if err != nil {
 		return nil, err
 	}
+	defer written() // by the time start returns the task is written, or will not be
 	id := string(a2a.NewTaskID())
 	if quick {
 		if acc, ok := h.quickStart(ctx, req, id, key); ok {

@@ -60,6 +60,46 @@ func TestPerPrincipalQuotasOnOpenTasksAndNewTasks(t *testing.T) {
 	}
 }
 
+// Issue 30, point 6: creates that race cannot pass the open-task cap on a
+// node. Fifteen at once, with a cap of five, on every binding: five
+// tasks are open after, and ten callers were told why not.
+func TestRacingCreatesCannotPassTheOpenTaskCap(t *testing.T) {
+	env := apitest.Start(t, apitest.Options{Quiet: true, Config: func(c *askpoint.Config) {
+		c.Tokens = quotaCallers
+		c.MaxOpenTasksPerPrincipal = 5
+	}})
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	taken, refused := 0, 0
+	for i := range 15 {
+		c := env.ClientAs(t, "script", apitest.Transports[i%len(apitest.Transports)], hogToken)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: userText("ask")})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				taken++
+			case strings.Contains(err.Error(), "open tasks"):
+				refused++
+			default:
+				t.Errorf("a racing create: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	open, err := env.Store.CountOpen(ctx, "", "hog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if taken != 5 || refused != 10 || open != 5 {
+		t.Errorf("15 racing creates under a cap of 5: %d taken, %d refused, %d open; want 5, 10, 5", taken, refused, open)
+	}
+}
+
 // Finding 6 of issue 23: finished tasks are deleted after
 // RetainFinished; paused ones stay.
 func TestFinishedTasksAreDeletedAfterTheRetention(t *testing.T) {
