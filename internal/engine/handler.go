@@ -399,9 +399,7 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	}
 	now := s.now()
 	if !q.Expires.IsZero() && !now.Before(q.Expires) {
-		// Too late: the question closed at its expiry even if no sweeper
-		// has acted on it yet. The task expires here and now.
-		return nil, nil, nil, &expiredError{question: q.ID, at: q.Expires}
+		return nil, nil, nil, errExpired
 	}
 	if size := partsSize(msg.Parts); size > s.cfg.MaxAnswerBytes {
 		// Refused outright, not re-asked: storing it in the history would
@@ -617,15 +615,8 @@ func (h *Handler) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCar
 	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent's card declares capabilities.extendedAgentCard, but no extended agent card is configured")
 }
 
-// expiredError says an answer came after its question's expiry.
-type expiredError struct {
-	question string
-	at       time.Time
-}
-
-func (e *expiredError) Error() string {
-	return fmt.Sprintf("question %q expired at %s", e.question, e.at.UTC().Format(time.RFC3339))
-}
+// errExpired says an answer came at or after its question's expiry.
+var errExpired = errors.New("the open question has expired")
 
 // endRow builds the row of t ended in a terminal state with a status
 // message for the caller: no work owed, no lease, no open question, no

@@ -1041,7 +1041,7 @@ func (s *Engine) applyOutcome(next *store.Task, o Outcome, now time.Time) ([]sto
 		next.Checkpoint = cp
 		// Question names the pause in hold keys: unique per pause.
 		p := &pauseState{Asked: now, Await: o.Text, Question: fmt.Sprintf("await-%d", next.Version),
-			Expires: o.Deadline.UTC().Truncate(time.Millisecond), WakeDigest: tokenDigest(o.WakeToken)}
+			Expires: ceilMilli(o.Deadline), WakeDigest: tokenDigest(o.WakeToken)}
 		if p.Holds, err = prepareHolds(o.Holds, p.Expires, "the wait's deadline", agent); err != nil {
 			return s.refuse(next, o, agent, "The agent waits while holding what the runtime cannot keep: "+err.Error(), now)
 		}
@@ -1094,6 +1094,16 @@ func (s *Engine) refuse(next *store.Task, o Outcome, agent Agent, reason string,
 	return entries, nil
 }
 
+// ceilMilli is t in UTC rounded up to the millisecond, the precision the
+// store keeps: an expiry or a deadline is never earlier than asked.
+func ceilMilli(t time.Time) time.Time {
+	t = t.UTC()
+	if c := t.Truncate(time.Millisecond); c.Before(t) {
+		return c.Add(time.Millisecond)
+	}
+	return t
+}
+
 // prepareQuestion fills what the agent left to the runtime and checks the
 // question can be answered.
 func (s *Engine) prepareQuestion(in *question.Question, taskID string, version int64, now time.Time) (*question.Question, error) {
@@ -1104,7 +1114,7 @@ func (s *Engine) prepareQuestion(in *question.Question, taskID string, version i
 	if q.Expires.IsZero() {
 		q.Expires = now.Add(s.cfg.QuestionExpiry)
 	}
-	q.Expires = q.Expires.UTC().Truncate(time.Second)
+	q.Expires = ceilMilli(q.Expires)
 	if q.MaxAttempts <= 0 {
 		q.MaxAttempts = s.cfg.MaxAttempts
 	}
