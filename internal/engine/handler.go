@@ -115,6 +115,9 @@ func (h *Handler) viewKnown(ctx context.Context, t *store.Task, historyLength *i
 type pageToken struct {
 	U int64  `json:"u"`
 	I string `json:"i"`
+	// T is the listing's total, counted with its first page: later pages
+	// carry it instead of counting again (0 in a token from before).
+	T int `json:"t,omitempty"`
 }
 
 // ListTasks implements a2asrv.RequestHandler.
@@ -143,9 +146,9 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 	if req.StatusTimestampAfter != nil {
 		p.UpdatedAfter = *req.StatusTimestampAfter
 	}
+	var tok pageToken
 	if req.PageToken != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(req.PageToken)
-		var tok pageToken
 		if err == nil {
 			err = json.Unmarshal(raw, &tok)
 		}
@@ -153,6 +156,7 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 			return nil, errInvalidParams("pageToken %q was not issued by this server; pass nextPageToken from the previous page", req.PageToken)
 		}
 		p.After = &store.Cursor{UpdatedAt: time.UnixMilli(tok.U).UTC(), ID: tok.I}
+		p.NoTotal = tok.T > 0
 	}
 	var out *a2a.ListTasksResponse
 	var res *store.ListResult
@@ -164,8 +168,11 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 	if err != nil {
 		return nil, err
 	}
+	if p.NoTotal {
+		out.TotalSize = tok.T
+	}
 	if res.Next != nil {
-		raw, _ := json.Marshal(pageToken{U: res.Next.UpdatedAt.UnixMilli(), I: res.Next.ID})
+		raw, _ := json.Marshal(pageToken{U: res.Next.UpdatedAt.UnixMilli(), I: res.Next.ID, T: out.TotalSize})
 		out.NextPageToken = base64.RawURLEncoding.EncodeToString(raw)
 	}
 	return out, nil
@@ -710,7 +717,8 @@ chunks:
 		if res.Next == nil || len(res.Tasks) == 0 {
 			break
 		}
-		p.After, p.PageSize = res.Next, min(size-len(out.Tasks), chunk)
+		// The page's total was counted with its first rows.
+		p.After, p.PageSize, p.NoTotal = res.Next, min(size-len(out.Tasks), chunk), true
 		if res, err = h.s.store.ListTasks(ctx, p); err != nil {
 			return nil, nil, errInternal(err)
 		}
