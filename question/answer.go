@@ -24,6 +24,11 @@ const (
 	ActionCancel  = "cancel"
 )
 
+// ErrTooDeep is returned (wrapped, with a message saying how deep) for an
+// answer whose JSON nests deeper than MaxAnswerDepth: such an answer is
+// refused, not re-asked, so that nothing of it is kept.
+var ErrTooDeep = errors.New("answer nests too deep")
+
 // ErrWrongQuestion is returned (wrapped, with a message naming the sent ID and
 // the open question's ID) when an answer names a questionId other than the
 // open question's.
@@ -49,7 +54,9 @@ var ErrWrongQuestion = errors.New("answer names a question that is not open")
 //   - A message with neither is a field error saying what is expected.
 //
 // It returns (answer, nil, nil) for a valid answer, (answer or nil, errors,
-// nil) for an invalid one and (nil, nil, err) for a wrong question ID.
+// nil) for an invalid one and (nil, nil, err) for a wrong question ID
+// (ErrWrongQuestion) or a data part that nests deeper than MaxAnswerDepth
+// (ErrTooDeep).
 func Parse(m *a2a.Message, q *Question, maxBytes int) (*Answer, []FieldError, error) {
 	if q == nil {
 		return nil, nil, errors.New("question: Parse needs the open question")
@@ -77,6 +84,9 @@ func Parse(m *a2a.Message, q *Question, maxBytes int) (*Answer, []FieldError, er
 				if err != nil || !isJSONObject(raw) {
 					nonObjectDat = true
 					continue
+				}
+				if d := depth(raw); d > MaxAnswerDepth {
+					return nil, nil, fmt.Errorf("%w: the answer to question %q nests %d levels deep; answers may nest at most %d", ErrTooDeep, q.ID, d, MaxAnswerDepth)
 				}
 				return parseData(raw, q, c, maxBytes)
 			case a2a.Text:
@@ -273,4 +283,25 @@ func Decode[T any](a *Answer) (T, error) {
 		return v, fmt.Errorf("question: decoding answer: %w", err)
 	}
 	return v, nil
+}
+
+// depth is how deep valid JSON nests: 0 for a scalar, 1 for {} or [].
+func depth(raw []byte) int {
+	d, deepest := 0, 0
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			d++
+			deepest = max(deepest, d)
+		case '}', ']':
+			d--
+		}
+	}
+	return deepest
 }

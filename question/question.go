@@ -31,6 +31,9 @@ const (
 	DefaultMaxAttempts = 3
 	// DefaultMaxAnswerBytes bounds the JSON encoding of an answer.
 	DefaultMaxAnswerBytes = 64 << 10
+	// MaxAnswerDepth bounds how deep an answer's JSON nests: the answer
+	// object is one level, an object or array in one of its fields two.
+	MaxAnswerDepth = 32
 )
 
 // MediaTypeJSON is the media type of the question's data part.

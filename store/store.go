@@ -22,6 +22,15 @@ import (
 // CountOpen does not count, as stored.
 var TerminalStates = []string{"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
 
+// TaskStates are the states a task is stored in: A2A 1.0's, in the order
+// they sort as stored. A listing that names no state reads the tasks of
+// each of these (the drivers' list index holds the state before the time),
+// so a task stored in another state is listed by its state only.
+var TaskStates = []string{
+	"TASK_STATE_AUTH_REQUIRED", "TASK_STATE_CANCELED", "TASK_STATE_COMPLETED", "TASK_STATE_FAILED",
+	"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_REJECTED", "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING",
+}
+
 // Sentinel errors. Drivers translate their native errors into these at the
 // boundary; callers test them with errors.Is.
 var (
@@ -171,13 +180,17 @@ type Loaded struct {
 type ListParams struct {
 	Tenant       string        // matched exactly, "" included
 	Owner        string        // matched exactly, "" included
-	Agent        string        // empty: any
+	Agent        string        // empty: any (read in index order only when named, as the engine does)
 	ContextID    string        // empty: any
 	State        a2a.TaskState // empty: any
 	UpdatedAfter time.Time     // zero: any; else strictly after
 	PageSize     int           // > 0, else an error
 	// After continues a listing: only tasks that sort after this cursor.
 	After *Cursor
+	// NoTotal leaves ListResult.TotalSize 0 instead of counting the
+	// matching tasks, for a caller that counted them already (the later
+	// reads of one page, or of one listing).
+	NoTotal bool
 }
 
 // Cursor is a position in a newest-first listing.

@@ -115,13 +115,16 @@ func testStoreStatsMatchMetrics(t *testing.T, pgURL string) {
 	answer(task, dataPart(map[string]any{"questionId": q.ID, "costCentre": "CC-4410"}))
 	send(ctx, t, c, winner)
 
-	// Expired: the answer after the expiry expires it and is refused.
+	// Expired: the answer after the expiry expires it, and gets the
+	// expired task as it stands (decision 0105).
 	task, q = ask(receipt)
 	clk.add(25 * time.Hour)
 	late := a2a.NewMessage(a2a.MessageRoleUser, dataPart(map[string]any{"questionId": q.ID, "costCentre": "CC-4410"}))
 	late.TaskID = task.ID
-	if _, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: late}); err == nil || !strings.Contains(err.Error(), "expired") {
-		t.Fatalf("an answer after the expiry = %v, want it refused as expired", err)
+	if res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: late}); err != nil {
+		t.Fatalf("an answer after the expiry: %v, want the expired task", err)
+	} else if got, ok := res.(*a2a.Task); !ok || got.Status.State != a2a.TaskStateFailed {
+		t.Fatalf("an answer after the expiry = %v, want the task failed at its expiry", res)
 	}
 
 	// Still open, one of another kind (a receipt without a date) too.

@@ -135,8 +135,10 @@ type Config struct {
 	// Defaults to CloseStreams.
 	InputRequiredStreams InputRequiredStreams
 
-	// MaxRequestBytes caps a request body; a larger one is refused before it
-	// is read whole. Defaults to 1 MiB.
+	// MaxRequestBytes caps a request body (a gRPC request message); a
+	// larger one is refused (413 on HTTP+JSON) and not kept: up to 16 MiB of
+	// it is read and dropped so that the refusal reaches a client that
+	// sends its whole body before it reads the reply. Defaults to 1 MiB.
 	MaxRequestBytes int64
 	// MaxPageSize caps ListTasks pages. Defaults to 100.
 	MaxPageSize int

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -76,12 +77,18 @@ func errInternal(err error) error {
 }
 
 // logInternal logs the cause of an internal error once, with what was
-// being done and on which task.
+// being done and on which task. A request whose context ended (its caller
+// went away, or the server ended its stream) failed for no fault of the
+// server's: that is a debug line, not an error.
 func logInternal(log *slog.Logger, op, task string, err error) {
 	var ie *internalError
 	if !errors.As(err, &ie) || ie.logged {
 		return
 	}
 	ie.logged = true
+	if errors.Is(ie.cause, context.Canceled) || errors.Is(ie.cause, context.DeadlineExceeded) {
+		log.Debug("the request ended before its reply: the caller went away", slog.String("op", op), slog.String("task", task), slog.Any("err", ie.cause))
+		return
+	}
 	log.Error("internal error", slog.String("op", op), slog.String("task", task), slog.Any("err", ie.cause))
 }

@@ -130,6 +130,9 @@ func (h *Handler) viewKnown(ctx context.Context, t *store.Task, historyLength *i
 type pageToken struct {
 	U int64  `json:"u"`
 	I string `json:"i"`
+	// T is the listing's total, counted with its first page: later pages
+	// carry it instead of counting again (0 in a token from before).
+	T int `json:"t,omitempty"`
 }
 
 // ListTasks implements a2asrv.RequestHandler.
@@ -161,9 +164,9 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 	if req.StatusTimestampAfter != nil {
 		p.UpdatedAfter = *req.StatusTimestampAfter
 	}
+	var tok pageToken
 	if req.PageToken != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(req.PageToken)
-		var tok pageToken
 		if err == nil {
 			err = json.Unmarshal(raw, &tok)
 		}
@@ -171,6 +174,7 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 			return nil, errInvalidParams("pageToken %q was not issued by this server; pass nextPageToken from the previous page", req.PageToken)
 		}
 		p.After = &store.Cursor{UpdatedAt: time.UnixMilli(tok.U).UTC(), ID: tok.I}
+		p.NoTotal = tok.T > 0
 	}
 	var out *a2a.ListTasksResponse
 	var res *store.ListResult
@@ -182,8 +186,11 @@ func (h *Handler) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (_ *
 	if err != nil {
 		return nil, err
 	}
+	if p.NoTotal {
+		out.TotalSize = tok.T
+	}
 	if res.Next != nil {
-		raw, _ := json.Marshal(pageToken{U: res.Next.UpdatedAt.UnixMilli(), I: res.Next.ID})
+		raw, _ := json.Marshal(pageToken{U: res.Next.UpdatedAt.UnixMilli(), I: res.Next.ID, T: out.TotalSize})
 		out.NextPageToken = base64.RawURLEncoding.EncodeToString(raw)
 	}
 	return out, nil
@@ -412,9 +419,7 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	}
 	now := s.now()
 	if !q.Expires.IsZero() && !now.Before(q.Expires) {
-		// Too late: the question closed at its expiry even if no sweeper
-		// has acted on it yet. The task expires here and now.
-		return nil, nil, nil, &expiredError{question: q.ID, at: q.Expires}
+		return nil, nil, nil, errExpired
 	}
 	if size := partsSize(msg.Parts); size > s.cfg.MaxAnswerBytes {
 		// Refused outright, not re-asked: storing it in the history would
@@ -643,15 +648,8 @@ func (h *Handler) GetExtendedAgentCard(ctx context.Context, _ *a2a.GetExtendedAg
 	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent's card declares capabilities.extendedAgentCard, but no extended agent card is configured")
 }
 
-// expiredError says an answer came after its question's expiry.
-type expiredError struct {
-	question string
-	at       time.Time
-}
-
-func (e *expiredError) Error() string {
-	return fmt.Sprintf("question %q expired at %s", e.question, e.at.UTC().Format(time.RFC3339))
-}
+// errExpired says an answer came at or after its question's expiry.
+var errExpired = errors.New("the open question has expired")
 
 // CheckSubscribe says, before a transport opens a stream, whether
 // SubscribeToTask would refuse req (an unknown or foreign task, a finished
@@ -730,7 +728,8 @@ chunks:
 		if res.Next == nil || len(res.Tasks) == 0 {
 			break
 		}
-		p.After, p.PageSize = res.Next, min(size-len(out.Tasks), chunk)
+		// The page's total was counted with its first rows.
+		p.After, p.PageSize, p.NoTotal = res.Next, min(size-len(out.Tasks), chunk), true
 		if res, err = h.s.store.ListTasks(ctx, p); err != nil {
 			return nil, nil, errInternal(err)
 		}

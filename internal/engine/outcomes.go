@@ -155,7 +155,7 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		next.Checkpoint = cp
 		// Question names the pause in hold keys: unique per pause.
 		p := &pauseState{Asked: now, Await: o.Text(), Question: fmt.Sprintf("await-%d", next.Version),
-			Expires: api.DeadlineOf(o).UTC().Truncate(time.Millisecond), WakeDigest: tokenDigest(api.WakeTokenOf(o))}
+			Expires: ceilMilli(api.DeadlineOf(o)), WakeDigest: tokenDigest(api.WakeTokenOf(o))}
 		if p.Holds, err = prepareHolds(o.Holds(), p.Expires, "the wait's deadline", releases); err != nil {
 			return oc.refuse(next, o, releases, "The agent waits while holding what the runtime cannot keep: "+err.Error(), now)
 		}
@@ -208,6 +208,16 @@ func (oc *outcomes) refuse(next *store.Task, o api.Outcome, releases bool, reaso
 	return entries, nil
 }
 
+// ceilMilli is t in UTC rounded up to the millisecond, the precision the
+// store keeps: an expiry or a deadline is never earlier than asked.
+func ceilMilli(t time.Time) time.Time {
+	t = t.UTC()
+	if c := t.Truncate(time.Millisecond); c.Before(t) {
+		return c.Add(time.Millisecond)
+	}
+	return t
+}
+
 // prepareQuestion fills what the agent left to the runtime and checks the
 // question can be answered.
 func (oc *outcomes) prepareQuestion(in *question.Question, taskID string, version int64, now time.Time) (*question.Question, error) {
@@ -218,7 +228,7 @@ func (oc *outcomes) prepareQuestion(in *question.Question, taskID string, versio
 	if q.Expires.IsZero() {
 		q.Expires = now.Add(oc.expiry)
 	}
-	q.Expires = q.Expires.UTC().Truncate(time.Second)
+	q.Expires = ceilMilli(q.Expires)
 	if q.MaxAttempts <= 0 {
 		q.MaxAttempts = oc.maxAttempts
 	}

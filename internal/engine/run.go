@@ -436,7 +436,9 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 		// The message of a quick step was not taken: nothing of the
 		// step stands, and the caller decides again (see send.go).
 		r.lost, r.lostPending, r.pendingErr = true, true, err
-		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrNotFound) {
+		// A transient failure is the request's to tell, once, when it
+		// gives up trying again (retryTransient).
+		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExists) && !errors.Is(err, store.ErrNotFound) && !store.IsTransient(err) {
 			r.s.log.Error("write a quick step's message", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
 		}
 		return errLost

@@ -338,21 +338,16 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		switch t.State {
 		case a2a.TaskStateInputRequired:
 			next, entries, in, err = h.answer(t, &msg)
-			var expired *expiredError
-			if errors.As(err, &expired) {
+			if errors.Is(err, errExpired) {
 				// Too late: the question closed at its expiry even if no
 				// sweeper has acted on it yet. The task expires here and
-				// now, and the answer is refused.
-				saved, err := s.expire(ctx, t)
-				if errors.Is(err, store.ErrConflict) {
-					return err
-				}
-				if err != nil {
+				// now, and the answer is decided again from the expired
+				// task, as if a sweep had come first: one reply, whoever
+				// acted on the expiry.
+				if _, err := s.expire(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
 					return errInternal(err)
 				}
-				wrote = true
-				return a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("%s, before this answer came; the answer was not taken and the task %s",
-					expired.Error(), expiryResult(saved)))
+				return store.ErrConflict
 			}
 		case a2a.TaskStateAuthRequired:
 			in = &runInput{Kind: inputAuth, Message: &msg, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}

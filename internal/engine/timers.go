@@ -214,7 +214,7 @@ func reminderEntry(t *store.Task, n, of int, expires, now time.Time) (store.LogE
 	ev := a2a.TaskStatusUpdateEvent{
 		TaskID: a2a.TaskID(t.ID), ContextID: t.ContextID, Status: status,
 		Metadata: map[string]any{ReminderKey: map[string]any{
-			"reminder": n, "of": of, "expires": expires.UTC().Format(time.RFC3339),
+			"reminder": n, "of": of, "expires": expires.UTC().Format(time.RFC3339Nano),
 		}},
 	}
 	body, err := json.Marshal(ev)
@@ -239,7 +239,7 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 		return nil, err
 	}
 	now := s.now()
-	at := q.Expires.UTC().Format(time.RFC3339)
+	at := q.Expires.UTC().Format(time.RFC3339Nano)
 	var next *store.Task
 	var entries []store.LogEntry
 	switch p.OnExpiry {

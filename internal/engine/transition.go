@@ -167,8 +167,9 @@ func backoff(n int, min, max time.Duration) time.Duration {
 
 // retryTransient runs op, and runs it again while it fails with a transient
 // store failure, at most transientRetries more times; when it still fails
-// so, the transient error is logged once and the caller gets
-// errUnavailable. op must decide anew from a fresh load each time.
+// so, the transient error is logged once, with its cause (the attempts log
+// nothing of their own), and the caller gets errUnavailable. op must
+// decide anew from a fresh load each time.
 func (s *Engine) retryTransient(ctx context.Context, op string, attempt func() error) error {
 	var err error
 	for n := 0; ; n++ {
@@ -188,7 +189,12 @@ func (s *Engine) retryTransient(ctx context.Context, op string, attempt func() e
 		case <-t.C:
 		}
 	}
-	s.log.Warn("store unavailable; the request was answered with a retryable error", slog.String("op", op), slog.Any("err", err))
+	var ie *internalError
+	if errors.As(err, &ie) {
+		err = ie.cause
+	}
+	s.log.Warn("store unavailable; the request was answered with a retryable error", slog.String("op", op),
+		slog.Int("attempts", transientRetries+1), slog.Any("err", err))
 	return errUnavailable()
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -163,6 +162,10 @@ func lookupProtocolError(err error) protocolError {
 	if errors.As(err, &le) {
 		return protocolError{a2a.ErrInvalidRequest, -32600, http.StatusTooManyRequests, "RESOURCE_EXHAUSTED"}
 	}
+	var tl *tooLargeError
+	if errors.As(err, &tl) {
+		return protocolError{a2a.ErrInvalidRequest, -32600, http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT"}
+	}
 	for _, pe := range protocolErrors {
 		if errors.Is(err, pe.err) {
 			return pe
@@ -176,9 +179,13 @@ func lookupProtocolError(err error) protocolError {
 func (f *Front) serveWake(w http.ResponseWriter, r *http.Request, agent string) {
 	id := r.PathValue("task")
 	token := r.Header.Get("A2A-Notification-Token")
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, f.cfg.MaxRequestBytes))
+	body, err := readBody(w, r, f.cfg.MaxRequestBytes)
 	if err != nil {
-		http.Error(w, "the event is larger than this server takes", http.StatusRequestEntityTooLarge)
+		status := http.StatusBadRequest
+		if errors.As(err, new(*tooLargeError)) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, err.Error(), status)
 		return
 	}
 	if !json.Valid(body) {

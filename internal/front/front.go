@@ -166,9 +166,10 @@ func notModifiedSince(r *http.Request, modified time.Time) bool {
 }
 
 // readBody reads at most limit bytes of the request body; a longer body is
-// refused without being read whole.
-func readBody(r *http.Request, limit int64) ([]byte, error) {
+// refused without being kept (see drainRefused).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	if r.ContentLength > limit {
+		drainRefused(w, r)
 		return nil, errTooLarge(r.ContentLength, limit)
 	}
 	var body []byte
@@ -188,9 +189,27 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		return nil, a2a.NewError(a2a.ErrInvalidRequest, "reading the request body failed: "+err.Error())
 	}
 	if int64(len(body)) > limit {
+		drainRefused(w, r)
 		return nil, errTooLarge(-1, limit)
 	}
 	return body, nil
+}
+
+// maxDrain is how much of a refused body the server reads and drops.
+const maxDrain = 16 << 20
+
+// drainRefused reads and drops what is left of a body that is refused for
+// its size, up to maxDrain bytes (within the body deadline), so that the
+// refusal reaches a client that sends its whole body before it reads the
+// reply: a server that closes a connection with unread bytes resets it,
+// and such a client (Python's urllib, for one) sees only the reset. A
+// longer body is not read on; the connection closes after the reply.
+// Reading the bytes costs the server no more than sending them cost the
+// client.
+func drainRefused(w http.ResponseWriter, r *http.Request) {
+	if n, _ := io.CopyN(io.Discard, r.Body, maxDrain); n == maxDrain {
+		w.Header().Set("Connection", "close")
+	}
 }
 
 // readAllInto is io.ReadAll appending to b.
@@ -212,10 +231,17 @@ func readAllInto(b []byte, r io.Reader) ([]byte, error) {
 
 func errTooLarge(n, limit int64) error {
 	if n < 0 {
-		return a2a.NewError(a2a.ErrInvalidRequest, fmt.Sprintf("request body is larger than the server's limit of %d bytes", limit))
+		return &tooLargeError{msg: fmt.Sprintf("request body is larger than the server's limit of %d bytes", limit)}
 	}
-	return a2a.NewError(a2a.ErrInvalidRequest, fmt.Sprintf("request body is %d bytes; the server's limit is %d bytes", n, limit))
+	return &tooLargeError{msg: fmt.Sprintf("request body is %d bytes; the server's limit is %d bytes", n, limit)}
 }
+
+// tooLargeError is a request body over the server's limit: invalid request
+// on JSON-RPC, 413 on HTTP+JSON.
+type tooLargeError struct{ msg string }
+
+func (e *tooLargeError) Error() string { return e.msg }
+func (e *tooLargeError) Unwrap() error { return a2a.ErrInvalidRequest }
 
 // checkVersion requires A2A-Version 1.0 (or 1.0.x).
 func checkVersion(r *http.Request) error {
@@ -413,7 +439,7 @@ func checkParts(field string, msg json.RawMessage, maxParts int) error {
 		Parts     []json.RawMessage `json:"parts"`
 	}
 	if err := json.Unmarshal(msg, &m); err != nil {
-		return errInvalidParams("%s is not a message object: %v", field, err)
+		return decodeError(err, field)
 	}
 	if m.MessageID == nil || *m.MessageID == "" {
 		return errInvalidParams("%s.messageId is required", field)
@@ -508,9 +534,6 @@ type jsonrpcEnvelope struct {
 	Method  string          `json:"method"`
 	Params  json.RawMessage `json:"params"`
 	ID      any             `json:"id"`
-	// folded: the request has a member whose name is one of these four
-	// in other letter cases, which the SDK's decoder would read as it.
-	folded bool
 }
 
 func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
@@ -536,7 +559,7 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			writeJSONRPCError(w, nil, err)
 			return
 		}
-		body, err := readBody(r, f.cfg.MaxRequestBytes)
+		body, err := readBody(w, r, f.cfg.MaxRequestBytes)
 		if err != nil {
 			writeJSONRPCError(w, nil, err)
 			return
@@ -596,7 +619,11 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			// a call whose result is empty, and JSON-RPC 2.0 requires one on
 			// every success.
 			var p a2a.DeleteTaskPushConfigRequest
-			if err := json.Unmarshal(env.Params, &p); err != nil || p.TaskID == "" {
+			if err := decodeParams(env.Params, &p, "params"); err != nil {
+				fail(w, env.ID, err)
+				return
+			}
+			if p.TaskID == "" {
 				fail(w, env.ID, errInvalidParams("params must be an object holding taskId and id"))
 				return
 			}
@@ -609,8 +636,8 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			return
 		case "SubscribeToTask":
 			var p a2a.SubscribeToTaskRequest
-			if err := json.Unmarshal(env.Params, &p); err != nil {
-				fail(w, env.ID, errInvalidParams("params must be an object holding id"))
+			if err := decodeParams(env.Params, &p, "params"); err != nil {
+				fail(w, env.ID, err)
 				return
 			}
 			if err := h.CheckSubscribe(r.Context(), &p); err != nil {
@@ -633,9 +660,17 @@ func (f *Front) jsonrpcFront(h Handler, next http.Handler) http.Handler {
 			defer done()
 			r = r.WithContext(ctx)
 		}
-		if answersHere[env.Method] && !env.folded {
+		if answersHere[env.Method] {
 			f.answerJSONRPC(w, r, h, next, body, &env)
 			return
+		}
+		if mk := paramsOf[env.Method]; mk != nil && env.Method != "SubscribeToTask" {
+			// Decoded here first, so that params of the wrong types are
+			// refused naming the field instead of Go's types.
+			if err := decodeParams(env.Params, mk(), "params"); err != nil {
+				fail(w, env.ID, err)
+				return
+			}
 		}
 		serveBody(next, w, r, body)
 	})
@@ -651,6 +686,10 @@ func serveBody(next http.Handler, w http.ResponseWriter, r *http.Request, body [
 // restPushConfigPath is an HTTP+JSON push configuration's path:
 // [/TENANT]/tasks/TASK/pushNotificationConfigs/ID.
 var restPushConfigPath = regexp.MustCompile(`^(?:/([^/]+))?/tasks/([^/]+)/pushNotificationConfigs/([^/]+)$`)
+
+// restCreatePushConfigPath is where HTTP+JSON push configurations are
+// created: [/TENANT]/tasks/TASK/pushNotificationConfigs.
+var restCreatePushConfigPath = regexp.MustCompile(`^(?:/[^/]+)?/tasks/[^/]+/pushNotificationConfigs$`)
 
 func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
@@ -670,7 +709,7 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 				return
 			}
 		}
-		body, err := readBody(r, f.cfg.MaxRequestBytes)
+		body, err := readBody(w, r, f.cfg.MaxRequestBytes)
 		if err != nil {
 			writeRESTError(w, err)
 			return
@@ -680,6 +719,10 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 			return
 		}
 		if len(body) > 0 {
+			if err := checkRESTBody(body); err != nil {
+				writeRESTError(w, err)
+				return
+			}
 			b, changed, err := camelParams(body, "body")
 			if err != nil {
 				writeRESTError(w, err)
@@ -702,15 +745,19 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 		case r.Method == http.MethodPost && (r.URL.Path == "/message:send" || r.URL.Path == "/message:stream"):
 			msg, ok := memberOf(body, "message")
 			if !ok {
-				var p struct {
-					Message json.RawMessage `json:"message"`
-				}
-				if err := json.Unmarshal(body, &p); err != nil {
-					writeRESTError(w, a2a.NewError(a2a.ErrParseError, "request body is not valid JSON: "+err.Error()))
-					return
-				}
+				writeRESTError(w, errInvalidParams("the body must be an object holding message"))
+				return
 			}
 			if err := checkParts("message", msg, f.cfg.MaxParts); err != nil {
+				writeRESTError(w, err)
+				return
+			}
+			if err := decodeParams(body, new(a2a.SendMessageRequest), "body"); err != nil {
+				writeRESTError(w, err)
+				return
+			}
+		case r.Method == http.MethodPost && restCreatePushConfigPath.MatchString(r.URL.Path):
+			if err := decodeParams(body, new(a2a.PushConfig), "body"); err != nil {
 				writeRESTError(w, err)
 				return
 			}

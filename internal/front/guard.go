@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -56,7 +57,7 @@ func (f *Front) guard(next http.Handler) http.Handler {
 				}
 			}
 		}
-		bodyDeadline(w, r, f.cfg.BodyTimeout)
+		defer bodyDeadline(w, r, f.cfg.BodyTimeout)()
 		if strings.Contains(r.URL.Path, PathREST+"/") {
 			w = &restNotFoundWriter{ResponseWriter: w, path: r.URL.Path, method: r.Method}
 		}
@@ -69,26 +70,34 @@ func (f *Front) guard(next http.Handler) http.Handler {
 // since the deadline ends when the body has been read.
 func BodyDeadline(h http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		bodyDeadline(w, r, d)
+		defer bodyDeadline(w, r, d)()
 		h.ServeHTTP(w, r)
 	})
 }
 
-func bodyDeadline(w http.ResponseWriter, r *http.Request, d time.Duration) {
+// bodyDeadline bounds the time r's body takes to arrive; the function it
+// returns gives r its own body back, for when the handler is done: the
+// server reads what a handler left of its own body type to close the
+// connection gently (a half-close and a pause before the close, so that
+// the client reads the reply), and a body it does not know it closes
+// at once, which resets the connection under a client still sending.
+func bodyDeadline(w http.ResponseWriter, r *http.Request, d time.Duration) func() {
 	if d <= 0 {
 		d = api.DefaultBodyTimeout
 	}
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-		return
+		return func() {}
 	}
 	if _, already := r.Body.(*deadlineBody); already {
-		return
+		return func() {}
 	}
 	rc := http.NewResponseController(w)
 	if rc.SetReadDeadline(time.Now().Add(d)) != nil {
-		return // not a server connection (a test recorder): nothing to bound
+		return func() {} // not a server connection (a test recorder): nothing to bound
 	}
-	r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+	own := r.Body
+	r.Body = &deadlineBody{ReadCloser: own, rc: rc}
+	return func() { r.Body = own }
 }
 
 // deadlineBody lifts the read deadline once the body has been read, so
@@ -260,23 +269,21 @@ func checkEnvelope(body []byte) (env jsonrpcEnvelope, notification bool, err err
 	if trimmed[0] != '{' {
 		return jsonrpcEnvelope{}, false, a2a.NewError(a2a.ErrInvalidRequest, "a JSON-RPC request must be a JSON object with jsonrpc, method, params and id")
 	}
-	// The members the envelope needs (the last of each, as a decoder
-	// would), as slices of the body.
+	// The members the envelope needs, as slices of the body, named in any
+	// letter case as a decoder reads them (a member named twice, in any
+	// letter cases, is refused below).
 	var rawID, rawVersion, rawMethod, params []byte
-	var hasID, hasVersion, hasMethod, has, folded bool
+	var hasID, hasVersion, hasMethod, has bool
 	_ = eachMember(trimmed, func(k string, val []byte) error {
-		switch k {
-		case "id":
+		switch {
+		case strings.EqualFold(k, "id"):
 			rawID, hasID = val, true
-		case "jsonrpc":
+		case strings.EqualFold(k, "jsonrpc"):
 			rawVersion, hasVersion = val, true
-		case "method":
+		case strings.EqualFold(k, "method"):
 			rawMethod, hasMethod = val, true
-		case "params":
+		case strings.EqualFold(k, "params"):
 			params, has = val, true
-		default:
-			folded = folded || strings.EqualFold(k, "id") || strings.EqualFold(k, "jsonrpc") ||
-				strings.EqualFold(k, "method") || strings.EqualFold(k, "params")
 		}
 		return nil
 	})
@@ -293,6 +300,14 @@ func checkEnvelope(body []byte) (env jsonrpcEnvelope, notification bool, err err
 			return jsonrpcEnvelope{}, false, a2a.NewError(a2a.ErrInvalidRequest, "id must be a string, a number or null")
 		}
 	}
+	if err := checkMembers(trimmed, "", a2a.ErrInvalidParams, a2a.ErrInvalidRequest); err != nil {
+		// A repeated envelope member leaves the request without one
+		// meaning: its id too.
+		if errors.Is(err, a2a.ErrInvalidRequest) {
+			id = nil
+		}
+		return jsonrpcEnvelope{ID: id}, false, err
+	}
 	var version, method string
 	if !hasVersion || !stringValue(rawVersion, &version) || version != "2.0" {
 		return jsonrpcEnvelope{ID: id}, false, a2a.NewError(a2a.ErrInvalidRequest, `jsonrpc must be the string "2.0"`)
@@ -307,7 +322,7 @@ func checkEnvelope(body []byte) (env jsonrpcEnvelope, notification bool, err err
 	} else if needsParams[method] {
 		return jsonrpcEnvelope{ID: id}, !hasID, errInvalidParams("params is required: %s takes an object of parameters", method)
 	}
-	return jsonrpcEnvelope{JSONRPC: version, Method: method, Params: params, ID: id, folded: folded}, !hasID, nil
+	return jsonrpcEnvelope{JSONRPC: version, Method: method, Params: params, ID: id}, !hasID, nil
 }
 
 // stringValue sets *s to raw's string as json.Unmarshal into a string
@@ -346,7 +361,18 @@ func errNotUTF8(body []byte) error {
 
 // idFields are the members that hold identifiers, bounded in length and
 // free of control characters.
-var idFields = map[string]bool{"messageId": true, "contextId": true, "taskId": true, "id": true, "referenceTaskIds": true}
+var idFields = []string{"messageId", "contextId", "taskId", "id", "referenceTaskIds"}
+
+// isIDField says whether member name k is one of idFields, in any letter
+// case, as a decoder reads it.
+func isIDField(k string) bool {
+	for _, f := range idFields {
+		if strings.EqualFold(k, f) {
+			return true
+		}
+	}
+	return false
+}
 
 // checkFields walks a request's parameters (as JSON) and refuses an
 // identifier that is too long or holds a control character, and a message
@@ -371,10 +397,11 @@ func walkFields(raw []byte, where, key string, maxID int) error {
 	switch kind(raw) {
 	case '{':
 		return eachMember(raw, func(k string, val []byte) error {
-			switch k {
-			case "metadata", "data", "parts", "extensions":
+			// Member names in any letter case, as a decoder reads them.
+			switch {
+			case strings.EqualFold(k, "metadata"), strings.EqualFold(k, "data"), strings.EqualFold(k, "parts"), strings.EqualFold(k, "extensions"):
 				return nil
-			case "role":
+			case strings.EqualFold(k, "role"):
 				if kind(val) != '"' {
 					return nil
 				}
@@ -390,7 +417,7 @@ func walkFields(raw []byte, where, key string, maxID int) error {
 			return walkFields(val, fmt.Sprintf("%s[%d]", where, i), key, maxID)
 		})
 	case '"':
-		if !idFields[key] {
+		if !isIDField(key) {
 			return nil
 		}
 		return text.CheckID(where, unquote(raw), maxID)

@@ -18,11 +18,12 @@ import (
 // SDK's request type, and the reply is encoded in one pass
 // (engine.WrappedJSON) instead of through the SDK's per-part MarshalJSON.
 // What the front does not answer itself goes to the SDK's transport as
-// before: the other methods, streaming, a request the SDK's decoder would
-// read otherwise (a member named in other letter cases), params that do
-// not decode, and every error, which the SDK's transport writes from the
-// handler's error as it always did. See
-// docs/decisions/0022-front-answers-message-send.md.
+// before: the other methods, streaming, and every error of the handler,
+// which the SDK's transport writes as it always did. The front reads the
+// envelope as the SDK's decoder does (members in any letter case, a
+// member named twice refused: members.go), and params that do not decode
+// are refused in the protocol's words (decode.go). See
+// docs/decisions/0022-front-answers-message-send.md and 0106.
 
 // answersHere are the methods the front answers itself.
 var answersHere = map[string]bool{"SendMessage": true, "GetTask": true, "CancelTask": true}
@@ -39,8 +40,8 @@ func (f *Front) answerJSONRPC(w http.ResponseWriter, r *http.Request, h Handler,
 	case "SendMessage":
 		ctx, rb = engine.WithReplyBytes(ctx)
 		var req a2a.SendMessageRequest
-		if json.Unmarshal(env.Params, &req) != nil {
-			serveBody(next, w, r, body) // the SDK's transport refuses it as it does
+		if err := decodeParams(env.Params, &req, "params"); err != nil {
+			writeJSONRPCError(w, env.ID, err)
 			return
 		}
 		var res a2a.SendMessageResult
@@ -49,15 +50,15 @@ func (f *Front) answerJSONRPC(w http.ResponseWriter, r *http.Request, h Handler,
 		}
 	case "GetTask":
 		var req a2a.GetTaskRequest
-		if json.Unmarshal(env.Params, &req) != nil {
-			serveBody(next, w, r, body)
+		if err := decodeParams(env.Params, &req, "params"); err != nil {
+			writeJSONRPCError(w, env.ID, err)
 			return
 		}
 		result, err = h.GetTask(ctx, &req)
 	case "CancelTask":
 		var req a2a.CancelTaskRequest
-		if json.Unmarshal(env.Params, &req) != nil {
-			serveBody(next, w, r, body)
+		if err := decodeParams(env.Params, &req, "params"); err != nil {
+			writeJSONRPCError(w, env.ID, err)
 			return
 		}
 		result, err = h.CancelTask(ctx, &req)

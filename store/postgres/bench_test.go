@@ -8,6 +8,7 @@ import (
 
 	"github.com/askpoint/askpoint/internal/dbtest"
 	"github.com/askpoint/askpoint/store"
+	"github.com/askpoint/askpoint/store/storetest"
 )
 
 // BenchmarkUpdateTaskParallel measures compare-and-set writes (each with
@@ -115,4 +116,43 @@ func seedDue(b *testing.B, s *Store, paused, due int, now time.Time) {
 		b.Fatal(err)
 	}
 	b.Logf("seeded %d paused tasks (%d due) in %v", paused, due, time.Since(start).Round(time.Millisecond))
+}
+
+// BenchmarkListTasks is ListTasks pages of 100 of one caller's tasks of
+// one agent, at 100,000 and at 1,000,000 tasks (one in a hundred
+// input-required, the others completed), as storetest.BenchListTasks
+// says. The target (issue 30, item 7) is under 50 ms a page at 1,000,000 tasks;
+// here the first page of a listing counts its total from the index
+// (docs/decisions/0107), so it is not met there at 1,000,000. Rows
+// carry a status of ~100 bytes. Seeding (one INSERT from generate_series,
+// then VACUUM ANALYZE) is not timed.
+//
+//	TEST_DATABASE_URL=... go test -run '^$' -bench ListTasks -benchtime 2s ./store/postgres/
+func BenchmarkListTasks(b *testing.B) {
+	storetest.BenchListTasks(b, func(b *testing.B) store.Store {
+		s, err := Open(b.Context(), dbtest.Schema(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		return s
+	}, seedList)
+}
+
+func seedList(b *testing.B, st store.Store, tasks int) {
+	b.Helper()
+	s := st.(*Store)
+	if _, err := s.pool.Exec(b.Context(), `
+		INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, status, created_at, updated_at)
+		SELECT format('task-%s', lpad(i::text, 8, '0')), format('ctx-%s', lpad(i::text, 8, '0')), 'tenant', 'alice', 'expense',
+			CASE WHEN i % 100 = 0 THEN 'TASK_STATE_INPUT_REQUIRED' ELSE 'TASK_STATE_COMPLETED' END, 1, 2,
+			$2::text::json, to_timestamp(($3::bigint + i) / 1000.0), to_timestamp(($3::bigint + i) / 1000.0)
+		FROM generate_series(1, $1::int) AS i`,
+		tasks, `{"state":"TASK_STATE_COMPLETED","message":{"role":"ROLE_AGENT","parts":[{"text":"Filed expense EXP-1234 for 42 EUR."}]}}`,
+		storetest.ListBenchStart.UnixMilli()-1); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.pool.Exec(b.Context(), `VACUUM ANALYZE tasks`); err != nil {
+		b.Fatal(err)
+	}
 }

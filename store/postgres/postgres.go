@@ -52,6 +52,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,6 +64,7 @@ import (
 
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/internal/keylock"
+	"github.com/askpoint/askpoint/store/internal/listing"
 )
 
 // Channel is the LISTEN/NOTIFY channel on which every write that changes a
@@ -666,37 +668,8 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) (*store.ListR
 	if p.PageSize <= 0 {
 		return nil, fmt.Errorf("postgres: ListTasks: page size %d, want > 0", p.PageSize)
 	}
-	where := []string{"tenant = $1", "owner = $2"}
-	args := []any{p.Tenant, p.Owner}
-	add := func(cond string, v any) {
-		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
-	}
-	if p.Agent != "" {
-		add("agent = $%d", p.Agent)
-	}
-	if p.ContextID != "" {
-		add("context_id = $%d", p.ContextID)
-	}
-	if p.State != "" {
-		add("state = $%d", string(p.State))
-	}
-	if !p.UpdatedAfter.IsZero() {
-		add("updated_at > $%d", ms(p.UpdatedAfter))
-	}
-	filter := strings.Join(where, " AND ")
-	filterArgs := len(args)
-	if c := p.After; c != nil {
-		args = append(args, ms(c.UpdatedAt), c.ID)
-		where = append(where, fmt.Sprintf("(updated_at, id) < ($%d, $%d)", len(args)-1, len(args)))
-	}
-	args = append(args, p.PageSize+1)
-	rows, err := s.pool.Query(ctx, `
-		SELECT `+taskCols+`, (SELECT count(*) FROM tasks WHERE `+filter+`)
-		FROM tasks
-		WHERE `+strings.Join(where, " AND ")+`
-		ORDER BY updated_at DESC, id DESC
-		LIMIT $`+fmt.Sprint(len(args)), args...)
+	q := listQuery(p)
+	rows, err := s.pool.Query(ctx, q.Page, q.PageArgs...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: ListTasks: %w", err)
 	}
@@ -713,9 +686,9 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) (*store.ListR
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: ListTasks: %w", err)
 	}
-	if len(res.Tasks) == 0 {
+	if len(res.Tasks) == 0 && !p.NoTotal {
 		// No row carried the count: ask for it alone.
-		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM tasks WHERE `+filter, args[:filterArgs]...).Scan(&total); err != nil {
+		if err := s.pool.QueryRow(ctx, q.Count, q.CountArgs...).Scan(&total); err != nil {
 			return nil, fmt.Errorf("postgres: ListTasks: %w", err)
 		}
 	}
@@ -726,6 +699,30 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) (*store.ListR
 		res.Next = &store.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}
 	}
 	return res, nil
+}
+
+// listDialect is PostgreSQL's for the ListTasks statements
+// (store/internal/listing).
+var listDialect = listing.Dialect{
+	Param:     func(n int) string { return "$" + strconv.Itoa(n) },
+	Time:      func(t time.Time) any { return ms(t) },
+	ByContext: "tasks",
+	Int:       "::bigint",
+	Cols:      taskCols,
+	// No task_counts (migration 0006): a total is counted from the index.
+}
+
+// listQuery is ListTasks's statement: its page, each row carrying the
+// count of the matching tasks (0 with NoTotal), so that a page is one
+// round trip; and the count alone, for a page with no rows.
+func listQuery(p store.ListParams) listing.Queries {
+	q := listing.Build(listDialect, p)
+	total := "(" + q.Count + ")"
+	if p.NoTotal {
+		total = "0"
+	}
+	q.Page = `SELECT *, ` + total + ` FROM (` + q.Page + `) AS page ORDER BY updated_at DESC, id DESC`
+	return q
 }
 
 // countingRow scans a task row followed by one more column, the count.

@@ -23,6 +23,9 @@ var listCases = []testCase{
 	{"ListTasks/PagesVisitEveryTaskOnce", testListPaging},
 	{"ListTasks/NextIsNilOnLastPage", testListLastPage},
 	{"ListTasks/NoMatches", testListEmpty},
+	{"ListTasks/TotalFollowsCreatesChangesOfStateAndDeletes", testListTotals},
+	{"ListTasks/NoTotalListsTheSamePage", testListNoTotal},
+	{"ListTasks/ListsTasksOfEveryState", testListEveryState},
 }
 
 // newestFirst sorts tasks as ListTasks must: UpdatedAt descending (to the
@@ -353,5 +356,119 @@ func testListEmpty(t *testing.T, s store.Store) {
 	r = mustList(t, s, p)
 	if len(r.Tasks) != 0 || r.TotalSize != 0 || r.Next != nil {
 		t.Errorf("ListTasks(owner bob) = %v, TotalSize %d, Next %v, want none, 0, nil", ids(r.Tasks), r.TotalSize, r.Next)
+	}
+}
+
+// testListTotals holds TotalSize (and CountOpen) to the tasks that match,
+// by every filter, as tasks are created, change state and are deleted:
+// a driver that keeps counts beside the tasks keeps them in step.
+func testListTotals(t *testing.T, s store.Store) {
+	for i := range 12 {
+		tk := task(fmt.Sprintf("t%02d", i), "tenant-a", "alice", fmt.Sprintf("c%d", i%3), a2a.TaskStateWorking)
+		tk.Agent = []string{"expense", "script"}[i%2]
+		if i == 11 {
+			tk.Owner = "bob"
+		}
+		mustCreate(t, s, tk, nil)
+	}
+	check := func(step string) {
+		t.Helper()
+		all := listAll(t, s, store.ListParams{Tenant: "tenant-a", Owner: "alice"}).Tasks
+		open := 0
+		for _, tk := range all {
+			if !slices.Contains(store.TerminalStates, string(tk.State)) {
+				open++
+			}
+		}
+		if n, err := s.CountOpen(ctx(t), "tenant-a", "alice"); err != nil || n != open {
+			t.Errorf("%s: CountOpen = %d, %v; want %d", step, n, err, open)
+		}
+		for _, agent := range []string{"", "expense", "script"} {
+			for _, state := range []a2a.TaskState{"", a2a.TaskStateWorking, a2a.TaskStateInputRequired, a2a.TaskStateCompleted, a2a.TaskStateFailed} {
+				for _, contextID := range []string{"", "c1"} {
+					p := store.ListParams{Tenant: "tenant-a", Owner: "alice", Agent: agent, State: state, ContextID: contextID, PageSize: 2}
+					want := 0
+					for _, tk := range all {
+						if (agent == "" || tk.Agent == agent) && (state == "" || tk.State == state) && (contextID == "" || tk.ContextID == contextID) {
+							want++
+						}
+					}
+					if r := mustList(t, s, p); r.TotalSize != want {
+						t.Errorf("%s: ListTasks(agent %q, state %q, context %q) TotalSize = %d, want %d", step, agent, state, contextID, r.TotalSize, want)
+					}
+				}
+			}
+		}
+	}
+	check("after the creates")
+	for i, id := range []string{"t00", "t01", "t02", "t03", "t04", "t05", "t06"} {
+		tk := mustGet(t, s, id)
+		tk.State = []a2a.TaskState{a2a.TaskStateInputRequired, a2a.TaskStateCompleted, a2a.TaskStateFailed}[i%3]
+		mustUpdate(t, s, tk, nil)
+	}
+	tk := mustGet(t, s, "t07")
+	mustUpdate(t, s, tk, nil) // a change that keeps the state
+	tk = mustGet(t, s, "t00")
+	tk.State = a2a.TaskStateWorking // back again
+	mustUpdate(t, s, tk, nil)
+	check("after the changes of state")
+	n, err := s.DeleteFinished(ctx(t), time.Now().Add(time.Hour), 100)
+	if err != nil || n == 0 {
+		t.Fatalf("DeleteFinished = %d, %v; want the finished tasks deleted", n, err)
+	}
+	check("after the deletes")
+}
+
+// testListNoTotal: with NoTotal a page is the same page, with TotalSize 0.
+func testListNoTotal(t *testing.T, s store.Store) {
+	for i := range 5 {
+		mustCreate(t, s, bareTask(fmt.Sprintf("t%d", i)), nil)
+	}
+	p := store.ListParams{Tenant: "tenant-a", Owner: "alice", PageSize: 3}
+	with := mustList(t, s, p)
+	p.NoTotal = true
+	without := mustList(t, s, p)
+	if !slices.Equal(ids(with.Tasks), ids(without.Tasks)) || without.TotalSize != 0 || with.TotalSize != 5 {
+		t.Errorf("ListTasks with NoTotal = %v (total %d); without = %v (total %d); want the same page, total 0 and 5",
+			ids(without.Tasks), without.TotalSize, ids(with.Tasks), with.TotalSize)
+	}
+	p.After, p.PageSize = with.Next, 10
+	if r := mustList(t, s, p); len(r.Tasks) != 2 || r.TotalSize != 0 {
+		t.Errorf("the next page with NoTotal = %v (total %d); want 2 tasks, total 0", ids(r.Tasks), r.TotalSize)
+	}
+}
+
+// testListEveryState: a listing that names no state lists the tasks of
+// every state a task is stored in (a driver may read each state apart),
+// newest first across them.
+func testListEveryState(t *testing.T, s store.Store) {
+	states := []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired,
+		a2a.TaskStateCompleted, a2a.TaskStateFailed, a2a.TaskStateCanceled, a2a.TaskStateRejected}
+	if len(states) != len(store.TaskStates) {
+		t.Fatalf("store.TaskStates has %d states, A2A %d", len(store.TaskStates), len(states))
+	}
+	var created []string
+	for i, st := range states {
+		for j := range 2 {
+			id := fmt.Sprintf("t%d-%d", i, j)
+			mustCreate(t, s, task(id, "tenant-a", "alice", "c", st), nil)
+			created = append(created, id)
+		}
+	}
+	want := newestFirst(stored(t, s, created...))
+	checkList(t, "ListTasks(every state)", listAll(t, s, store.ListParams{Tenant: "tenant-a", Owner: "alice", Agent: "echo"}), want)
+	// Paged three at a time, across the states.
+	p := store.ListParams{Tenant: "tenant-a", Owner: "alice", Agent: "echo", PageSize: 3}
+	var got []string
+	for range len(want) {
+		r := mustList(t, s, p)
+		got = append(got, ids(r.Tasks)...)
+		if r.Next == nil {
+			break
+		}
+		p.After = r.Next
+	}
+	if w := ids(want); !slices.Equal(got, w) {
+		t.Errorf("ListTasks(every state) in pages of 3 = %v, want %v", got, w)
 	}
 }
