@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/askpoint/askpoint/internal/engine"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -43,8 +44,11 @@ var codeOf = []struct {
 // toStatus turns a handler's error into the gRPC status the caller gets:
 // the table's code, the error's own message and a google.rpc.ErrorInfo
 // with the A2A reason and domain. An error that is already a status goes
-// out as it is; one that is no A2A error is an internal failure, logged
-// with its cause and answered without it.
+// out as it is. The store unavailable for a moment (engine.IsUnavailable)
+// is UNAVAILABLE, which gRPC clients know to send again. An A2A error is
+// the engine's, which logged what it had to (once, with the cause); one
+// that is no A2A error is an internal failure, logged here with its cause
+// and answered without it.
 func toStatus(log *slog.Logger, err error) error {
 	if err == nil {
 		return nil
@@ -58,11 +62,11 @@ func toStatus(log *slog.Logger, err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "the call's deadline passed")
 	}
+	if engine.IsUnavailable(err) {
+		return withInfo(codes.Unavailable, err.Error(), a2a.ErrInternalError)
+	}
 	for _, m := range codeOf {
 		if errors.Is(err, m.err) {
-			if m.code == codes.Internal && log != nil {
-				log.Error("gRPC call failed", slog.Any("err", err))
-			}
 			return withInfo(m.code, err.Error(), m.err)
 		}
 	}
