@@ -1,12 +1,10 @@
 package askpoint_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/internal/apitest"
 	"github.com/askpoint/askpoint/store"
 )
 
@@ -34,28 +33,10 @@ func (panicky) OpenQuestions(map[string]int)               { panic("refused labe
 func (panicky) ObserveHTTP(next http.Handler) http.Handler { return next }
 func (panicky) ObserveStore(s store.Store) store.Store     { return s }
 
-// syncBuffer is a log the server writes from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // An observer that panics loses what it observed, never a task: the round
 // trip completes, and the server logs each kind of panic once.
 func TestAnObserverThatPanicsNeitherStopsAStepNorTheServer(t *testing.T) {
-	var logs syncBuffer
+	var logs apitest.SyncBuffer
 	srv := newServer(t, false, func(c *askpoint.Config) {
 		c.Observer = panicky{}
 		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
