@@ -27,24 +27,6 @@ import (
 	"github.com/askpoint/askpoint/question"
 )
 
-// seenAuth records what a server in front of an agent was sent.
-type seenAuth struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (s *seenAuth) add(r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.got = append(s.got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
-}
-
-func (s *seenAuth) all() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.got...)
-}
-
 // attackerAgent is an agent someone else runs: askpoint serve, with a
 // paused task of its own, behind a server that records every request
 // (and the bearer tokens they carry) and serves the attacker's page at
@@ -52,7 +34,7 @@ func (s *seenAuth) all() []string {
 type attackerAgent struct {
 	url   string // the agent's URL, through the recorder
 	task  *a2a.Task
-	seen  *seenAuth
+	seen  *apitest.AuthLog
 	page  string // set by the test before the browser opens /attack
 	pageM sync.Mutex
 }
@@ -72,7 +54,7 @@ func startAttacker(t *testing.T, bin string) *attackerAgent {
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	tr := &http.Transport{}
 	proxy.Transport = tr
-	a := &attackerAgent{task: res.(*a2a.Task), seen: &seenAuth{}}
+	a := &attackerAgent{task: res.(*a2a.Task), seen: &apitest.AuthLog{}}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/attack" {
 			a.pageM.Lock()
@@ -82,7 +64,7 @@ func startAttacker(t *testing.T, bin string) *attackerAgent {
 			fmt.Fprint(w, page)
 			return
 		}
-		a.seen.add(r)
+		a.seen.Add(r)
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() { hs.Close(); tr.CloseIdleConnections() })
@@ -135,7 +117,7 @@ func TestWebInboxTakesNoPushFromAPageOnAnotherOrigin(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			inboxPath := filepath.Join(t.TempDir(), "inbox.db")
 			web := startWebInbox(t, bin, inboxPath, c.flags...)
-			before := len(evil.seen.all())
+			before := len(evil.seen.All())
 			evil.setPage(t, web.url+"/push?agent="+url.QueryEscape(evil.url), body)
 			run(t, ctx, "the attacker's page", chromedp.Navigate(strings.TrimSuffix(evil.url, "/expense")+"/attack"))
 			// The fetch settles once the inbox has answered: what it
@@ -143,7 +125,7 @@ func TestWebInboxTakesNoPushFromAPageOnAnotherOrigin(t *testing.T) {
 			if got := value(t, ctx, "the page's push", chromedp.Evaluate[string](`window.sent`, chromedp.EvalAwaitPromise)); got != "sent" {
 				t.Fatalf("the page's fetch: %s", got)
 			}
-			for _, r := range evil.seen.all()[before:] {
+			for _, r := range evil.seen.All()[before:] {
 				if strings.Contains(r, bearer) {
 					t.Errorf("the attacker's agent received the person's bearer token: %s", r)
 				}

@@ -27,9 +27,9 @@ func TestForgedPushNotificationsChangeNoItem(t *testing.T) {
 	env := apitest.Start(t, apitest.Options{Quiet: true})
 	agentURL := env.AgentURL("expense")
 	inboxPath := filepath.Join(t.TempDir(), "inbox.db")
-	attacker := &authLog{}
+	attacker := &apitest.AuthLog{}
 	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		attacker.add(r)
+		attacker.Add(r)
 		http.Error(w, "no", http.StatusNotFound)
 	}))
 	t.Cleanup(evil.Close)
@@ -75,7 +75,7 @@ func TestForgedPushNotificationsChangeNoItem(t *testing.T) {
 		t.Fatalf("askpoint answer: exit %d\n%s\n%s", code, out, stderr)
 	}
 	mustContain(t, "askpoint answer", out, "TASK_STATE_COMPLETED")
-	if got := attacker.all(); len(got) != 0 {
+	if got := attacker.All(); len(got) != 0 {
 		t.Errorf("the attacker received %q", got)
 	}
 }

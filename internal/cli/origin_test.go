@@ -8,27 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/askpoint/askpoint/internal/apitest"
 )
-
-// authLog records the Authorization headers a listener received.
-type authLog struct {
-	mu  sync.Mutex
-	got []string
-}
-
-func (a *authLog) add(r *http.Request) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.got = append(a.got, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
-}
-
-func (a *authLog) all() []string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]string(nil), a.got...)
-}
 
 // Issue 23, finding 2: the caller's bearer token goes only to the origin
 // it was given for. Here the agent at 127.0.0.1 redirects its card to
@@ -37,7 +20,7 @@ func (a *authLog) all() []string {
 func TestBearerTokenGoesOnlyToTheAgentsOrigin(t *testing.T) {
 	t.Parallel()
 	bin := buildAskpoint(t)
-	elsewhere := &authLog{}
+	elsewhere := &apitest.AuthLog{}
 	other := httptest.NewUnstartedServer(nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -46,7 +29,7 @@ func TestBearerTokenGoesOnlyToTheAgentsOrigin(t *testing.T) {
 	other.Listener = ln
 	otherURL := "http://localhost:" + fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
 	other.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		elsewhere.add(r)
+		elsewhere.Add(r)
 		if strings.HasSuffix(r.URL.Path, ".json") {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"name":"elsewhere","description":"d","version":"1","supportedInterfaces":[{"url":%q,"protocolBinding":"JSONRPC","protocolVersion":"1.0"}],"capabilities":{},"defaultInputModes":["text/plain"],"defaultOutputModes":["text/plain"],"skills":[]}`, otherURL+"/rpc")
@@ -57,19 +40,19 @@ func TestBearerTokenGoesOnlyToTheAgentsOrigin(t *testing.T) {
 	other.Start()
 	t.Cleanup(other.Close)
 
-	home := &authLog{}
+	home := &apitest.AuthLog{}
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		home.add(r)
+		home.Add(r)
 		http.Redirect(w, r, otherURL+"/card.json", http.StatusTemporaryRedirect)
 	}))
 	t.Cleanup(agent.Close)
 
 	_, _, _ = exe(t, bin, "", "ask", agent.URL+"/agent", "hello", "--token", "caller-secret-0123",
 		"--inbox", filepath.Join(t.TempDir(), "inbox.db"), "--timeout", "20s")
-	if h := home.all(); len(h) == 0 || !strings.HasSuffix(h[0], "Bearer caller-secret-0123") {
+	if h := home.All(); len(h) == 0 || !strings.HasSuffix(h[0], "Bearer caller-secret-0123") {
 		t.Errorf("the agent's own origin got %q; want its card request with the token", h)
 	}
-	got := elsewhere.all()
+	got := elsewhere.All()
 	if len(got) == 0 {
 		t.Fatal("the other origin got no request: the test did not reach it")
 	}
@@ -85,12 +68,12 @@ func TestBearerTokenGoesOnlyToTheAgentsOrigin(t *testing.T) {
 func TestEachAgentGetsItsOwnBearerToken(t *testing.T) {
 	t.Parallel()
 	bin := buildAskpoint(t)
-	logs := map[string]*authLog{}
+	logs := map[string]*apitest.AuthLog{}
 	urls := map[string]string{}
 	for _, name := range []string{"a", "b"} {
-		l := &authLog{}
+		l := &apitest.AuthLog{}
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			l.add(r)
+			l.Add(r)
 			http.Error(w, "no", http.StatusNotFound)
 		}))
 		t.Cleanup(srv.Close)
@@ -106,7 +89,7 @@ func TestEachAgentGetsItsOwnBearerToken(t *testing.T) {
 		_, _, _ = exe(t, bin, "", "ask", urls[name], "hello", "--agent-tokens", file, "--token", "the-default-0123", "--inbox", inboxPath, "--timeout", "10s")
 	}
 	for name, l := range logs {
-		got := l.all()
+		got := l.All()
 		if len(got) == 0 {
 			t.Fatalf("agent %s got no request", name)
 		}
