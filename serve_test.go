@@ -62,20 +62,27 @@ func newServer(t *testing.T, tokens bool, adjust ...func(*askpoint.Config)) *ask
 // base URL.
 func serve(t *testing.T, srv *askpoint.Server) string {
 	t.Helper()
+	base, stop := startServe(t, srv)
+	t.Cleanup(func() {
+		if err := <-stop(); err != nil {
+			t.Errorf("Serve = %v after its context ended, want nil", err)
+		}
+	})
+	return base
+}
+
+// startServe runs srv.Serve on 127.0.0.1 and returns its base URL and a
+// stop that ends Serve's context and gives what Serve returns.
+func startServe(t *testing.T, srv *askpoint.Server) (base string, stop func() <-chan error) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("Serve = %v after its context ended, want nil", err)
-		}
-	})
-	return "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String(), func() <-chan error { cancel(); return served }
 }
 
 // grpcClient is a plain gRPC client of the generated stubs on addr.
@@ -288,22 +295,15 @@ func TestHandleServesAPageBesideTheAgentsAndEndsItsRequestsAtShutdown(t *testing
 	if err := srv.Register(askpoint.AgentSpec{Name: "live", Agent: greeter(), Card: a2a.AgentCard{Name: "Live", Description: "Taken."}}); err == nil {
 		t.Error("an agent named live was registered over Handle(\"GET /live/\"), want it refused")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	resp, err := http.Get("http://" + ln.Addr().String() + "/live/")
+	base, stop := startServe(t, srv)
+	resp, err := http.Get(base + "/live/")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	<-held
-	stop()
 	select {
-	case err := <-served:
+	case err := <-stop():
 		if err != nil {
 			t.Errorf("Serve = %v, want nil: the page's request ended with the shutdown", err)
 		}
