@@ -347,6 +347,9 @@ func insertLog(src, first string, p int) string {
 		src, first, nowMS, p, p+1, p+2, p+3, p+4, p+5)
 }
 
+// createCounts counts a task CreateTask inserts (CTE t), in its state.
+var createCounts = addCounts(func(state string) string { return isState("t", state) }, "FROM t WHERE t.state IN "+knownStates)
+
 // CreateTask inserts t with Version 1, LastSeq len(entries) and CreatedAt
 // and UpdatedAt set to the database's now, and appends entries to its log
 // with Seq 1, 2, ..., in one statement. An entry's zero At becomes now. It
@@ -367,6 +370,7 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 				$13, $14, $21::timestamptz, `+nowMS+`, `+nowMS+`, $25)
 			RETURNING `+taskCols+`
 		), l AS (`+insertLog("t", "1", 15)+`
+		), c AS (`+createCounts+`
 		)
 		SELECT `+taskCols+` FROM t`,
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State),
@@ -445,8 +449,14 @@ func (s *Store) loadFrom(row pgx.Row, id string) (*store.Loaded, error) {
 	return &store.Loaded{Task: t, Message: raw(msg), Request: raw(req)}, nil
 }
 
-// updateTaskSQL is UpdateTask's compare-and-set with its log append: $1 ID,
-// $2 version, $3.. the mutable columns, $13..$18 the entries.
+// updateTaskSQL is UpdateTask's compare-and-set with its log append and,
+// when the state changes, its counts: $1 ID, $2 version, $3.. the mutable
+// columns, $13..$18 the entries. o is the state the task had at $2, read
+// from the statement's snapshot: u changes the row only if the version it
+// reads there is $2 and is still $2 when it holds the row (a caller knows
+// of version $2 only once it was committed, so before the snapshot), and
+// every write that changes the state moves the version, so that is the
+// state u changes.
 var updateTaskSQL = `
 		WITH u AS (
 			UPDATE tasks SET
@@ -459,6 +469,9 @@ var updateTaskSQL = `
 			WHERE id = $1 AND version = $2
 			RETURNING ` + taskCols + `
 		), l AS (` + insertLog("u", "u.last_seq - cardinality($13::text[]) + 1", 13) + `
+		), o AS (
+			SELECT state FROM tasks WHERE id = $1 AND version = $2
+		), c AS (` + addCounts(func(state string) string { return isState("u", state) + " - " + isState("o", state) }, "FROM u, o WHERE u.state <> o.state") + `
 		)
 		SELECT ` + taskCols + ` FROM u`
 
@@ -709,7 +722,6 @@ var listDialect = listing.Dialect{
 	ByContext: "tasks",
 	Int:       "::bigint",
 	Cols:      taskCols,
-	// No task_counts (migration 0006): a total is counted from the index.
 }
 
 // listQuery is ListTasks's statement: its page, each row carrying the

@@ -1039,7 +1039,6 @@ var listDialect = listing.Dialect{
 	// columns, and reads every task of the caller's.
 	ByContext: "tasks INDEXED BY tasks_context",
 	Cols:      taskCols,
-	Counts:    true, // migration 0007's triggers: free beside the writer's batch
 }
 
 // ClaimRunnable leases up to p.Limit runnable tasks whose lease is unset or

@@ -7,13 +7,19 @@
 // first does); a listing of every state merges the first rows of each
 // state's range (store.TaskStates), each of them in the listing's order. A
 // listing in a context reads the context's index (its tasks are few) and
-// sorts them. The total is the sum of task_counts rows (per tenant, owner
-// and agent) when the driver keeps them and the listing names no state,
-// context or time; otherwise the tasks are counted, from the same ranges,
-// without reading a task's row.
+// sorts them.
+//
+// The total of a listing that names no context and no time, by a state of
+// store.TaskStates or by none, is read from task_counts: the drivers keep
+// there, per tenant, owner and agent (on PostgreSQL in several rows of each,
+// its shards, summed), how many tasks are in each of those states, one
+// column a state (CountColumn), in the transaction of every write that
+// creates a task, changes its state or deletes it. Any other listing is
+// counted from the same ranges as its page, without reading a task's row.
 package listing
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,10 +42,16 @@ type Dialect struct {
 	Int string
 	// Cols are the columns of a page's rows.
 	Cols string
-	// Counts says the driver keeps task_counts (SQLite: triggers in the
-	// transaction that creates or deletes a task); without it a total is
-	// counted from the index.
-	Counts bool
+}
+
+// CountColumn is the task_counts column that counts the tasks in state, one
+// of store.TaskStates ("TASK_STATE_INPUT_REQUIRED": "input_required"), and
+// "" for any other state, whose tasks are not counted there.
+func CountColumn(state string) string {
+	if !slices.Contains(store.TaskStates, state) {
+		return ""
+	}
+	return strings.ToLower(strings.TrimPrefix(state, "TASK_STATE_"))
 }
 
 // Queries are the statements of one ListTasks call and their arguments.
@@ -86,9 +98,17 @@ func Build(d Dialect, p store.ListParams) Queries {
 	}
 
 	var q Queries
-	switch {
-	case d.Counts && p.State == "" && len(filters) == 0:
-		q.Count = "SELECT coalesce(sum(n), 0)" + d.Int + " FROM task_counts WHERE " + strings.Join(base, " AND ")
+	switch counted := CountColumn(string(p.State)); {
+	case len(filters) == 0 && (p.State == "" || counted != ""):
+		if p.State == "" {
+			cols := make([]string, len(store.TaskStates))
+			for i, s := range store.TaskStates {
+				cols[i] = CountColumn(s)
+			}
+			counted = strings.Join(cols, " + ")
+		}
+		q.Count = "SELECT coalesce(sum(" + counted + "), 0)" + d.Int + " FROM task_counts WHERE " + strings.Join(base, " AND ")
+		q.CountArgs = append([]any(nil), args[:len(base)]...) // not the state's
 	case len(states) <= 1:
 		state := ""
 		if len(states) == 1 {
@@ -102,7 +122,9 @@ func Build(d Dialect, p store.ListParams) Queries {
 		}
 		q.Count = "SELECT coalesce(sum(n), 0)" + d.Int + " FROM (" + strings.Join(counts, " UNION ALL ") + ") AS c"
 	}
-	q.CountArgs = append([]any(nil), args...)
+	if q.CountArgs == nil {
+		q.CountArgs = append([]any(nil), args...)
+	}
 
 	var after []string
 	if c := p.After; c != nil {
