@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/askpoint/askpoint/internal/dbtest"
 	"github.com/askpoint/askpoint/store"
+	"github.com/askpoint/askpoint/store/storetest"
 )
 
 // TestListTasksReadsIndexRanges holds ListTasks's statement to its query
@@ -90,4 +92,20 @@ func explainPG(t *testing.T, s *Store, query string, args []any) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestUpgradeTo0007CountsTheTasksByState: a schema made before migration
+// 0007 (no counts), with tasks of every state, is migrated in place to
+// counts by state that give every listing its exact total and follow the
+// writes after (storetest.CheckCountsFollow).
+func TestUpgradeTo0007CountsTheTasksByState(t *testing.T) {
+	t.Parallel()
+	url := dbtest.Schema(t)
+	var values []string
+	for _, tk := range storetest.CountedTasks() {
+		values = append(values, fmt.Sprintf("('%s', '%s', '%s', '%s', '%s', '%s', %d, 0, to_timestamp(%d / 1000.0), to_timestamp(%d / 1000.0))",
+			tk.ID, tk.ContextID, tk.Tenant, tk.Owner, tk.Agent, string(tk.State), tk.Version, tk.UpdatedAt.UnixMilli(), tk.UpdatedAt.UnixMilli()))
+	}
+	olderSchema(t, url, 6, `INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, created_at, updated_at) VALUES `+strings.Join(values, ", "))
+	storetest.CheckCountsFollow(t, open(t, url))
 }

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/internal/listing"
+	"github.com/askpoint/askpoint/store/storetest"
 )
 
 // TestListTasksReadsIndexRanges holds ListTasks's statements to their
@@ -78,4 +80,20 @@ func explain(t *testing.T, s *Store, query string, args []any) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestUpgradeTo0008CountsTheTasksByState: a file made before migration
+// 0008 (counts per caller and agent only), with tasks of every state, is
+// migrated in place to counts by state that give every listing its exact
+// total and follow the writes after (storetest.CheckCountsFollow).
+func TestUpgradeTo0008CountsTheTasksByState(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "askpoint.db")
+	var values []string
+	for _, tk := range storetest.CountedTasks() {
+		values = append(values, fmt.Sprintf("('%s', '%s', '%s', '%s', '%s', '%s', %d, 0, %d, %d)",
+			tk.ID, tk.ContextID, tk.Tenant, tk.Owner, tk.Agent, string(tk.State), tk.Version, tk.UpdatedAt.UnixMilli(), tk.UpdatedAt.UnixMilli()))
+	}
+	olderDatabase(t, path, 7, `INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, created_at, updated_at) VALUES `+strings.Join(values, ", "))
+	storetest.CheckCountsFollow(t, open(t, path))
 }
