@@ -9,13 +9,16 @@
 // listing in a context reads the context's index (its tasks are few) and
 // sorts them.
 //
-// The total of a listing that names no context and no time, by a state of
-// store.TaskStates or by none, is read from task_counts: the drivers keep
-// there, per tenant, owner and agent (on PostgreSQL in several rows of each,
-// its shards, summed), how many tasks are in each of those states, one
-// column a state (CountColumn), in the transaction of every write that
-// creates a task, changes its state or deletes it. Any other listing is
-// counted from the same ranges as its page, without reading a task's row.
+// The drivers keep in task_counts, per tenant, owner and agent (on
+// PostgreSQL in several rows of each, its shards, summed), how many tasks
+// are in each of the states they count (Dialect.Counted), one column a
+// state (CountColumn), in the transaction of every write that creates a
+// task, moves it into or out of one of those states, or deletes it. The
+// total of a listing that names no context and no time is read from there
+// for the counted states, and counted from the index ranges of the others
+// (by state, or each state not counted when the listing names none); any
+// other listing is counted from the same ranges as its page. A count from
+// the index reads no task's row.
 package listing
 
 import (
@@ -42,6 +45,9 @@ type Dialect struct {
 	Int string
 	// Cols are the columns of a page's rows.
 	Cols string
+	// Counted are the states of store.TaskStates whose tasks task_counts
+	// counts.
+	Counted []string
 }
 
 // CountColumn is the task_counts column that counts the tasks in state, one
@@ -97,30 +103,45 @@ func Build(d Dialect, p store.ListParams) Queries {
 		return strings.Join(w, " AND ")
 	}
 
-	var q Queries
-	switch counted := CountColumn(string(p.State)); {
-	case len(filters) == 0 && (p.State == "" || counted != ""):
-		if p.State == "" {
-			cols := make([]string, len(store.TaskStates))
-			for i, s := range store.TaskStates {
-				cols[i] = CountColumn(s)
+	// rangeCount counts the tasks of the given states' ranges (all states,
+	// in a context) from the index.
+	rangeCount := func(states []string) string {
+		if len(states) <= 1 {
+			state := ""
+			if len(states) == 1 {
+				state = states[0]
 			}
-			counted = strings.Join(cols, " + ")
+			return "SELECT count(*) FROM " + from + " WHERE " + where(state)
 		}
-		q.Count = "SELECT coalesce(sum(" + counted + "), 0)" + d.Int + " FROM task_counts WHERE " + strings.Join(base, " AND ")
-		q.CountArgs = append([]any(nil), args[:len(base)]...) // not the state's
-	case len(states) <= 1:
-		state := ""
-		if len(states) == 1 {
-			state = states[0]
-		}
-		q.Count = "SELECT count(*) FROM " + from + " WHERE " + where(state)
-	default:
 		counts := make([]string, len(states))
 		for i, s := range states {
 			counts[i] = "SELECT count(*) AS n FROM tasks WHERE " + where(s)
 		}
-		q.Count = "SELECT coalesce(sum(n), 0)" + d.Int + " FROM (" + strings.Join(counts, " UNION ALL ") + ") AS c"
+		return "SELECT coalesce(sum(n), 0)" + d.Int + " FROM (" + strings.Join(counts, " UNION ALL ") + ") AS c"
+	}
+	var q Queries
+	switch {
+	case len(filters) == 0 && (p.State == "" || slices.Contains(d.Counted, string(p.State))):
+		// From task_counts, and for a listing of every state the states
+		// it does not count from their ranges.
+		counted, uncounted := []string{CountColumn(string(p.State))}, []string(nil)
+		if p.State == "" {
+			counted = nil
+			for _, s := range store.TaskStates {
+				if slices.Contains(d.Counted, s) {
+					counted = append(counted, CountColumn(s))
+				} else {
+					uncounted = append(uncounted, "'"+s+"'")
+				}
+			}
+		}
+		q.Count = "SELECT coalesce(sum(" + strings.Join(counted, " + ") + "), 0)" + d.Int + " FROM task_counts WHERE " + strings.Join(base, " AND ")
+		if len(uncounted) > 0 {
+			q.Count = "SELECT (" + q.Count + ") + (" + rangeCount(uncounted) + ")"
+		}
+		q.CountArgs = append([]any(nil), args[:len(base)]...) // not the state's
+	default:
+		q.Count = rangeCount(states)
 	}
 	if q.CountArgs == nil {
 		q.CountArgs = append([]any(nil), args...)
