@@ -107,8 +107,9 @@ type Call struct {
 	// different for every other step of every task.
 	Key string
 	// Holds are what the task held while it was paused (see
-	// [Outcome.Hold]), when it resumes from a question. A hold that
-	// Lapsed may be gone: re-check it before acting on it.
+	// [Outcome.Hold]), when it resumes from a question, a request for a
+	// credential or a wait. A hold that Lapsed may be gone: re-check it
+	// before acting on it.
 	Holds []HoldStatus
 	// Expired: the question expired unanswered and the answer is the
 	// default the agent set with [Outcome.DefaultAnswer].

@@ -36,9 +36,10 @@ type Outcome struct {
 	artifacts  []*a2a.Artifact
 	text       string
 
-	// Ask and RequireAuth: what happens at the pause's expiry, and what
-	// the task holds while it waits (Await holds too). RequireAuth: when
-	// the pause expires (zero: the server's default).
+	// Ask and RequireAuth: what happens at the pause's expiry; Ask only:
+	// the default answer; Ask, RequireAuth and Await: what the task holds
+	// while it waits; RequireAuth only: when the pause expires (zero: the
+	// server's question expiry).
 	onExpiry      ExpiryAction
 	defaultAnswer any
 	holds         []Hold

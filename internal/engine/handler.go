@@ -648,7 +648,8 @@ func (h *Handler) GetExtendedAgentCard(ctx context.Context, _ *a2a.GetExtendedAg
 	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent's card declares capabilities.extendedAgentCard, but no extended agent card is configured")
 }
 
-// errExpired says an answer came at or after its question's expiry.
+// errExpired says an answer came at or after its question's expiry, or a
+// credential at or after the expiry of its request.
 var errExpired = errors.New("the open question has expired")
 
 // CheckSubscribe says, before a transport opens a stream, whether

@@ -223,7 +223,8 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 
 // ReminderKey is the metadata key of a reminder notification: a status
 // update event whose metadata holds {ReminderKey: {"reminder": n, "of": m,
-// "expires": RFC 3339}} carries the open question unchanged.
+// "expires": RFC 3339}} carries the open question (or the auth-required
+// status) unchanged.
 const ReminderKey = question.ExtensionURI + "#reminder"
 
 func reminderEntry(t *store.Task, n, of int, expires, now time.Time) (store.LogEntry, error) {
