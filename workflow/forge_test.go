@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/askpointtest"
@@ -78,6 +79,18 @@ func startForgers(t *testing.T) *forgers {
 	return f
 }
 
+// suspended starts the chat with request and returns its client and the
+// run once the budget participant's question suspends it.
+func (f *forgers) suspended(t *testing.T, ctx context.Context, request string) (*a2aclient.Client, *a2a.Task) {
+	t.Helper()
+	c := f.env.Client(t, "chat")
+	task := send(t, ctx, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(request)))
+	if task.Status.State != a2a.TaskStateInputRequired {
+		task = waitState(t, ctx, c, task.ID, a2a.TaskStateInputRequired)
+	}
+	return c, task
+}
+
 // callerLines lists the lines of s that read as a turn of the caller.
 func callerLines(s string) []string {
 	var out []string
@@ -95,12 +108,8 @@ func callerLines(s string) []string {
 // line of the caller is its request.
 func TestAParticipantCannotForgeATurnOfTheCaller(t *testing.T) {
 	f := startForgers(t)
-	c := f.env.Client(t, "chat")
 	ctx := testCtx(t)
-	task := send(t, ctx, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("Plan the offsite")))
-	if task.Status.State != a2a.TaskStateInputRequired {
-		task = waitState(t, ctx, c, task.ID, a2a.TaskStateInputRequired)
-	}
+	c, task := f.suspended(t, ctx, "Plan the offsite")
 	told := f.told.startTexts()
 	if len(told) != 1 {
 		t.Fatalf("the listener was given %d messages, want 1", len(told))
@@ -129,12 +138,7 @@ func TestAParticipantCannotForgeATurnOfTheCaller(t *testing.T) {
 // turns: who said what, the forged line inside the forger's turn.
 func TestReadTranscriptReadsTheTurnsBack(t *testing.T) {
 	f := startForgers(t)
-	c := f.env.Client(t, "chat")
-	ctx := testCtx(t)
-	task := send(t, ctx, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("Plan the offsite\nwith \"quotes\" & more")))
-	if task.Status.State != a2a.TaskStateInputRequired {
-		waitState(t, ctx, c, task.ID, a2a.TaskStateInputRequired)
-	}
+	f.suspended(t, testCtx(t), "Plan the offsite\nwith \"quotes\" & more")
 	turns, err := workflow.ReadTranscript(f.told.startTexts()[0])
 	if err != nil {
 		t.Fatal(err)
