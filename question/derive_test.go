@@ -65,7 +65,7 @@ func TestSchemaForNamesTheFieldItCannotDescribe(t *testing.T) {
 		"pattern on a number": func() error { _, err := question.SchemaFor[badTag](); return err },
 		"a channel":           func() error { _, err := question.SchemaFor[badKind](); return err },
 		"a recursive type":    func() error { _, err := question.SchemaFor[self](); return err },
-		"not a struct":        func() error { _, err := question.SchemaFor[string](); return err },
+		"not an object":       func() error { _, err := question.SchemaFor[map[int]string](); return err },
 	} {
 		err := f()
 		if err == nil || !strings.Contains(err.Error(), "SchemaFor") {
