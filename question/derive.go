@@ -12,7 +12,11 @@ import (
 
 // SchemaFor derives the JSON Schema (draft 2020-12) of an answer of type T,
 // so that the question's schema and the Go type the agent decodes the
-// answer into cannot disagree. T must be a struct (or a pointer to one).
+// answer into cannot disagree. T is a struct (or a pointer to one), or a
+// single value: a string, bool, number, time.Time, slice or array is the
+// answer of one required field named [ScalarField] ({"answer": true} for
+// a bool), which [Decode] reads back into T. Options of such a question
+// are for that field.
 //
 // Each exported field is a property named as encoding/json names it (the
 // json tag's name; "-" leaves it out). Go types map to JSON Schema types:
@@ -64,8 +68,11 @@ func schemaOf(t reflect.Type) (json.RawMessage, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if scalarAnswer(t) {
+		return d.scalar(t)
+	}
 	if t.Kind() != reflect.Struct {
-		return nil, d.errorf("", "needs a struct type, not %s", t)
+		return nil, d.errorf("", "needs a struct type or a single value (a string, bool, number, time or slice), not %s", t)
 	}
 	s, err := d.schema(t, "", "")
 	if err != nil {

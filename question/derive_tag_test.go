@@ -17,10 +17,10 @@ import (
 func TestSchemaForRefusesATagReflectWouldDrop(t *testing.T) {
 	for tag, want := range map[string]string{
 		`json:"eur" jsonschema:"minimum=100,description=Price\, in EUR"`: `a comma inside a value is written \\, in the tag`,
-		`json:"s" jsonschema:"pattern=^\d+$"`:                           `a backslash in the tag is written \\`,
-		`json:"n",jsonschema:"minimum=1"`:                               "not separated by spaces",
-		`json:"n" jsonschema:"minimum=1`:                                "unterminated value",
-		`json:"n" jsonschema:minimum=1`:                                 "not key:\"value\" syntax",
+		`json:"s" jsonschema:"pattern=^\d+$"`:                            `a backslash in the tag is written \\`,
+		`json:"n",jsonschema:"minimum=1"`:                                "not separated by spaces",
+		`json:"n" jsonschema:"minimum=1`:                                 "unterminated value",
+		`json:"n" jsonschema:minimum=1`:                                  "not key:\"value\" syntax",
 	} {
 		typ := reflect.StructOf([]reflect.StructField{{Name: "EUR", Type: reflect.TypeFor[int](), Tag: reflect.StructTag(tag)}})
 		if _, ok := typ.Field(0).Tag.Lookup("jsonschema"); ok {

@@ -65,7 +65,7 @@ func TestSchemaForNamesTheFieldItCannotDescribe(t *testing.T) {
 		"pattern on a number": func() error { _, err := question.SchemaFor[badTag](); return err },
 		"a channel":           func() error { _, err := question.SchemaFor[badKind](); return err },
 		"a recursive type":    func() error { _, err := question.SchemaFor[self](); return err },
-		"not a struct":        func() error { _, err := question.SchemaFor[string](); return err },
+		"not an object":       func() error { _, err := question.SchemaFor[map[int]string](); return err },
 	} {
 		err := f()
 		if err == nil || !strings.Contains(err.Error(), "SchemaFor") {
@@ -110,14 +110,14 @@ func TestSchemaForRefusesMalformedTags(t *testing.T) {
 		err       func() error
 		field, is string
 	}{
-		"a key given twice":             {func() error { _, err := question.SchemaFor[twice](); return err }, "twice.N", `"jsonschema" twice`},
-		"an unknown key":                {func() error { _, err := question.SchemaFor[unknownKey](); return err }, "unknownKey.N", `unknown key "min"`},
-		"required with a value":         {func() error { _, err := question.SchemaFor[requiredValue](); return err }, "requiredValue.N", "takes no value"},
-		"a bound that is not a number":  {func() error { _, err := question.SchemaFor[notANumber](); return err }, "notANumber.N", "needs a number"},
-		"an empty item":                 {func() error { _, err := question.SchemaFor[emptyItem](); return err }, "emptyItem.N", "empty item"},
-		"a jsonschema key twice":        {func() error { _, err := question.SchemaFor[keyTwice](); return err }, "keyTwice.N", "given twice"},
-		"an enum without values":        {func() error { _, err := question.SchemaFor[emptyEnum](); return err }, "emptyEnum.S", "needs a value"},
-		"a nested field":                {func() error { _, err := question.SchemaFor[nested](); return err }, "inner.N", `"items[].n"`},
+		"a key given twice":            {func() error { _, err := question.SchemaFor[twice](); return err }, "twice.N", `"jsonschema" twice`},
+		"an unknown key":               {func() error { _, err := question.SchemaFor[unknownKey](); return err }, "unknownKey.N", `unknown key "min"`},
+		"required with a value":        {func() error { _, err := question.SchemaFor[requiredValue](); return err }, "requiredValue.N", "takes no value"},
+		"a bound that is not a number": {func() error { _, err := question.SchemaFor[notANumber](); return err }, "notANumber.N", "needs a number"},
+		"an empty item":                {func() error { _, err := question.SchemaFor[emptyItem](); return err }, "emptyItem.N", "empty item"},
+		"a jsonschema key twice":       {func() error { _, err := question.SchemaFor[keyTwice](); return err }, "keyTwice.N", "given twice"},
+		"an enum without values":       {func() error { _, err := question.SchemaFor[emptyEnum](); return err }, "emptyEnum.S", "needs a value"},
+		"a nested field":               {func() error { _, err := question.SchemaFor[nested](); return err }, "inner.N", `"items[].n"`},
 	}
 	for name, c := range cases {
 		err := c.err()
