@@ -509,7 +509,6 @@ func (sp *ServerPage) formOf(name string, t *a2a.Task, inputs, typed map[string]
 	return f
 }
 
-
 func (sp *ServerPage) form(w http.ResponseWriter, r *http.Request, sess *session) {
 	name, _, t := sp.task(w, r, sess)
 	if t == nil {
