@@ -147,7 +147,7 @@ func about(it *inbox.Item) []string {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			out = append(out, k+" "+it.Question.About[k])
+			out = append(out, question.Humanize(k)+" "+it.Question.About[k])
 		}
 	}
 	return out

@@ -206,8 +206,10 @@ document.addEventListener("DOMContentLoaded", () => {
   const form = document.getElementById("answer");
   if (form) setupForm(form);
   // A refusal or a re-ask is read out first: focus moves to it.
-  const alert = document.querySelector("#problem, #reask, #closed");
-  if (alert) { alert.tabIndex = -1; alert.focus(); }
+  // Else the first field the inbox refused is.
+  const alert = document.querySelector("#problem, #reask, #closed, [data-general]");
+  const refused = document.querySelector(".field.invalid input:not([type=hidden]), .field.invalid textarea");
+  if (alert) { alert.tabIndex = -1; alert.focus(); } else if (refused) refused.focus();
   tick();
   setInterval(tick, 1000);
   live();
