@@ -267,6 +267,7 @@ type fieldView struct {
 	OptionsJSON string // for the page's check
 	Min, Max    string
 	Describedby string // the IDs of what describes the input: its hint, rules, errors
+	Proposed    string // what the agent proposes (the schema's default), "" for nothing
 }
 
 // The form's names for what a person enters: an agent's field is
@@ -385,6 +386,15 @@ func fillFields(f *form, q *question.Question, inputs, typed map[string]string, 
 			v.Value = question.DisplayValue(pv)
 		}
 		var by []string
+		if pv, ok := proposed[fd.Name]; ok {
+			v.Proposed = question.DisplayValue(pv)
+			for _, o := range fd.Options { // a choice is proposed by its label
+				if question.DisplayValue(o.Value) == v.Proposed {
+					v.Proposed = o.Text()
+				}
+			}
+			by = append(by, v.ID+"-proposed")
+		}
 		if fd.Description != "" {
 			by = append(by, v.ID+"-hint")
 		}
@@ -588,6 +598,7 @@ type historyEntry struct {
 	Data     []dataView
 	Question *question.Question
 	Decision *question.Decision
+	Verb     string // the decision in words
 	Digest   string // "matches" or "differs" when the decision names a question of the history
 }
 
@@ -669,6 +680,7 @@ func fillTask(v *taskView, t *a2a.Task) {
 	}
 	asked := map[string]*question.Question{}
 	var last *question.Decision
+	lastVerb := ""
 	for _, m := range t.History {
 		e := historyEntry{Role: "caller", Text: text.Parts(m.Parts, "\n"), Data: dataViews(m.Parts)}
 		if m.Role == a2a.MessageRoleAgent {
@@ -680,6 +692,8 @@ func fillTask(v *taskView, t *a2a.Task) {
 		}
 		if d, ok, err := question.DecisionOf(m); ok && err == nil {
 			e.Decision, last = d, d
+			e.Verb = verbOf(d, asked[d.QuestionID])
+			lastVerb = e.Verb
 			if q := asked[d.QuestionID]; q != nil {
 				e.Digest = "differs from"
 				if question.Digest(q) == d.QuestionDigest {
@@ -701,9 +715,22 @@ func fillTask(v *taskView, t *a2a.Task) {
 		case question.DecisionCanceled:
 			v.Outcome, v.Declined = who+" canceled the task; it is "+v.State+".", true
 		default:
-			v.Outcome = who + " answered; the task is " + v.State + "."
+			v.Outcome = who + " " + lastVerb + "; the task is " + v.State + "."
 		}
 	}
+}
+
+// verbOf says a decision in words: declined, canceled, answered, or, when
+// the question proposed values, whether the person accepted or changed
+// them.
+func verbOf(d *question.Decision, q *question.Question) string {
+	switch {
+	case d.Decision == question.DecisionEdited:
+		return "changed the agent's proposal"
+	case d.Decision == question.DecisionAnswered && q != nil && len(q.Proposed()) > 0:
+		return "accepted the agent's proposal"
+	}
+	return d.Decision
 }
 
 // stateName is a task state in a word: "completed", "input-required".
