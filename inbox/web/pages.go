@@ -818,13 +818,14 @@ func (s *Server) deliver(n notice) error {
 	if a := attemptText(it.Question, s.maxAttempts(it)); a != "" && it.Question.Attempt > 1 {
 		fmt.Fprintf(&b, "This is %s.\n", a)
 	}
-	fmt.Fprintf(&b, "Answer it here: %s\n\nAgent: %s\nTask: %s\n", link, orUnknown(it.AgentURL), it.TaskID)
+	fmt.Fprintf(&b, "Answer it here: %s\n", link)
 	var errs []error
 	for _, p := range s.cfg.People {
 		if p.Email == "" || !p.sees(it.Caller) {
 			continue
 		}
-		if err := s.cfg.Mailer.Send(Mail{To: p.Email, Subject: subject, Body: b.String()}); err != nil {
+		body := b.String() + s.emailLinks(it, &p) + fmt.Sprintf("\nAgent: %s\nTask: %s\n", orUnknown(it.AgentURL), it.TaskID)
+		if err := s.cfg.Mailer.Send(Mail{To: p.Email, Subject: subject, Body: body}); err != nil {
 			errs = append(errs, err)
 		}
 	}
