@@ -34,9 +34,11 @@ func staticFS() fs.FS {
 
 var funcs = template.FuncMap{
 	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	// short is an ID's end: task IDs made one after another (UUIDv7)
+	// share their start.
 	"short": func(s string) string {
-		if len(s) > 8 {
-			return s[:8] + "…"
+		if r := []rune(s); len(r) > 8 {
+			return "…" + string(r[len(r)-8:])
 		}
 		return s
 	},
