@@ -61,6 +61,7 @@ type row struct {
 	Text     string
 	Request  string // the start of the request that started the task
 	Subject  string // the question's subject, in brief
+	Holds    string // what the task holds and for how long, in brief
 	Expires  time.Time
 	Left     string
 	Attempt  string
@@ -81,6 +82,15 @@ func newRow(it *inbox.Item, now time.Time, maxAttempts int) row {
 		r.Left = client.HumanDuration(r.Expires.Sub(now))
 	}
 	r.Attempt = attemptText(it.Question, maxAttempts)
+	var held []string
+	for _, h := range holdsOf(it.Question, now) {
+		if h.Gone {
+			held = append(held, h.Name+" (released)")
+		} else {
+			held = append(held, h.Name+" (for "+h.Left+")")
+		}
+	}
+	r.Holds = strings.Join(held, ", ")
 	if q := it.Question; q != nil {
 		r.Fields = len(q.Fields())
 		for _, o := range q.Options {
@@ -236,6 +246,7 @@ type form struct {
 	Text     string
 	Request  string   // what started the task
 	Subject  []string // what the question is about, for machines, in words
+	Holds    []holdView
 	Attempt  string
 	About    []string
 	Expires  time.Time
@@ -333,6 +344,7 @@ func (s *Server) formView(ctx context.Context, it *inbox.Item, inputs, typed map
 	if !f.Expires.IsZero() {
 		f.Left = client.HumanDuration(f.Expires.Sub(now))
 	}
+	f.Holds = holdsOf(it.Question, now)
 	switch {
 	case it.State != inbox.StateOpen:
 		f.Closed = string(it.State)
@@ -839,4 +851,30 @@ func orUnknown(s string) string {
 		return "an unknown agent"
 	}
 	return s
+}
+
+// holdView is one thing the task holds while the question is open.
+type holdView struct {
+	Name  string
+	Until time.Time
+	Left  string // how long it is held for, while it is
+	Gone  bool   // its time passed: it was released, or is being
+}
+
+// holdsOf says what the task holds while q is open, and until when.
+func holdsOf(q *question.Question, now time.Time) []holdView {
+	if q == nil {
+		return nil
+	}
+	var out []holdView
+	for _, h := range q.Holds {
+		v := holdView{Name: h.Name, Until: h.Until}
+		if h.Until.After(now) {
+			v.Left = client.HumanDuration(h.Until.Sub(now))
+		} else {
+			v.Gone = true
+		}
+		out = append(out, v)
+	}
+	return out
 }
