@@ -7,7 +7,7 @@
 //	task := env.Send(t, "pay", "Pay invoice INV-7: 80 EUR to ACME")
 //	q := env.Question(t, task)            // the open question, or the test fails
 //	task = env.Answer(t, task, "yes")     // as a person types it; a struct is sent as data
-//	env.WaitState(t, task.ID, a2a.TaskStateCompleted)
+//	env.WaitState(t, string(task.ID), a2a.TaskStateCompleted)
 //
 // What a server does on its own timers, a test drives: with Options.Clock
 // the server runs on a clock the test moves (Clock.Advance), and expiries,
