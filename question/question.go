@@ -45,6 +45,16 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// Error makes a FieldError an error, so that a check of an answer can
+// return one and name the field it is about: "/end: the end is before the
+// start".
+func (e FieldError) Error() string {
+	if e.Pointer == "" {
+		return e.Message
+	}
+	return e.Pointer + ": " + e.Message
+}
+
 // Question is what an agent asks. Stored as JSON (all fields, including Text)
 // by the engine.
 type Question struct {

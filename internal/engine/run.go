@@ -290,6 +290,7 @@ func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a
 	switch in.Kind {
 	case inputAnswer:
 		res.Question, res.Answer = in.Question, in.Answer
+		call.Question = in.Question
 	case inputAuth:
 		res.Auth = &api.AuthArrival{Message: in.Message, Data: in.AuthData}
 	case inputEvent:
