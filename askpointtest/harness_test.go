@@ -2,7 +2,9 @@ package askpointtest_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -210,5 +212,56 @@ func TestARelayHearsFromASubAgentOnAnotherServer(t *testing.T) {
 	}
 	if l := buf.String(); l != "" {
 		t.Errorf("the relay logged %q; want nothing (no fallback to reading the sub-task)", l)
+	}
+}
+
+// fatalTB records a Fatalf and ends its goroutine, as testing.T does,
+// with a deadline of its own.
+type fatalTB struct {
+	testing.TB
+	deadline time.Time
+	mu       sync.Mutex
+	fatal    string
+}
+
+func (f *fatalTB) Deadline() (time.Time, bool) { return f.deadline, true }
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.mu.Lock()
+	f.fatal = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+
+func TestWaitStateFailsWithWhatTheTaskIsAtTheDeadline(t *testing.T) {
+	env := askpointtest.Start(t, sizerSpec())
+	task := env.Send(t, "sizer", "a shirt")
+	f := &fatalTB{TB: t, deadline: time.Now().Add(time.Second)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		env.WaitState(f, string(task.ID), a2a.TaskStateCompleted)
+	}()
+	<-done
+	if !strings.Contains(f.fatal, "was not completed by the test's deadline") || !strings.Contains(f.fatal, `"Which size?"`) {
+		t.Errorf("WaitState failed with %q; want the deadline and what the task is (its question)", f.fatal)
+	}
+}
+
+func TestAStepErrorIsInTheTestsLog(t *testing.T) {
+	log := &recorder{TB: t}
+	tries := 0
+	env := askpointtest.StartWith(log, askpointtest.Options{Config: func(c *askpoint.Config) { c.StepRetryMin, c.StepRetryMax = time.Millisecond, time.Millisecond }},
+		askpoint.AgentSpec{Name: "flaky", Card: a2a.AgentCard{Name: "Flaky", Description: "Fails once."},
+			Agent: askpoint.Steps[struct{}, struct{}]{OnStart: func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
+				if tries++; tries == 1 {
+					return askpoint.Outcome{}, fmt.Errorf("the ledger is down")
+				}
+				return askpoint.Complete(), nil
+			}}})
+	task := env.Send(t, "flaky", "hi")
+	env.WaitState(t, string(task.ID), a2a.TaskStateCompleted)
+	if l := log.text(); !strings.Contains(l, "the ledger is down") {
+		t.Errorf("the test's log %q lacks the step's error", l)
 	}
 }
