@@ -106,6 +106,11 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		if err != nil {
 			return oc.refuse(next, o, releases, "The agent asked a question that cannot be answered: "+err.Error(), now)
 		}
+		if q.Attempt > q.MaxAttempts {
+			// The agent re-asked (askpoint.Reask) past the cap: the end a
+			// re-ask after a validation error would have come to.
+			return oc.refuse(next, o, releases, fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt-1, question.ErrorsText(q.Errors)), now)
+		}
 		cp, err := json.Marshal(o.Checkpoint())
 		if err != nil {
 			return oc.refuse(next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
@@ -116,6 +121,10 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		}
 		if historyIsRequest {
 			pause.Fresh = q.ID
+		}
+		q.Holds = nil // the runtime's to say, from the holds it keeps
+		for _, h := range pause.Holds {
+			q.Holds = append(q.Holds, question.Held{Name: h.Name, Until: h.Until})
 		}
 		qraw, err := json.Marshal(q)
 		if err != nil {

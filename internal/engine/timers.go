@@ -245,6 +245,26 @@ func reminderEntry(t *store.Task, n, of int, expires, now time.Time) (store.LogE
 	return store.LogEntry{Kind: store.KindReminder, Notify: true, Body: body, At: now.UTC()}, nil
 }
 
+// expiryEnd is how a task whose question q expired unanswered ends, when
+// its expiry action is not a default answer.
+func expiryEnd(q *question.Question, action api.ExpiryAction) (a2a.TaskState, string) {
+	at := q.Expires.UTC().Format(time.RFC3339Nano)
+	if action == api.ExpireCancel {
+		return a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at)
+	}
+	return a2a.TaskStateFailed, fmt.Sprintf("No answer in time: question %s expired at %s.", q.ID, at)
+}
+
+// authExpiryEnd is how a task whose request for a credential (p) expired
+// ends: a credential has no default answer.
+func authExpiryEnd(p *pauseState) (a2a.TaskState, string) {
+	at := p.Expires.UTC().Format(time.RFC3339Nano)
+	if p.OnExpiry == api.ExpireCancel {
+		return a2a.TaskStateCanceled, fmt.Sprintf("No credential in time: the request for it expired at %s, so the task was canceled. It asked: %s", at, p.Auth)
+	}
+	return a2a.TaskStateFailed, fmt.Sprintf("No credential in time: the request for it expired at %s. It asked: %s", at, p.Auth)
+}
+
 // expire acts on a task whose open question expired, as the agent chose
 // when it asked: fail (the default), cancel, or resume with its default
 // answer; or on a task whose request for a credential expired: fail or
@@ -261,12 +281,8 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 	var entries []store.LogEntry
 	logMsg, logAttr := "credential request expired", slog.Attr{}
 	if t.State == a2a.TaskStateAuthRequired {
-		at := p.Expires.UTC().Format(time.RFC3339Nano)
-		state, text := a2a.TaskStateFailed, fmt.Sprintf("No credential in time: the request for it expired at %s. It asked: %s", at, p.Auth)
-		if p.OnExpiry == api.ExpireCancel {
-			state, text = a2a.TaskStateCanceled, fmt.Sprintf("No credential in time: the request for it expired at %s, so the task was canceled. It asked: %s", at, p.Auth)
-		}
 		var e store.LogEntry
+		state, text := authExpiryEnd(p)
 		next, e, err = s.outcomes.endRow(t, state, text, now)
 		entries = []store.LogEntry{e}
 	} else {
@@ -275,23 +291,20 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 			return nil, fmt.Errorf("decode open question: %w", err)
 		}
 		logMsg, logAttr = "question expired", slog.String("question", q.ID)
-		at := q.Expires.UTC().Format(time.RFC3339Nano)
 		switch p.OnExpiry {
 		case api.ExpireDefault:
 			ans := &question.Answer{QuestionID: q.ID, Fields: p.DefaultAnswer}
 			in := runInput{Kind: inputAnswer, Question: &q, Answer: ans, Expired: true, Key: t.ID + "/" + q.ID}
-			note := fmt.Sprintf("No answer in time: question %s expired at %s. The task continues with the agent's default answer %s.", q.ID, at, p.DefaultAnswer)
+			note := fmt.Sprintf("No answer in time: question %s expired at %s. The task continues with the agent's default answer %s.",
+				q.ID, q.Expires.UTC().Format(time.RFC3339Nano), p.DefaultAnswer)
 			next, entries, err = s.outcomes.resumeRow(t, &in, nil, note)
 			if err == nil {
 				err = withInput(next, &in)
 			}
-		case api.ExpireCancel:
-			var e store.LogEntry
-			next, e, err = s.outcomes.endRow(t, a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at), now)
-			entries = []store.LogEntry{e}
 		default:
 			var e store.LogEntry
-			next, e, err = s.outcomes.endRow(t, a2a.TaskStateFailed, fmt.Sprintf("No answer in time: question %s expired at %s.", q.ID, at), now)
+			state, text := expiryEnd(&q, p.OnExpiry)
+			next, e, err = s.outcomes.endRow(t, state, text, now)
 			entries = []store.LogEntry{e}
 		}
 	}
