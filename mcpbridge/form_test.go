@@ -63,9 +63,9 @@ func TestFormOfEveryKindOfField(t *testing.T) {
 func TestFormRefusesWhatIsNotFlat(t *testing.T) {
 	for schema, why := range map[string]string{
 		`{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string"}}}}`: `field "tags" is of type array`,
-		`{"type":"object","properties":{"x":{"type":["string","number"]}}}`:                    `field "x" is of type string or number`,
-		`{"type":"object","properties":{"x":{}}}`:                                               `field "x" is of no single type`,
-		`{"type":"object"}`:                                                                     "names no fields",
+		`{"type":"object","properties":{"x":{"type":["string","number"]}}}`:                  `field "x" is of type string or number`,
+		`{"type":"object","properties":{"x":{}}}`:                                            `field "x" is of no single type`,
+		`{"type":"object"}`: "names no fields",
 	} {
 		_, err := formOf(&question.Question{ID: "q", Schema: json.RawMessage(schema)})
 		if !errors.Is(err, ErrNotAForm) || !strings.Contains(err.Error(), why) {
