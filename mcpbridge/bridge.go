@@ -454,10 +454,8 @@ func (t *tool) resume(ctx context.Context, p *mcp.CallToolParamsRaw, caller, via
 		if err != nil {
 			return t.unaskable(task.ID, st.Key, err), nil
 		}
-		fields, text, errs := f.check(resp.Content)
+		fields, text, errs := f.read(resp.Content)
 		if len(errs) > 0 {
-			// Refused here, as the agent would refuse it: the same question
-			// again, with why; nothing reached the agent.
 			return t.ask(query, errs, caller), nil
 		}
 		ans.Fields, ans.Text = fields, text
@@ -473,6 +471,8 @@ func (t *tool) resume(ctx context.Context, p *mcp.CallToolParamsRaw, caller, via
 	}
 	var invalid *client.InvalidAnswerError
 	if errors.As(err, &invalid) {
+		// Refused before it was sent, as the agent would refuse it: the
+		// same question again, with why.
 		return t.ask(query, invalid.Errors, caller), nil
 	}
 	return t.outcome(res, err, caller), nil

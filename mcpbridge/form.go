@@ -1,7 +1,6 @@
 package mcpbridge
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -180,7 +179,8 @@ func (f *form) elicit(message string) *mcp.ElicitParams {
 // a question in words only, its text). A key the form does not have, and
 // a choice that is none of the form's, are errors at the field's pointer;
 // an empty string in an optional field is left out, as a web form leaves
-// an empty input out. The answer is not yet checked against the question.
+// an empty input out. The answer is checked against the question by
+// client.Continue, before it is sent.
 func (f *form) read(content map[string]any) (fields map[string]any, text string, errs []question.FieldError) {
 	if f.q == nil {
 		s, ok := content[textField].(string)
@@ -228,18 +228,4 @@ func choices(fd question.Field) string {
 		out = append(out, question.DisplayValue(o.Value))
 	}
 	return strings.Join(out, ", ")
-}
-
-// check reads content and checks the answer against the question, as the
-// agent would: the errors say why it would be refused.
-func (f *form) check(content map[string]any) (fields map[string]any, text string, errs []question.FieldError) {
-	fields, text, errs = f.read(content)
-	if len(errs) > 0 || f.q == nil {
-		return fields, text, errs
-	}
-	raw, err := json.Marshal(fields)
-	if err != nil {
-		return nil, "", []question.FieldError{{Message: "the answer cannot be encoded as JSON: " + err.Error()}}
-	}
-	return fields, "", f.q.Validate(raw)
 }

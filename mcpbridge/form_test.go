@@ -46,15 +46,17 @@ func TestFormOfEveryKindOfField(t *testing.T) {
 		t.Errorf("schema\n got %s\nwant %s", got, want)
 	}
 	// A choice comes back as the option's value, whatever its type.
-	fields, _, errs := f.check(map[string]any{"when": "2027-01-02", "count": 3.0, "mood": "good", "size": "2", "code": ""})
+	fields, _, errs := f.read(map[string]any{"when": "2027-01-02", "count": 3.0, "mood": "good", "size": "2", "code": ""})
 	if len(errs) > 0 || fields["size"] != 2.0 || fields["mood"] != "good" {
 		t.Errorf("fields %v, errors %v", fields, errs)
 	}
 	if _, has := fields["code"]; has {
 		t.Errorf("an empty optional field was kept: %v", fields)
 	}
-	// What the form cannot say is checked before anything is sent.
-	_, _, errs = f.check(map[string]any{"when": "2027-01-02", "count": 3.0, "mood": "good", "code": "CC-12", "amount": 0.0})
+	// What the form cannot say, the question's own check refuses.
+	fields, _, _ = f.read(map[string]any{"when": "2027-01-02", "count": 3.0, "mood": "good", "code": "CC-12", "amount": 0.0})
+	raw, _ := json.Marshal(fields)
+	errs = q.Validate(raw)
 	if s := question.ErrorsText(errs); !strings.Contains(s, "code") || !strings.Contains(s, "amount") {
 		t.Errorf("errors %q, want the pattern and the exclusive bound", s)
 	}
@@ -83,7 +85,7 @@ func TestFormOfAQuestionInWords(t *testing.T) {
 	if got, _ := json.Marshal(f.schema); string(got) != `{"properties":{"answer":{"title":"Answer","type":"string"}},"required":["answer"],"type":"object"}` {
 		t.Errorf("schema %s", got)
 	}
-	if _, text, errs := f.check(map[string]any{"answer": "Tuesday"}); text != "Tuesday" || len(errs) > 0 {
+	if _, text, errs := f.read(map[string]any{"answer": "Tuesday"}); text != "Tuesday" || len(errs) > 0 {
 		t.Errorf("text %q, errors %v", text, errs)
 	}
 }
