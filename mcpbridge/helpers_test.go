@@ -96,11 +96,13 @@ func (tt tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // connect opens an MCP session as user with the go-sdk client. With a nil
 // elicit the client leaves input_required results to the test (it retries
 // by hand); with one, the SDK fulfils them and retries itself. version ""
-// is the newest revision.
+// is the newest revision; with an older one, the client has no multi
+// round-trip requests and elicit answers elicitation/create.
 func (r *rig) connect(t *testing.T, user, version string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *mcp.ClientSession {
 	t.Helper()
 	opts := &mcp.ClientOptions{ElicitationHandler: elicit}
-	if elicit == nil {
+	if elicit == nil || version != "" {
+		// A client of an older revision has no multi round-trip requests.
 		opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 		opts.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
 	}
