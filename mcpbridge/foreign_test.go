@@ -40,7 +40,9 @@ func (greeter) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[
 }
 
 func (greeter) Cancel(_ context.Context, ec *a2asrv.ExecutorContext) iter.Seq2[a2a.Event, error] {
-	return func(yield func(a2a.Event, error) bool) { yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil) }
+	return func(yield func(a2a.Event, error) bool) {
+		yield(a2a.NewStatusUpdateEvent(ec, a2a.TaskStateCanceled, nil), nil)
+	}
 }
 
 // A question in words only is one text field, and its answer goes back
