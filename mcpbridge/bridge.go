@@ -41,7 +41,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -49,12 +48,12 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
-	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askpoint/askpoint/client"
 	"github.com/askpoint/askpoint/client/grpcdial"
+	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -168,7 +167,7 @@ func New(ctx context.Context, cfg Config) (*Bridge, error) {
 	b.server = mcp.NewServer(&mcp.Implementation{Name: "askpoint", Title: "askpoint: A2A agents as tools", Version: "1"}, &mcp.ServerOptions{Logger: cfg.Logger})
 	seen := map[string]string{}
 	for _, a := range cfg.Agents {
-		card, err := fetchCard(ctx, cfg.HTTPClient, a.URL)
+		card, err := client.Card(ctx, a.URL, cfg.HTTPClient)
 		if err != nil {
 			return nil, err
 		}
@@ -248,24 +247,6 @@ func ToolName(cardName string) string {
 		n = strings.TrimRight(n[:64], "_")
 	}
 	return n
-}
-
-func fetchCard(ctx context.Context, hc *http.Client, agentURL string) (*a2a.AgentCard, error) {
-	u, err := url.Parse(agentURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("mcpbridge: %q is not an http(s) URL of an agent", agentURL)
-	}
-	base := strings.TrimSuffix(agentURL, "/")
-	var opts []agentcard.ResolveOption
-	if strings.HasSuffix(u.Path, ".json") {
-		base = u.Scheme + "://" + u.Host
-		opts = append(opts, agentcard.WithPath(u.Path))
-	}
-	card, err := agentcard.NewResolver(hc).Resolve(ctx, base, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("mcpbridge: fetch the agent card from %s: %w", agentURL, err)
-	}
-	return card, nil
 }
 
 // describe is the tool as tools/list shows it.
@@ -430,7 +411,7 @@ func (t *tool) resume(ctx context.Context, p *mcp.CallToolParamsRaw, caller, via
 		return toolError(nil, "Task %s cannot be read from the agent %s: %v; nothing was sent, and the requestState is still good.", st.Task, t.card.Name, err), nil
 	}
 	if now := client.QuestionKey(task.Status.Message); task.Status.State != a2a.TaskStateInputRequired || now != st.Key {
-		why := "the task is now " + strings.ToLower(strings.TrimPrefix(string(task.Status.State), "TASK_STATE_"))
+		why := "the task is now " + text.StateWord(task.Status.State)
 		if task.Status.State == a2a.TaskStateInputRequired {
 			why = "the task asks question " + now + " now"
 		}
@@ -442,7 +423,7 @@ func (t *tool) resume(ctx context.Context, p *mcp.CallToolParamsRaw, caller, via
 	}
 	query := &client.Query{
 		Agent: t.url, Caller: caller, TaskID: task.ID, ContextID: task.ContextID,
-		Status: task.Status.Message, Question: q, Text: statusText(task.Status.Message),
+		Status: task.Status.Message, Question: q, Text: text.Of(task.Status.Message),
 	}
 	if q != nil {
 		query.Text = q.Text
@@ -454,11 +435,11 @@ func (t *tool) resume(ctx context.Context, p *mcp.CallToolParamsRaw, caller, via
 		if err != nil {
 			return t.unaskable(task.ID, st.Key, err), nil
 		}
-		fields, text, errs := f.read(resp.Content)
+		fields, words, errs := f.read(resp.Content)
 		if len(errs) > 0 {
 			return t.ask(query, errs, caller), nil
 		}
-		ans.Fields, ans.Text = fields, text
+		ans.Fields, ans.Text = fields, words
 	case question.ActionDecline, question.ActionCancel:
 		ans.Action = resp.Action
 	default:
@@ -513,7 +494,7 @@ func (t *tool) outcome(res *client.Result, err error, caller string) *mcp.CallTo
 	case errors.Is(err, client.ErrDeferred) && res != nil && res.Waiting != nil:
 		return t.ask(res.Waiting, nil, caller)
 	case errors.As(err, &ended):
-		state := strings.ToLower(strings.TrimPrefix(string(ended.State), "TASK_STATE_"))
+		state := text.StateWord(ended.State)
 		if ended.Reason != "" {
 			return toolError(meta, "The task ended %s: %s", state, ended.Reason)
 		}
@@ -604,7 +585,7 @@ func completed(res *client.Result, meta mcp.Meta) *mcp.CallToolResult {
 	} else {
 		status = res.Message
 	}
-	if s := statusText(status); s != "" && !hasText {
+	if s := text.Of(status); s != "" && !hasText {
 		out.Content = append([]mcp.Content{&mcp.TextContent{Text: s}}, out.Content...)
 	}
 	if len(out.Content) == 0 {
@@ -618,21 +599,6 @@ func completed(res *client.Result, meta mcp.Meta) *mcp.CallToolResult {
 		out.StructuredContent = map[string]any{"data": data}
 	}
 	return out
-}
-
-func statusText(m *a2a.Message) string {
-	if m == nil {
-		return ""
-	}
-	var out []string
-	for _, p := range m.Parts {
-		if p != nil {
-			if s := p.Text(); s != "" {
-				out = append(out, s)
-			}
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 func toolError(meta mcp.Meta, format string, args ...any) *mcp.CallToolResult {

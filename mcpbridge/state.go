@@ -2,15 +2,15 @@ package mcpbridge
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/askpoint/askpoint/internal/text"
 )
 
 // stateVersion is the version of the requestState format: a change of
@@ -38,9 +38,7 @@ type state struct {
 func seal(key []byte, s state) string {
 	s.V = stateVersion
 	if s.Nonce == "" {
-		var n [9]byte
-		_, _ = rand.Read(n[:])
-		s.Nonce = hex.EncodeToString(n[:])
+		s.Nonce = text.RandomHex(9)
 	}
 	body, _ := json.Marshal(s)
 	enc := base64.RawURLEncoding.EncodeToString(body)
