@@ -86,10 +86,10 @@ func mcpCmd(args []string, stdout, stderr io.Writer) int {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "serving MCP on http://%s/mcp\n", ln.Addr())
 	for _, t := range b.Tools() {
 		fmt.Fprintf(stdout, "tool %s: %s\n", t.Name, t.Meta["dev.askpoint/agentUrl"])
 	}
-	fmt.Fprintf(stdout, "serving MCP on http://%s/mcp\n", ln.Addr())
 	select {
 	case err := <-served:
 		fmt.Fprintf(stderr, "askpoint mcp: %v\n", err)

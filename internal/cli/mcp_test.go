@@ -1,9 +1,7 @@
 package cli_test
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -11,7 +9,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,48 +18,11 @@ import (
 
 var servingLine = regexp.MustCompile(`^serving MCP on (http://\S+/mcp)$`)
 
-// startMCP runs "askpoint mcp" on a free loopback port and returns its
-// endpoint and the process, killed when the test ends.
-func startMCP(t *testing.T, bin string, args ...string) (string, *exec.Cmd) {
+// startMCP runs "askpoint mcp" on a free loopback port; it is killed
+// when the test ends.
+func startMCP(t *testing.T, bin string, args ...string) *listener {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, bin, append([]string{"mcp", "--listen", "127.0.0.1:0"}, args...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	for line := range lines {
-		if m := servingLine.FindStringSubmatch(line); m != nil {
-			go func() {
-				for range lines { // drain: the process must never block on its output
-				}
-			}()
-			return m[1], cmd
-		}
-	}
-	_ = cmd.Wait()
-	t.Fatalf("askpoint mcp did not say where it serves; stderr:\n%s", stderr.String())
-	return "", nil
+	return startListening(t, bin, servingLine, append([]string{"mcp", "--listen", "127.0.0.1:0"}, args...)...)
 }
 
 func mcpSession(t *testing.T, tr mcp.Transport) *mcp.ClientSession {
@@ -116,16 +76,15 @@ func TestMCPServesAgentsAndSurvivesARestart(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "mcp.key")
 	args := []string{"--agent", env.AgentURL("expense"), "--key-file", keyFile}
 
-	endpoint, first := startMCP(t, bin, args...)
-	key, res := askCostCentre(t, mcpSession(t, &mcp.StreamableClientTransport{Endpoint: endpoint}))
+	first := startMCP(t, bin, args...)
+	key, res := askCostCentre(t, mcpSession(t, &mcp.StreamableClientTransport{Endpoint: first.url}))
 	if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("key file: %v %v, want mode 0600", fi, err)
 	}
-	_ = first.Process.Kill()
-	_ = first.Wait()
+	_ = first.cmd.Process.Kill()
+	<-first.done
 
-	endpoint, _ = startMCP(t, bin, args...)
-	done := answerCostCentre(t, mcpSession(t, &mcp.StreamableClientTransport{Endpoint: endpoint}), key, res.RequestState)
+	done := answerCostCentre(t, mcpSession(t, &mcp.StreamableClientTransport{Endpoint: startMCP(t, bin, args...).url}), key, res.RequestState)
 	if done.IsError || !strings.Contains(dumpJSON(done.StructuredContent), `"costCentre":"CC-4420"`) {
 		t.Fatalf("after the restart: %s", dumpJSON(done))
 	}
