@@ -37,7 +37,7 @@ func scalarAnswer(t reflect.Type) bool {
 // scalar is the schema of an answer of one required field, ScalarField, of
 // type t.
 func (d *deriver) scalar(t reflect.Type) (json.RawMessage, error) {
-	field, err := d.schema(t, ScalarField)
+	field, err := d.schema(t, ScalarField, "")
 	if err != nil {
 		return nil, err
 	}

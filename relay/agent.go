@@ -104,12 +104,8 @@ func (r *relay) resume(ctx context.Context, call *askpoint.Call, res *askpoint.R
 		if err := json.Unmarshal(res.Answer.Fields, &fields); err != nil {
 			return askpoint.Outcome{}, fmt.Errorf("relay: read the answer: %w", err)
 		}
-		if r.cfg.Translate != nil {
-			given := fields
-			if fields, err = r.cfg.Translate(ctx, call, cp.SubQuestion, cloneFields(fields)); err != nil {
-				return r.reAsk(ctx, call, &cp, []question.FieldError{{Message: err.Error()}})
-			}
-			cp.Names = fieldNames(given, fields)
+		if fields, err = r.translate(ctx, call, &cp, fields); err != nil {
+			return r.reAsk(ctx, call, &cp, []question.FieldError{{Message: err.Error()}})
 		}
 		raw, err := json.Marshal(fields)
 		if err != nil {
@@ -392,7 +388,7 @@ func (r *relay) ownQuestion(ctx context.Context, call *askpoint.Call, cp *Checkp
 		// them, else as the sub-agent did.
 		own.Attempt, own.MaxAttempts = max(q.Attempt, 2), q.MaxAttempts
 		if len(own.Errors) == 0 {
-			own.Errors = r.ownErrors(ctx, call, cp, q, q.Errors)
+			own.Errors = r.ownErrors(ctx, call, cp, q, &own)
 		}
 	}
 	return own, nil
