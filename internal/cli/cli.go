@@ -30,7 +30,7 @@ Usage:
   askpoint answer [--data JSON] [--inbox FILE] ID
       Answer inbox question ID: options as a numbered choice, fields one by one, checked
       before they are sent; the task then carries on.
-  askpoint mcp [--listen 127.0.0.1:8421 | --stdio] --agent URL [--agent URL]...
+  askpoint mcp [--listen 127.0.0.1:8421 | --stdio] [--tokens FILE] --agent URL [--agent URL]...
       Serve A2A agents as MCP tools, one per agent; their questions come back to the MCP
       client as forms (input_required), its answers go to the agent.
   askpoint stats METRICS_URL | --db FILE|POSTGRES_URL

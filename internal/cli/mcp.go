@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/askpoint/askpoint/mcpbridge"
@@ -25,11 +27,12 @@ import (
 func mcpCmd(args []string, stdout, stderr io.Writer) int {
 	fset := flag.NewFlagSet("askpoint mcp", flag.ContinueOnError)
 	fset.SetOutput(stderr)
-	listen := fset.String("listen", "127.0.0.1:8421", "`host:port` to serve MCP's Streamable HTTP on, at /mcp (loopback only: MCP callers are not authenticated)")
+	listen := fset.String("listen", "127.0.0.1:8421", "`host:port` to serve MCP's Streamable HTTP on, at /mcp (loopback only unless --tokens authenticates MCP callers)")
 	stdio := fset.Bool("stdio", false, "serve MCP on standard input and output instead, for a desktop host that starts the command")
 	var agents tokenFlags
 	fset.Var(&agents, "agent", "an A2A agent's `URL` (its base URL or its card's); repeat for more, one tool each")
 	token := fset.String("token", "", "bearer `token` for agents that require one (default $ASKPOINT_TOKEN)")
+	tokensFile := fset.String("tokens", "", "JSON `file` mapping MCP callers (principals) to the bearer tokens they present (mode 0600; also $"+EnvTokens+", the same JSON); a requestState is then good for its caller only")
 	keyFile := fset.String("key-file", "askpoint-mcp.key", "`file` holding the key requestStates are signed with (created, mode 0600, when missing; keep it across restarts)")
 	fset.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: askpoint mcp [--listen HOST:PORT | --stdio] --agent URL [--agent URL]...")
@@ -46,7 +49,12 @@ func mcpCmd(args []string, stdout, stderr io.Writer) int {
 	if *token == "" {
 		*token = os.Getenv("ASKPOINT_TOKEN")
 	}
-	if !*stdio {
+	callers, err := loadTokens(nil, *tokensFile, func(w string) { fmt.Fprintf(stderr, "askpoint mcp: warning: %s\n", w) })
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint mcp: %s\n", errText(err))
+		return 2
+	}
+	if !*stdio && len(callers) == 0 {
 		if err := loopbackListen(*listen); err != nil {
 			fmt.Fprintf(stderr, "askpoint mcp: %v\n", err)
 			return 2
@@ -82,7 +90,7 @@ func mcpCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", b.Handler())
+	mux.Handle("/mcp", withCallers(callers, b.Handler()))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -102,9 +110,25 @@ func mcpCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// loopbackListen refuses to serve MCP beyond this machine: askpoint mcp
-// does not authenticate its callers, and every caller runs the agents
-// with its token.
+// withCallers requires one of tokens (token -> principal) of every request,
+// and names its caller by the principal; with no tokens, h as it is.
+func withCallers(tokens map[string]string, h http.Handler) http.Handler {
+	if len(tokens) == 0 {
+		return h
+	}
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		for t, principal := range tokens {
+			if subtle.ConstantTimeCompare([]byte(t), []byte(token)) == 1 {
+				return &auth.TokenInfo{UserID: principal}, nil
+			}
+		}
+		return nil, auth.ErrInvalidToken
+	}
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+}
+
+// loopbackListen refuses to serve anonymous MCP callers beyond this
+// machine: every caller runs the agents with askpoint mcp's token.
 func loopbackListen(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -113,7 +137,7 @@ func loopbackListen(addr string) error {
 	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
 		return nil
 	}
-	return fmt.Errorf("--listen %s is not a loopback address: askpoint mcp does not authenticate MCP callers, so it serves loopback only; listen on 127.0.0.1 (a program that needs more mounts package mcpbridge behind its own authentication)", addr)
+	return fmt.Errorf("--listen %s is not a loopback address, and no tokens are configured: anonymous MCP callers are served on loopback only; add --tokens FILE (or $%s), or listen on 127.0.0.1", addr, EnvTokens)
 }
 
 // mcpKey reads the requestState key from file, or creates the file with a

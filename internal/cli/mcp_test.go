@@ -3,6 +3,7 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,4 +137,46 @@ func TestMCPRefusesWhatItCannotServeSafely(t *testing.T) {
 func dumpJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// withToken sends a bearer token with every request.
+type withToken string
+
+func (tok withToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(tok))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// With --tokens, every MCP caller presents one, and a requestState is good
+// for the caller it was issued to only.
+func TestMCPTokensNameTheCallers(t *testing.T) {
+	t.Parallel()
+	bin := buildAskpoint(t)
+	env := apitest.Start(t, apitest.Options{Quiet: true})
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.json")
+	if err := os.WriteFile(tokens, []byte(`{"alice":"alice-token-0123456789","bob":"bob-token-0123456789"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := startMCP(t, bin, "--agent", env.AgentURL("expense"), "--key-file", filepath.Join(dir, "mcp.key"), "--tokens", tokens)
+	as := func(token string) mcp.Transport {
+		return &mcp.StreamableClientTransport{Endpoint: l.url, HTTPClient: &http.Client{Transport: withToken(token)}}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "cli-test", Version: "1"}, nil)
+	if cs, err := c.Connect(t.Context(), as("wrong-token-0123456789"), nil); err == nil {
+		_ = cs.Close()
+		t.Fatal("a caller with an unknown token was served")
+	}
+	key, res := askCostCentre(t, mcpSession(t, as("alice-token-0123456789")))
+	_, err := mcpSession(t, as("bob-token-0123456789")).CallTool(t.Context(), &mcp.CallToolParams{Name: "expense_agent", Arguments: map[string]any{},
+		InputResponses: mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"costCentre": "CC-4420"}}},
+		RequestState:   res.RequestState})
+	if err == nil || !strings.Contains(err.Error(), "belongs to another caller") {
+		t.Fatalf("bob used alice's requestState: %v", err)
+	}
+	done := answerCostCentre(t, mcpSession(t, as("alice-token-0123456789")), key, res.RequestState)
+	if done.IsError || !strings.Contains(dumpJSON(done.StructuredContent), `"costCentre":"CC-4420"`) {
+		t.Fatalf("alice's answer: %s", dumpJSON(done))
+	}
 }
