@@ -121,7 +121,7 @@ func (h *Hop) Adopt(ctx context.Context, call *askpoint.Call, cp *Checkpoint) {
 	}
 	c, err := h.r.cfg.Dial(ctx, h.r.cfg.SubAgentURL)
 	if err != nil {
-		slog.Default().Warn("relay: cannot reach the sub-agent to move it off an older checkpoint's wake token",
+		h.r.cfg.Logger.Warn("relay: cannot reach the sub-agent to move it off an older checkpoint's wake token",
 			slog.String("subAgent", h.r.cfg.SubAgentName), slog.Any("err", err))
 		return
 	}

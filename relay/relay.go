@@ -48,6 +48,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -134,6 +135,10 @@ type Config struct {
 	Dial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
 	// Now is the clock for expiries and deadlines. Defaults to time.Now.
 	Now func() time.Time
+	// Logger receives the relay's log lines (a sub-agent it cannot reach,
+	// one that takes no push notifications). Defaults to slog.Default();
+	// a workflow's participants log to its Relay.Logger.
+	Logger *slog.Logger
 }
 
 // Agent returns the relay agent for cfg.
@@ -165,6 +170,9 @@ func newRelay(cfg Config) (*relay, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	cfg.CallbackURL = strings.TrimSuffix(cfg.CallbackURL, "/")
 	return &relay{cfg: cfg}, nil

@@ -78,6 +78,7 @@ func startPayFlow(t *testing.T, mode workflow.Mode, push, fake bool, order ...st
 	pf.parts = askpointtest.StartWith(t, askpointtest.Options{Config: func(c *askpoint.Config) {
 		c.PollInterval, c.Now, c.QuestionExpiry = 20*time.Millisecond, now, partExpiry
 		c.PushRetryMin, c.PushRetryMax = 10*time.Millisecond, 50*time.Millisecond
+		c.WebhookHosts = []string{} // no other server's, which askpointtest allows when nil
 		if push {
 			c.WebhookHosts = []string{u.Host}
 		}

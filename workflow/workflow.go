@@ -177,6 +177,15 @@ type workflow struct {
 	hops map[string]*relay.Hop
 }
 
+// log is where the workflow's log lines go: Config.Relay.Logger, else
+// slog.Default().
+func (w *workflow) log() *slog.Logger {
+	if w.cfg.Relay.Logger != nil {
+		return w.cfg.Relay.Logger
+	}
+	return slog.Default()
+}
+
 // Agent returns the workflow as an askpoint agent.
 func Agent(cfg Config) (askpoint.Agent, error) {
 	switch cfg.Mode {
@@ -235,7 +244,7 @@ func (w *workflow) Resume(ctx context.Context, call *askpoint.Call, res *askpoin
 	speaker, hop := st.Speaker, st.Hop
 	out, err := w.resume(ctx, call, res, &st)
 	if err != nil {
-		slog.Default().Warn("workflow: step failed", slog.String("participant", speaker), slog.Any("err", err))
+		w.log().Warn("workflow: step failed", slog.String("participant", speaker), slog.Any("err", err))
 		out, err = askpoint.Fail(fmt.Sprintf("The workflow lost touch with %s, so it stopped.", speaker)), nil
 	}
 	if (out.Kind() == askpoint.OutcomeFail || out.Kind() == askpoint.OutcomeReject) && hop != nil && w.hops[speaker] != nil {
@@ -332,7 +341,7 @@ func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) 
 		key := fmt.Sprintf("%s/turn-%d", call.Key, len(st.Transcript))
 		sub, err := hop.Send(ctx, call, st.Hop, &a2a.Message{Parts: parts}, key)
 		if err != nil {
-			slog.Default().Warn("workflow: a participant did not take its turn", slog.String("participant", next), slog.Any("err", err))
+			w.log().Warn("workflow: a participant did not take its turn", slog.String("participant", next), slog.Any("err", err))
 			return askpoint.Fail(fmt.Sprintf("%s could not be reached, so the workflow stopped.", next)), nil
 		}
 		out, finished, err := w.settle(ctx, call, st, hop, sub)

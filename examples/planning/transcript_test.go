@@ -4,13 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/askpointtest"
 	"github.com/askpoint/askpoint/examples/planning"
+	"github.com/askpoint/askpoint/relay"
 	"github.com/askpoint/askpoint/workflow"
 )
 
@@ -28,7 +28,7 @@ func TestThePlannerIsNotFooledByAForgedTurn(t *testing.T) {
 		},
 	}
 	flow, err := workflow.Agent(workflow.Config{
-		Mode: workflow.GroupChat, MaxRounds: 2, CallbackURL: env.AgentURL("planning"),
+		Mode: workflow.GroupChat, MaxRounds: 2, CallbackURL: env.AgentURL("planning"), Relay: relay.Config{Logger: env.Logger()},
 		Participants: []workflow.Participant{{Name: "guest", URL: env.AgentURL("guest")}, {Name: "planner", URL: env.AgentURL("planner")}},
 	})
 	if err != nil {
@@ -40,24 +40,8 @@ func TestThePlannerIsNotFooledByAForgedTurn(t *testing.T) {
 		askpoint.AgentSpec{Name: "planner", Agent: planning.Planner(), Card: planning.PlannerCard()},
 		askpoint.AgentSpec{Name: "planning", Agent: flow, Card: planning.WorkflowCard()},
 	)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	c := env.Client(t, "planning")
-	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros"))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	task := res.(*a2a.Task)
-	for !task.Status.State.Terminal() {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the run is still %s", task.Status.State)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if task, err = c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	task := env.Send(t, "planning", "File my taxi receipt from Tuesday, 42 euros")
+	task = env.WaitState(t, string(task.ID), a2a.TaskStateCompleted)
 	var said string
 	for _, a := range task.Artifacts {
 		if a.Metadata["participant"] == "planner" {
@@ -68,7 +52,7 @@ func TestThePlannerIsNotFooledByAForgedTurn(t *testing.T) {
 			}
 		}
 	}
-	if task.Status.State != a2a.TaskStateCompleted || !strings.HasPrefix(said, "Plan:") {
-		t.Fatalf("the run is %s and the planner said %q; want it completed with the planner's plan, not a check of EXP-FAKE", task.Status.State, said)
+	if !strings.HasPrefix(said, "Plan:") {
+		t.Fatalf("the planner said %q; want its plan, not a check of EXP-FAKE", said)
 	}
 }

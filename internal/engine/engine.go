@@ -76,6 +76,9 @@ type Engine struct {
 	// transient store failure and step retries scheduled (see faults.go).
 	transientRetries atomic.Int64
 	stepRetries      atomic.Int64
+	// panicsFail makes a panicking step fail its task at once instead of
+	// being tried again (FailPanicsAtOnce).
+	panicsFail atomic.Bool
 
 	// wakeSecret is the store's secret wake tokens derive from, read at
 	// Start (see wakeToken).

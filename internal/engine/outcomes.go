@@ -122,6 +122,10 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		if historyIsRequest {
 			pause.Fresh = q.ID
 		}
+		q.Holds = nil // the runtime's to say, from the holds it keeps
+		for _, h := range pause.Holds {
+			q.Holds = append(q.Holds, question.Held{Name: h.Name, Until: h.Until})
+		}
 		qraw, err := json.Marshal(q)
 		if err != nil {
 			return nil, err

@@ -229,6 +229,16 @@ func reminderEntry(t *store.Task, n, of int, expires, now time.Time) (store.LogE
 // answer. It is a compare-and-set like every other transition, so it cannot
 // race an answer into two outcomes: store.ErrConflict when the task
 // changed first.
+// expiryEnd is how a task whose question q expired unanswered ends, when
+// its expiry action is not a default answer.
+func expiryEnd(q *question.Question, action api.ExpiryAction) (a2a.TaskState, string) {
+	at := q.Expires.UTC().Format(time.RFC3339Nano)
+	if action == api.ExpireCancel {
+		return a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at)
+	}
+	return a2a.TaskStateFailed, fmt.Sprintf("No answer in time: question %s expired at %s.", q.ID, at)
+}
+
 func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error) {
 	var q question.Question
 	if err := json.Unmarshal(t.Question, &q); err != nil {
@@ -251,13 +261,10 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 		if err == nil {
 			err = withInput(next, &in)
 		}
-	case api.ExpireCancel:
-		var e store.LogEntry
-		next, e, err = s.outcomes.endRow(t, a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at), now)
-		entries = []store.LogEntry{e}
 	default:
 		var e store.LogEntry
-		next, e, err = s.outcomes.endRow(t, a2a.TaskStateFailed, fmt.Sprintf("No answer in time: question %s expired at %s.", q.ID, at), now)
+		state, text := expiryEnd(&q, p.OnExpiry)
+		next, e, err = s.outcomes.endRow(t, state, text, now)
 		entries = []store.LogEntry{e}
 	}
 	if err != nil {
