@@ -516,13 +516,14 @@ func (t *tool) ask(q *client.Query, errs []question.FieldError, caller string) *
 		return t.unaskable(q.TaskID, key, err)
 	}
 	msg := q.Text
-	if q.Question != nil {
-		if n := q.Question.Notice(); n != "" {
-			msg += "\n\n" + n
-		}
+	if qq := q.Question; qq != nil && qq.Attempt > 1 {
+		// The agent's re-ask, its errors in people's words.
+		reworded := *qq
+		reworded.Errors = f.explain(qq.Errors)
+		msg += "\n\n" + reworded.Notice()
 	}
 	if len(errs) > 0 {
-		msg += "\n\nThat answer was not sent: " + question.ErrorsText(errs) + "."
+		msg += "\n\nThat answer was not sent: " + strings.TrimSuffix(question.ErrorsText(f.explain(errs)), ".") + "."
 	}
 	exp := t.b.cfg.Now().Add(t.b.cfg.MaxStateAge)
 	if q.Question != nil && !q.Question.Expires.IsZero() {

@@ -185,7 +185,7 @@ func TestAnInvalidAnswerNeverReachesTheAgent(t *testing.T) {
 	if again != key {
 		t.Errorf("asked %s, want the same question %s again", again, key)
 	}
-	if !strings.Contains(ep.Message, "That answer was not sent") || !strings.Contains(ep.Message, "CC-4410") {
+	if !strings.Contains(ep.Message, "That answer was not sent: Choose one of: CC-4410, CC-4420.") {
 		t.Errorf("message %q, want why the answer was not sent", ep.Message)
 	}
 	if after := snapshot(r.task(t, "expense", res.Meta["dev.askpoint/taskId"])); after != before {
@@ -194,5 +194,23 @@ func TestAnInvalidAnswerNeverReachesTheAgent(t *testing.T) {
 	res = answer(t, cs, "expense_agent", res, map[string]any{"costCentre": "CC-4410"})
 	if res.IsError || res.StructuredContent.(map[string]any)["costCentre"] != "CC-4410" {
 		t.Fatalf("result %s", dump(res))
+	}
+}
+
+// What the form cannot say (the date's pattern) is said, and refused, in
+// people's words: never a regular expression.
+func TestAPatternIsSaidInWords(t *testing.T) {
+	r := newRig(t, nil)
+	cs := r.connect(t, "alice", "", nil)
+	res := call(t, cs, "expense_agent", "File my taxi receipt")
+	_, ep := form(t, res)
+	date := properties(t, ep)["properties"].(map[string]any)["date"].(map[string]any)
+	if strings.Contains(dump(date), "^[0-9]") || date["description"] != "the receipt's date, YYYY-MM-DD" {
+		t.Errorf("date = %s, want its description and no pattern", dump(date))
+	}
+	res = answer(t, cs, "expense_agent", res, map[string]any{"amount": 42, "currency": "EUR", "date": "Tuesday", "costCentre": "CC-4410"})
+	_, ep = form(t, res)
+	if strings.Contains(ep.Message, "^[0-9]") || !strings.Contains(ep.Message, `"Tuesday" is not in the expected format (the receipt's date, YYYY-MM-DD)`) {
+		t.Errorf("message %q, want the date refused in words", ep.Message)
 	}
 }

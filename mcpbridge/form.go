@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -69,13 +68,18 @@ func formOf(q *question.Question) (*form, error) {
 
 // property is fd as a property of a form's requestedSchema.
 func (f *form) property(fd question.Field) (map[string]any, error) {
-	p := map[string]any{}
-	if fd.Title != "" {
-		p["title"] = fd.Title
-	}
+	// The title and the words are the ones every face shows: the field's
+	// caption, its description and, when the form cannot hold a rule (a
+	// pattern, a number's exclusive bound), its rules in words (never a
+	// regular expression).
+	p := map[string]any{"title": fd.Caption()}
 	var notes []string
 	if fd.Description != "" {
 		notes = append(notes, fd.Description)
+	}
+	lossy := fd.Pattern != "" || (fd.Kind == question.KindNumber && (fd.ExclMinimum != nil || fd.ExclMaximum != nil))
+	if r := fd.Rules(); lossy && r != "" {
+		notes = append(notes, r)
 	}
 	switch fd.Kind {
 	case question.KindChoice:
@@ -106,16 +110,10 @@ func (f *form) property(fd question.Field) (map[string]any, error) {
 		if fd.MaxLength != nil {
 			p["maxLength"] = *fd.MaxLength
 		}
-		switch {
-		case formats[fd.Format]:
+		// A form has no pattern and few formats: the rules say them, and
+		// the answer is checked against them before it reaches the agent.
+		if formats[fd.Format] {
 			p["format"] = fd.Format
-		case fd.Format != "":
-			notes = append(notes, "format "+fd.Format)
-		}
-		if fd.Pattern != "" {
-			// A form has no pattern: it is said, and the answer is checked
-			// against it before it reaches the agent.
-			notes = append(notes, "must match "+fd.Pattern)
 		}
 		if s, ok := fd.Default.(string); ok && fd.HasDefault {
 			p["default"] = s
@@ -129,14 +127,13 @@ func (f *form) property(fd question.Field) (map[string]any, error) {
 			p["maximum"] = *fd.Maximum
 		}
 		// A form has inclusive bounds only: an integer's exclusive bound is
-		// the next integer; a number's is said, and checked before the
-		// answer reaches the agent.
+		// the next integer; a number's is the bound itself, the rules say
+		// it is exclusive, and the answer is checked before it is sent.
 		if b := fd.ExclMinimum; b != nil {
 			if fd.Kind == question.KindInteger {
 				p["minimum"] = math.Floor(*b) + 1
 			} else {
 				p["minimum"] = *b
-				notes = append(notes, "more than "+num(*b))
 			}
 		}
 		if b := fd.ExclMaximum; b != nil {
@@ -144,7 +141,6 @@ func (f *form) property(fd question.Field) (map[string]any, error) {
 				p["maximum"] = math.Ceil(*b) - 1
 			} else {
 				p["maximum"] = *b
-				notes = append(notes, "less than "+num(*b))
 			}
 		}
 		if n, ok := fd.Default.(float64); ok && fd.HasDefault {
@@ -168,7 +164,21 @@ func (f *form) property(fd question.Field) (map[string]any, error) {
 	return p, nil
 }
 
-func num(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+// explain rewords errors about the form's fields for people, as every
+// face does (question.Field.Explain: no regular expression, options by
+// their labels).
+func (f *form) explain(errs []question.FieldError) []question.FieldError {
+	out := make([]question.FieldError, len(errs))
+	for i, e := range errs {
+		out[i] = e
+		for _, fd := range f.fields {
+			if e.Pointer == fd.Pointer() {
+				out[i].Message = fd.Explain(e.Message)
+			}
+		}
+	}
+	return out
+}
 
 // elicit is the form's elicitation, with message as its text.
 func (f *form) elicit(message string) *mcp.ElicitParams {

@@ -9,9 +9,10 @@ import (
 	"github.com/askpoint/askpoint/question"
 )
 
-// Each kind of field is its MCP form property: bounds, formats, lengths,
-// defaults and required fields kept; what a form cannot say (a pattern,
-// an exclusive bound of a number) said in the description.
+// Each kind of field is its MCP form property: captions, bounds, formats,
+// lengths, defaults and required fields kept; what a form cannot say (a
+// pattern, an exclusive bound of a number) said in the field's rules in
+// words, never as a regular expression.
 func TestFormOfEveryKindOfField(t *testing.T) {
 	q := &question.Question{ID: "q1", Text: "Tell me", Schema: json.RawMessage(`{"type":"object",
 		"required":["when","count","mood"],
@@ -32,14 +33,14 @@ func TestFormOfEveryKindOfField(t *testing.T) {
 	}
 	got, _ := json.Marshal(f.schema)
 	want := `{"properties":{` +
-		`"amount":{"description":"more than 0","maximum":500,"minimum":0,"type":"number"},` +
-		`"at":{"format":"date-time","type":"string"},` +
-		`"code":{"description":"a cost centre; must match ^CC-[0-9]{4}$","maxLength":7,"minLength":7,"type":"string"},` +
-		`"count":{"default":2,"maximum":9,"minimum":1,"type":"integer"},` +
-		`"mail":{"default":"a@b.c","format":"email","type":"string"},` +
-		`"mood":{"default":"bad","oneOf":[{"const":"good","title":"good"},{"const":"bad","title":"bad"}],"type":"string"},` +
-		`"ok":{"default":true,"type":"boolean"},` +
-		`"size":{"oneOf":[{"const":"1","title":"Small"},{"const":"2","title":"Large"}],"type":"string"},` +
+		`"amount":{"description":"a number, at most 500, more than 0","maximum":500,"minimum":0,"title":"Amount","type":"number"},` +
+		`"at":{"format":"date-time","title":"At","type":"string"},` +
+		`"code":{"description":"a cost centre; 7 to 7 characters","maxLength":7,"minLength":7,"title":"Code","type":"string"},` +
+		`"count":{"default":2,"maximum":9,"minimum":1,"title":"Count","type":"integer"},` +
+		`"mail":{"default":"a@b.c","format":"email","title":"Mail","type":"string"},` +
+		`"mood":{"default":"bad","oneOf":[{"const":"good","title":"good"},{"const":"bad","title":"bad"}],"title":"Mood","type":"string"},` +
+		`"ok":{"default":true,"title":"Ok","type":"boolean"},` +
+		`"size":{"oneOf":[{"const":"1","title":"Small"},{"const":"2","title":"Large"}],"title":"Size","type":"string"},` +
 		`"when":{"format":"date","title":"Day","type":"string"}},` +
 		`"required":["when","count","mood"],"type":"object"}`
 	if string(got) != want {
@@ -59,6 +60,9 @@ func TestFormOfEveryKindOfField(t *testing.T) {
 	errs = q.Validate(raw)
 	if s := question.ErrorsText(errs); !strings.Contains(s, "code") || !strings.Contains(s, "amount") {
 		t.Errorf("errors %q, want the pattern and the exclusive bound", s)
+	}
+	if s := question.ErrorsText(f.explain(errs)); strings.Contains(s, "^CC-") || !strings.Contains(s, "not in the expected format (a cost centre)") {
+		t.Errorf("errors %q, want the pattern in words", s)
 	}
 }
 
