@@ -225,8 +225,40 @@ func (e *Env) serve(dir string, specs []askpoint.AgentSpec) error {
 	if e.Server != nil {
 		return errors.New("askpointtest: Serve was called twice")
 	}
+	return e.serveAt(filepath.Join(dir, "askpoint.db"), specs)
+}
+
+// Restart stops the server and starts a new one on the same SQLite file
+// and the same address, serving specs: the agents of the next process,
+// the same ones or a new version of them. Nothing of the first server's
+// memory survives; what it stored does, so a test shows that a task paused
+// before the restart resumes after it. The Env's clients, tasks and token
+// carry over.
+func (e *Env) Restart(t testing.TB, specs ...askpoint.AgentSpec) {
+	t.Helper()
+	if e.Server == nil {
+		t.Fatal("askpointtest: Restart before Serve")
+	}
+	addr, path, dir := e.ln.Addr().String(), e.DBPath, e.removeDir
+	e.removeDir = "" // Open's directory holds the file: keep it
+	e.stop()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("askpointtest: listen on %s again: %v", addr, err)
+	}
+	c := e.core
+	c.ln, c.stopped, c.removeDir = ln, false, dir
+	c.eng, c.agents, c.stopServe, c.served, c.closeStore = nil, nil, nil, nil, nil
+	e.Server = nil
+	if err := e.serveAt(path, specs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serveAt builds the server on the SQLite file at path and serves specs.
+func (e *Env) serveAt(path string, specs []askpoint.AgentSpec) error {
 	ctx := context.Background()
-	e.DBPath = filepath.Join(dir, "askpoint.db")
+	e.DBPath = path
 	st, err := sqlite.Open(ctx, e.DBPath)
 	if err != nil {
 		return fmt.Errorf("askpointtest: open %s: %w", e.DBPath, err)

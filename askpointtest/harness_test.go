@@ -265,3 +265,22 @@ func TestAStepErrorIsInTheTestsLog(t *testing.T) {
 		t.Errorf("the test's log %q lacks the step's error", l)
 	}
 }
+
+// Restart serves the same file at the same address with a new server: a
+// question asked before it is answered after it, by the new process's
+// agents, and the Env's clients reach it.
+func TestRestartResumesWhatThePreviousServerPaused(t *testing.T) {
+	var released []string
+	var mu sync.Mutex
+	env := askpointtest.Start(t, sizer(&released, &mu))
+	task := env.Send(t, "sizer", "a shirt")
+	first, url := env.Server, env.URL
+
+	env.Restart(t, sizer(&released, &mu))
+	if env.Server == first || env.URL != url {
+		t.Fatalf("after Restart: the same server (%v) or another URL (%s, was %s)", env.Server == first, env.URL, url)
+	}
+	if got := env.Answer(t, task, "large"); got.Status.State != a2a.TaskStateCompleted || got.Artifacts[0].Parts[0].Text() != "shirt L" {
+		t.Fatalf("after the restart the answer gives %s, want the paused task completed", got.Status.State)
+	}
+}
