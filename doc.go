@@ -19,7 +19,7 @@
 // and any node can take an answer for any task. Answers are validated
 // against the question's JSON Schema and re-asked with errors; duplicates
 // are harmless, two racing answers cannot both resume, and unanswered
-// questions expire. Persistence, the wire, validation, re-asks, leases and
+// questions (and requests for a credential) expire. Persistence, the wire, validation, re-asks, leases and
 // push notifications are the runtime's.
 //
 //	srv, err := askpoint.NewServer(askpoint.Config{Store: st, Tokens: tokens})

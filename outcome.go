@@ -11,9 +11,9 @@ import (
 
 // Outcome is what a step ends with. Build one with [Ask], [RequireAuth],
 // [Complete], [Fail], [Reject] or [Await]; its methods add to it
-// (WithMessage, OnExpiry, DefaultAnswer, Hold, WakeOn) and read it back
-// (Kind, Question, Checkpoint, Artifacts, Text, Holds, ExpiryAction), as a
-// test of a step does. See [api.Outcome].
+// (WithMessage, OnExpiry, ExpiresAt, DefaultAnswer, Hold, WakeOn) and read
+// it back (Kind, Question, Checkpoint, Artifacts, Text, Holds,
+// ExpiryAction, Expiry), as a test of a step does. See [api.Outcome].
 type Outcome = api.Outcome
 
 // OutcomeKind names what an outcome does.
@@ -30,18 +30,20 @@ const (
 	OutcomeReject   = api.OutcomeReject
 )
 
-// ExpiryAction says what happens to a task whose question expires
-// unanswered ([Outcome.OnExpiry]).
+// ExpiryAction says what happens to a task whose question, or whose
+// request for a credential, expires unanswered ([Outcome.OnExpiry]).
 type ExpiryAction = api.ExpiryAction
 
 const (
 	// ExpireFail ends the task failed, with a status message naming the
-	// question and when it expired. The default.
+	// question (or the credential awaited) and when it expired. The
+	// default.
 	ExpireFail = api.ExpireFail
 	// ExpireCancel ends the task canceled.
 	ExpireCancel = api.ExpireCancel
 	// ExpireDefault resumes the task with the default answer set by
-	// [Outcome.DefaultAnswer]; the agent's step sees Call.Expired.
+	// [Outcome.DefaultAnswer]; the agent's step sees Call.Expired. For a
+	// question only: a credential has no default.
 	ExpireDefault = api.ExpireDefault
 )
 
@@ -56,8 +58,21 @@ func Ask(q question.Question, checkpoint any) Outcome { return api.Ask(q, checkp
 
 // RequireAuth pauses the task in auth-required. text tells the caller what
 // credential is needed and how to provide it out of band; it must never
-// contain a credential. The task resumes when [Server.CredentialArrived] is
-// called or when the caller sends a follow-up message.
+// contain a credential, and it must not be empty. The task resumes when
+// [Server.CredentialArrived] is called or when the caller sends a
+// follow-up message.
+//
+// Like a question, the pause has an end: it expires at
+// [Outcome.ExpiresAt] (the server's question expiry, Config.QuestionExpiry,
+// when unset), reminders go to the task's push receivers at
+// Config.Reminders on the way, and at the expiry the task ends failed,
+// with a status message naming the credential awaited and when it
+// expired, or canceled ([Outcome.OnExpiry]); what it holds
+// ([Outcome.Hold]) is released. A credential that comes after the expiry
+// is refused with that status, as a late answer is.
+//
+//	return askpoint.RequireAuth("Sign in to the calendar at https://…, then tell me.", cp).
+//		ExpiresAt(time.Now().Add(15 * time.Minute)).OnExpiry(askpoint.ExpireCancel), nil
 func RequireAuth(text string, checkpoint any) Outcome { return api.RequireAuth(text, checkpoint) }
 
 // Complete ends the task successfully with artifacts.

@@ -76,7 +76,8 @@ const BearerScheme = front.BearerScheme
 
 // ReminderKey is the metadata key of a reminder notification: a status
 // update event whose metadata holds {ReminderKey: {"reminder": n, "of": m,
-// "expires": RFC 3339}} carries the open question unchanged.
+// "expires": RFC 3339}} carries the open question (or the auth-required
+// status) unchanged.
 const ReminderKey = question.ExtensionURI + "#reminder"
 
 // ErrNotWaiting says a wake came for a task that has finished: a late

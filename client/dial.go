@@ -53,22 +53,15 @@ func DialWith(ctx context.Context, agentURL string, o DialOptions) (*a2aclient.C
 	wrapped := *hc
 	wrapped.Transport = StreamErrors(hc.Transport)
 	hc = &wrapped
-	u, err := url.Parse(agentURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("client: %q is not an http(s) URL of an agent", agentURL)
+	if _, err := agentURLOf(agentURL); err != nil {
+		return nil, err
 	}
 	if len(o.Transports) == 0 && slices.Contains(o.Preferred, a2a.TransportProtocolGRPC) {
 		return nil, fmt.Errorf("client: %s: gRPC is dialled by package client/grpcdial (grpcdial.Dial); package client speaks JSON-RPC and HTTP+JSON", agentURL)
 	}
-	base := strings.TrimSuffix(agentURL, "/")
-	var ropts []agentcard.ResolveOption
-	if strings.HasSuffix(u.Path, ".json") {
-		base = u.Scheme + "://" + u.Host
-		ropts = append(ropts, agentcard.WithPath(u.Path))
-	}
-	card, err := agentcard.NewResolver(hc).Resolve(ctx, base, ropts...)
+	card, err := Card(ctx, agentURL, hc)
 	if err != nil {
-		return nil, fmt.Errorf("client: fetch the agent card from %s: %w", agentURL, err)
+		return nil, err
 	}
 	opts := append([]a2aclient.FactoryOption{a2aclient.WithJSONRPCTransport(hc), a2aclient.WithRESTTransport(hc)}, o.Transports...)
 	if len(o.Preferred) > 0 {
@@ -85,6 +78,39 @@ func DialWith(ctx context.Context, agentURL string, o DialOptions) (*a2aclient.C
 		return nil, fmt.Errorf("client: connect to %s (%s): %w", card.Name, agentURL, err)
 	}
 	return c, nil
+}
+
+// Card fetches the agent card at agentURL (the agent's base URL, whose
+// card is at agentURL/.well-known/agent-card.json, or the card's own URL
+// ending in .json) with hc (nil: a plain http.Client).
+func Card(ctx context.Context, agentURL string, hc *http.Client) (*a2a.AgentCard, error) {
+	u, err := agentURLOf(agentURL)
+	if err != nil {
+		return nil, err
+	}
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	base := strings.TrimSuffix(agentURL, "/")
+	var ropts []agentcard.ResolveOption
+	if strings.HasSuffix(u.Path, ".json") {
+		base = u.Scheme + "://" + u.Host
+		ropts = append(ropts, agentcard.WithPath(u.Path))
+	}
+	card, err := agentcard.NewResolver(hc).Resolve(ctx, base, ropts...)
+	if err != nil {
+		return nil, fmt.Errorf("client: fetch the agent card from %s: %w", agentURL, err)
+	}
+	return card, nil
+}
+
+// agentURLOf parses an agent's URL, which must be http(s) with a host.
+func agentURLOf(agentURL string) (*url.URL, error) {
+	u, err := url.Parse(agentURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("client: %q is not an http(s) URL of an agent", agentURL)
+	}
+	return u, nil
 }
 
 func offersGRPC(card *a2a.AgentCard) bool {

@@ -42,7 +42,7 @@ func TestJavaScriptSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	jsDir := filepath.Join(root, "e2e", "js")
-	ensureNodeModules(t, npm, jsDir)
+	ensureNodeModules(t, npm, jsDir, sdkPackage)
 
 	bin := buildAskpoint(t)
 	base := startServe(t, bin, filepath.Join(t.TempDir(), "askpoint.db"))
@@ -103,18 +103,18 @@ func requireTool(t *testing.T, name string) string {
 }
 
 // ensureNodeModules runs `npm ci` in dir unless node_modules already holds
-// the SDK version that package.json pins.
-func ensureNodeModules(t *testing.T, npm, dir string) {
+// the version of the SDK package sdk that package.json pins.
+func ensureNodeModules(t *testing.T, npm, dir, sdk string) {
 	t.Helper()
 	var pkg struct {
 		Dependencies map[string]string `json:"dependencies"`
 	}
 	readJSON(t, filepath.Join(dir, "package.json"), &pkg)
-	want := pkg.Dependencies[sdkPackage]
+	want := pkg.Dependencies[sdk]
 	if want == "" {
-		t.Fatalf("%s/package.json does not depend on %s", dir, sdkPackage)
+		t.Fatalf("%s/package.json does not depend on %s", dir, sdk)
 	}
-	installed := filepath.Join(dir, "node_modules", filepath.FromSlash(sdkPackage), "package.json")
+	installed := filepath.Join(dir, "node_modules", filepath.FromSlash(sdk), "package.json")
 	if data, err := os.ReadFile(installed); err == nil {
 		var got struct {
 			Version string `json:"version"`
@@ -123,7 +123,7 @@ func ensureNodeModules(t *testing.T, npm, dir string) {
 			return
 		}
 	}
-	t.Logf("installing %s %s: npm ci in %s", sdkPackage, want, dir)
+	t.Logf("installing %s %s: npm ci in %s", sdk, want, dir)
 	ctx, cancel := context.WithTimeout(t.Context(), npmTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund")
@@ -151,12 +151,21 @@ func readJSON(t *testing.T, path string, v any) {
 // not exited within stopTimeout.
 func startServe(t *testing.T, bin, db string) string {
 	t.Helper()
-	out := &lineWatcher{prefix: "askpoint: listening on ", found: make(chan string, 1)}
+	return startListening(t, bin, "askpoint: listening on ", "serve", "--addr", "127.0.0.1:0", "--db", db)
+}
+
+// startListening runs the askpoint command args, waits for the line of
+// its standard output that starts with prefix and returns the rest of it,
+// and stops the process as startServe does.
+func startListening(t *testing.T, bin, prefix string, args ...string) string {
+	t.Helper()
+	name := "askpoint " + args[0]
+	out := &lineWatcher{prefix: prefix, found: make(chan string, 1)}
 	errOut := &apitest.SyncBuffer{}
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--db", db)
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, errOut
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("start askpoint serve: %v", err)
+		t.Fatalf("start %s: %v", name, err)
 	}
 	pid := cmd.Process.Pid
 	exited := make(chan struct{})
@@ -170,33 +179,33 @@ func startServe(t *testing.T, bin, db string) string {
 		case <-exited:
 		default:
 			if err := cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-				t.Errorf("SIGTERM askpoint serve (pid %d): %v; killing it", pid, err)
+				t.Errorf("SIGTERM %s (pid %d): %v; killing it", name, pid, err)
 				_ = cmd.Process.Kill()
 			}
 			select {
 			case <-exited:
 			case <-time.After(stopTimeout):
-				t.Errorf("askpoint serve (pid %d) did not stop within %v of SIGTERM; killing it", pid, stopTimeout)
+				t.Errorf("%s (pid %d) did not stop within %v of SIGTERM; killing it", name, pid, stopTimeout)
 				_ = cmd.Process.Kill()
 				<-exited
 			}
 		}
 		if waitErr != nil {
-			t.Logf("askpoint serve (pid %d) exited: %v", pid, waitErr)
+			t.Logf("%s (pid %d) exited: %v", name, pid, waitErr)
 		}
 		if t.Failed() {
-			t.Logf("askpoint serve stdout:\n%s", out.String())
-			t.Logf("askpoint serve stderr:\n%s", errOut.String())
+			t.Logf("%s stdout:\n%s", name, out.String())
+			t.Logf("%s stderr:\n%s", name, errOut.String())
 		}
 	})
 
 	select {
-	case base := <-out.found:
-		return base
+	case found := <-out.found:
+		return found
 	case <-exited:
-		t.Fatalf("askpoint serve exited before listening: %v\nstdout:\n%s\nstderr:\n%s", waitErr, out.String(), errOut.String())
+		t.Fatalf("%s exited before listening: %v\nstdout:\n%s\nstderr:\n%s", name, waitErr, out.String(), errOut.String())
 	case <-time.After(startTimeout):
-		t.Fatalf("askpoint serve printed no %q line within %v\nstdout:\n%s\nstderr:\n%s", out.prefix, startTimeout, out.String(), errOut.String())
+		t.Fatalf("%s printed no %q line within %v\nstdout:\n%s\nstderr:\n%s", name, out.prefix, startTimeout, out.String(), errOut.String())
 	}
 	return ""
 }

@@ -282,7 +282,7 @@ func TestWebInboxInABrowser(t *testing.T) {
 	errText := value(t, ctx, "the error", chromedp.Text(css("#field-costCentre ul.errors")))
 	loc := value(t, ctx, "location", chromedp.Location())
 	refused := value(t, ctx, "refusals", chromedp.AttributeValue(css("#answer"), "data-refused"))
-	if errText != "expected one of CC-4410, CC-4420" || !strings.HasSuffix(loc, "/q/"+worked) || refused.Value != "1" {
+	if errText != "Choose one of: CC-4410, CC-4420" || !strings.HasSuffix(loc, "/q/"+worked) || refused.Value != "1" {
 		t.Errorf("after typing engineering: error %q at %s (refused %q); want the agent's words next to the field, in the page", errText, loc, refused.Value)
 	}
 	if it := openItem(t, inboxPath, worked); it.State != inbox.StateOpen {
@@ -322,8 +322,9 @@ func TestWebInboxInABrowser(t *testing.T) {
 	if strings.Join(names, ",") != "amount:number,date:text,costCentre:choice,currency:choice" {
 		t.Errorf("fields %v; want amount, date, costCentre and currency", names)
 	}
-	// Refused in the page in the terminal's words (internal/cli's
-	// TestAnswerPromptsFieldsOneByOneAndChecksThemLocally types the same).
+	// Refused in the page, in words (question.Field.Explain; the
+	// terminal's TestAnswerPromptsFieldsOneByOneAndChecksThemLocally types
+	// the same).
 	run(t, ctx, "refusals in the page",
 		chromedp.SendKeys(css("#field-amount input"), "-5"),
 		chromedp.SendKeys(css("#field-date input"), "yesterday"),
@@ -331,7 +332,7 @@ func TestWebInboxInABrowser(t *testing.T) {
 		chromedp.WaitVisible(css("#field-date ul.errors li")),
 	)
 	got := value(t, ctx, "the errors", chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#answer .field[data-kind]")).map(e => e.dataset.name + ": " + e.querySelector("ul.errors").textContent)`))
-	if want := `amount: must be greater than 0,date: "yesterday" does not match ^[0-9]{4}-[0-9]{2}-[0-9]{2}$,costCentre: missing required field costCentre,currency: `; strings.Join(got, ",") != want {
+	if want := `amount: must be greater than 0,date: "yesterday" is not in the expected format (the receipt's date, YYYY-MM-DD),costCentre: This is required.,currency: `; strings.Join(got, ",") != want {
 		t.Errorf("errors in the page:\n%s\nwant\n%s", strings.Join(got, ","), want)
 	}
 	run(t, ctx, "decline",
@@ -416,7 +417,7 @@ func TestWebInboxReAskInPlaceAndCrossOriginRefused(t *testing.T) {
 		t.Errorf("the re-ask's row says %q (same page, one row: %v); want attempt 2 of 3 in the first one's place", attempt, same)
 	}
 	run(t, ctx, "the re-ask's form", chromedp.Click(css(row+" a.open")), chromedp.WaitVisible(css("#field-costCentre ul.errors li")))
-	if errText := value(t, ctx, "the error", chromedp.Text(css("#field-costCentre ul.errors"))); errText != "expected one of CC-4410, CC-4420" {
+	if errText := value(t, ctx, "the error", chromedp.Text(css("#field-costCentre ul.errors"))); errText != "Choose one of: CC-4410, CC-4420" {
 		t.Errorf("next to costCentre: %q; want the agent's error", errText)
 	}
 	// Answered: it leaves the list.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -273,11 +274,15 @@ func kindOfJSON(raw json.RawMessage) string {
 	return "null"
 }
 
-// Decode decodes a valid answer's fields into T.
+// Decode decodes a valid answer's fields into T: the whole answer object,
+// or for a single-value T (see [SchemaFor]) its [ScalarField].
 func Decode[T any](a *Answer) (T, error) {
 	var v T
 	if a == nil {
 		return v, errors.New("question: no answer to decode")
+	}
+	if scalarAnswer(reflect.TypeFor[T]()) {
+		return decodeScalar[T](a.Fields)
 	}
 	if err := json.Unmarshal(a.Fields, &v); err != nil {
 		return v, fmt.Errorf("question: decoding answer: %w", err)

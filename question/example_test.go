@@ -111,11 +111,12 @@ func printErrors(errs []question.FieldError) {
 }
 
 // SchemaFor derives the answer schema from the Go type the answer decodes
-// into, so the two cannot disagree.
+// into, so the two cannot disagree. A comma inside a tag's value is
+// written \\, in the struct tag.
 func ExampleSchemaFor() {
 	type approval struct {
 		Approve bool   `json:"approve" jsonschema:"required,description=Pay the invoice?"`
-		Reason  string `json:"reason,omitempty" jsonschema:"maxLength=200"`
+		Reason  string `json:"reason,omitempty" jsonschema:"maxLength=200,description=Why\\, in a sentence"`
 	}
 	schema, err := question.SchemaFor[approval]()
 	if err != nil {
@@ -135,6 +136,7 @@ func ExampleSchemaFor() {
 	//       "type": "boolean"
 	//     },
 	//     "reason": {
+	//       "description": "Why, in a sentence",
 	//       "maxLength": 200,
 	//       "type": "string"
 	//     }

@@ -2,12 +2,14 @@ package question
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Kind says how a person enters a field's value. Every face (the terminal
@@ -62,6 +64,7 @@ type Field struct {
 	Enum        []any
 	Default     any // the schema's "default": a value the agent proposes
 	HasDefault  bool
+	Examples    []any // the schema's "examples"
 	Minimum     *float64
 	Maximum     *float64
 	ExclMinimum *float64
@@ -316,6 +319,7 @@ type propSchema struct {
 	OneOf            []constSchema    `json:"oneOf"`
 	AnyOf            []constSchema    `json:"anyOf"`
 	Default          *json.RawMessage `json:"default"`
+	Examples         []any            `json:"examples"`
 	Minimum          *float64         `json:"minimum"`
 	Maximum          *float64         `json:"maximum"`
 	ExclusiveMinimum *float64         `json:"exclusiveMinimum"`
@@ -366,7 +370,7 @@ func SchemaFields(raw json.RawMessage) []Field {
 			if json.Unmarshal(sub, &ps) == nil {
 				f.Types = typeNames(genericJSON(json.RawMessage(ps.Type)))
 				f.Title, f.Description, f.Pattern, f.Format, f.Enum = ps.Title, ps.Description, ps.Pattern, ps.Format, ps.Enum
-				f.Minimum, f.Maximum = ps.Minimum, ps.Maximum
+				f.Minimum, f.Maximum, f.Examples = ps.Minimum, ps.Maximum, ps.Examples
 				f.ExclMinimum, f.ExclMaximum = ps.ExclusiveMinimum, ps.ExclusiveMaximum
 				f.MinLength, f.MaxLength = ps.MinLength, ps.MaxLength
 				if ps.Default != nil {
@@ -489,4 +493,167 @@ func propertyOrder(raw json.RawMessage) []string {
 		return keys
 	}
 	return nil
+}
+
+// Caption is the field's name for people in a form: its title, else its
+// name in words ("costCentre" is "Cost centre", "invoice_id" "Invoice
+// id", "payeeIBAN" "Payee IBAN").
+func (f Field) Caption() string {
+	if f.Title != "" {
+		return f.Title
+	}
+	return Humanize(f.Name)
+}
+
+// Humanize turns a JSON name into words: camelCase, snake_case and
+// kebab-case are split, words are lower case but for runs of capitals
+// (IBAN), and the first letter is a capital.
+func Humanize(name string) string {
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, string(cur))
+			cur = nil
+		}
+	}
+	rs := []rune(name)
+	for i, r := range rs {
+		switch {
+		case r == '_' || r == '-' || r == '.' || unicode.IsSpace(r):
+			flush()
+			continue
+		case unicode.IsUpper(r) && len(cur) > 0:
+			prevUpper := unicode.IsUpper(cur[len(cur)-1])
+			nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			if !prevUpper || nextLower {
+				flush()
+			}
+		case unicode.IsDigit(r) != (len(cur) > 0 && unicode.IsDigit(cur[len(cur)-1])) && len(cur) > 0:
+			flush()
+		}
+		cur = append(cur, r)
+	}
+	flush()
+	for i, w := range words {
+		if strings.ToUpper(w) != w || len([]rune(w)) == 1 { // not an acronym
+			words[i] = strings.ToLower(w)
+		}
+	}
+	out := strings.Join(words, " ")
+	if out == "" {
+		return name
+	}
+	r := []rune(out)
+	r[0] = unicode.ToUpper(r[0])
+	return string(r)
+}
+
+// Rules says the field's constraints in words for people, "" when the
+// input itself shows them (a choice, yes or no). A pattern is never shown
+// as a regular expression: a field with a description or title has it
+// said there; otherwise it is "in the expected format", with the schema's
+// example when it has one.
+func (f Field) Rules() string {
+	var parts []string
+	switch f.Kind {
+	case KindChoice, KindBoolean:
+		return ""
+	case KindDate:
+		parts = append(parts, "a date")
+	case KindInteger, KindNumber:
+		what := "a number"
+		if f.Kind == KindInteger {
+			what = "a whole number"
+		}
+		if f.Minimum != nil && f.Maximum != nil {
+			what += " from " + num(*f.Minimum) + " to " + num(*f.Maximum)
+		} else {
+			if f.Minimum != nil {
+				what += ", at least " + num(*f.Minimum)
+			}
+			if f.Maximum != nil {
+				what += ", at most " + num(*f.Maximum)
+			}
+		}
+		if f.ExclMinimum != nil {
+			what += ", more than " + num(*f.ExclMinimum)
+		}
+		if f.ExclMaximum != nil {
+			what += ", less than " + num(*f.ExclMaximum)
+		}
+		parts = append(parts, what)
+	case KindJSON:
+		parts = append(parts, "as JSON")
+	}
+	switch {
+	case f.MinLength != nil && f.MaxLength != nil:
+		parts = append(parts, fmt.Sprintf("%d to %d characters", *f.MinLength, *f.MaxLength))
+	case f.MinLength != nil:
+		parts = append(parts, fmt.Sprintf("at least %s", plural(*f.MinLength, "character")))
+	case f.MaxLength != nil:
+		parts = append(parts, fmt.Sprintf("at most %s", plural(*f.MaxLength, "character")))
+	}
+	if f.Pattern != "" && f.Description == "" && f.Title == "" {
+		parts = append(parts, "in the expected format"+f.example())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// example is ", for example X" from the schema's examples or default.
+func (f Field) example() string {
+	switch {
+	case len(f.Examples) > 0:
+		return ", for example " + DisplayValue(f.Examples[0])
+	case f.HasDefault:
+		return ", for example " + DisplayValue(f.Default)
+	}
+	return ""
+}
+
+// Explain rewords an error about the field (from Parse, ParseForm,
+// Validate, or an agent's re-ask) for people: a value that does not match
+// the pattern is "not in the expected format" (with the field's
+// description, else its example), a missing value is required, options
+// are named by their labels. Other messages are already words and are
+// kept.
+func (f Field) Explain(msg string) string {
+	switch {
+	case msg == "missing required field "+f.Name:
+		return "This is required."
+	case f.Pattern != "" && strings.HasSuffix(msg, " does not match "+f.Pattern):
+		got := strings.TrimSuffix(msg, " does not match "+f.Pattern)
+		if hint := cmp.Or(f.Description, f.Title); hint != "" {
+			return got + " is not in the expected format (" + hint + ")"
+		}
+		return got + " is not in the expected format" + f.example()
+	case strings.HasPrefix(msg, "expected one of ") && len(f.Options) > 0:
+		texts := make([]string, len(f.Options))
+		for i, o := range f.Options {
+			texts[i] = o.Text()
+		}
+		return "Choose one of: " + strings.Join(texts, ", ")
+	case msg == "expected an integer":
+		return "expected a whole number"
+	case msg == "expected a boolean":
+		return "choose yes or no"
+	}
+	return msg
+}
+
+// ReasonField is the name of the question's own field for a person's
+// reason (a text field named reason, justification, why, rationale or
+// comment), "" when it has none: a face then asks for the reason once,
+// in that field, and records it as the decision's justification.
+func (q *Question) ReasonField() string {
+	for _, f := range q.Fields() {
+		if f.Kind != KindText {
+			continue
+		}
+		switch strings.ToLower(f.Name) {
+		case "reason", "justification", "why", "rationale", "comment":
+			return f.Name
+		}
+	}
+	return ""
 }

@@ -125,3 +125,56 @@ func TestDigestIsTheQuestionAsShown(t *testing.T) {
 		t.Errorf("DecisionOf = %+v, %v, %v", got, ok, err)
 	}
 }
+
+// Issue 32, point 3: every face can say a field in words: its caption
+// (title, else the name in words), its constraints without a regular
+// expression, its errors for people; and a question's own reason field.
+func TestFieldsSayThemselvesInWords(t *testing.T) {
+	for name, want := range map[string]string{"costCentre": "Cost centre", "invoice_id": "Invoice id", "payeeIBAN": "Payee IBAN", "approve": "Approve", "x": "X"} {
+		if got := Humanize(name); got != want {
+			t.Errorf("Humanize(%q) = %q, want %q", name, got, want)
+		}
+	}
+	q := &Question{ID: "q", Text: "Book?", Schema: json.RawMessage(`{"type":"object","required":["code","nights","reason"],"properties":{
+		"code":   {"type":"string","pattern":"^[A-Z]{3}-[0-9]{3}$","examples":["ABC-123"]},
+		"date":   {"type":"string","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}$","description":"the day you fly, YYYY-MM-DD"},
+		"nights": {"type":"integer","minimum":1,"maximum":30,"title":"Nights away"},
+		"reason": {"type":"string","minLength":3,"maxLength":200}}}`)}
+	byName := map[string]Field{}
+	for _, f := range q.Fields() {
+		byName[f.Name] = f
+	}
+	for _, c := range []struct{ field, caption, rules string }{
+		{"code", "Code", "in the expected format, for example ABC-123"},
+		{"date", "Date", ""},
+		{"nights", "Nights away", "a whole number from 1 to 30"},
+		{"reason", "Reason", "3 to 200 characters"},
+	} {
+		f := byName[c.field]
+		if f.Caption() != c.caption || f.Rules() != c.rules {
+			t.Errorf("%s: caption %q, rules %q; want %q, %q", c.field, f.Caption(), f.Rules(), c.caption, c.rules)
+		}
+	}
+	for _, c := range []struct{ field, msg, want string }{
+		{"code", `"abc" does not match ^[A-Z]{3}-[0-9]{3}$`, `"abc" is not in the expected format, for example ABC-123`},
+		{"date", `"friday" does not match ^[0-9]{4}-[0-9]{2}-[0-9]{2}$`, `"friday" is not in the expected format (the day you fly, YYYY-MM-DD)`},
+		{"nights", "missing required field nights", "This is required."},
+		{"nights", "expected an integer", "expected a whole number"},
+		{"nights", "must be at most 30", "must be at most 30"},
+	} {
+		if got := byName[c.field].Explain(c.msg); got != c.want {
+			t.Errorf("%s: Explain(%q) = %q, want %q", c.field, c.msg, got, c.want)
+		}
+	}
+	if rf := q.ReasonField(); rf != "reason" {
+		t.Errorf("ReasonField = %q, want reason", rf)
+	}
+	if rf := fieldsQuestion().ReasonField(); rf != "" {
+		t.Errorf("ReasonField of a question without one = %q", rf)
+	}
+	opts := (&Question{ID: "q", Text: "Pay?", Schema: json.RawMessage(`{"type":"object","required":["approve"],"properties":{"approve":{"type":"boolean"}}}`),
+		Options: []Option{{Value: true, Label: "Yes, pay"}, {Value: false, Label: "No"}}}).Fields()[0]
+	if got := opts.Explain("expected one of true, false"); got != "Choose one of: Yes, pay, No" {
+		t.Errorf("Explain of a choice: %q", got)
+	}
+}

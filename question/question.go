@@ -45,6 +45,16 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// Error makes a FieldError an error, so that a check of an answer can
+// return one and name the field it is about: "/end: the end is before the
+// start".
+func (e FieldError) Error() string {
+	if e.Pointer == "" {
+		return e.Message
+	}
+	return e.Pointer + ": " + e.Message
+}
+
 // Question is what an agent asks. Stored as JSON (all fields, including Text)
 // by the engine.
 type Question struct {
@@ -69,6 +79,17 @@ type Question struct {
 	// workflow, the participant that asks and its task. Optional; string
 	// values only.
 	About map[string]string `json:"about,omitempty"`
+	// Holds are what the task holds while the question is open (a seat, a
+	// budget reservation) and until when, for the person who answers: a
+	// hold released before an answer comes is gone. The runtime fills them
+	// from the agent's holds; an agent does not set them.
+	Holds []Held `json:"holds,omitempty"`
+}
+
+// Held is one thing a paused task holds, as a person sees it.
+type Held struct {
+	Name  string    `json:"name"`  // what is held, for people ("seat 14C")
+	Until time.Time `json:"until"` // when it is released if no answer came
 }
 
 // Wire keys of the question's data part.
@@ -83,6 +104,7 @@ const (
 	keyMaxAttempts = "maxAttempts"
 	keyErrors      = "errors"
 	keyAbout       = "about"
+	keyHolds       = "holds"
 	keyAction      = "action"
 	keyReason      = "reason"
 )
@@ -100,8 +122,8 @@ func (q *Question) attempt() int {
 // for a machine, and Extensions [ExtensionURI].
 //
 // The data part holds questionId, expires (RFC 3339, UTC), answerSchema,
-// options (when there are any) and, on a re-ask (Attempt > 1), attempt,
-// maxAttempts and errors. On a re-ask the text part ends with a line that says
+// options (when there are any), subject, about and holds when set and, on a
+// re-ask (Attempt > 1), attempt, maxAttempts and errors. On a re-ask the text part ends with a line that says
 // why the previous answer was not accepted (see Notice).
 func (q *Question) Message() *a2a.Message {
 	text := q.Text
@@ -149,6 +171,13 @@ func (q *Question) wireObject() map[string]any {
 		}
 		obj[keyAbout] = about
 	}
+	if len(q.Holds) > 0 {
+		holds := make([]any, 0, len(q.Holds))
+		for _, h := range q.Holds {
+			holds = append(holds, map[string]any{"name": h.Name, "until": h.Until.UTC().Format(time.RFC3339Nano)})
+		}
+		obj[keyHolds] = holds
+	}
 	if a := q.attempt(); a > 1 {
 		obj[keyAttempt] = float64(a)
 		if q.MaxAttempts > 0 {
@@ -188,6 +217,7 @@ type wireQuestion struct {
 	MaxAttempts int             `json:"maxAttempts"`
 	Errors      []FieldError    `json:"errors"`
 	About       map[string]any  `json:"about"`
+	Holds       []Held          `json:"holds"`
 }
 
 // FromMessage finds the question in an agent status message (the data part
@@ -238,6 +268,7 @@ func FromMessage(m *a2a.Message) (q *Question, ok bool, err error) {
 			Attempt:     max(w.Attempt, 1), // a first ask carries no attempt
 			MaxAttempts: w.MaxAttempts,
 			Errors:      w.Errors,
+			Holds:       w.Holds,
 		}
 		for k, v := range w.About {
 			if sv, ok := v.(string); ok {
@@ -292,6 +323,7 @@ func (q *Question) ReAsk(newID string, errs []FieldError) *Question {
 		MaxAttempts: q.MaxAttempts,
 		Errors:      append([]FieldError(nil), errs...),
 		About:       maps.Clone(q.About),
+		Holds:       append([]Held(nil), q.Holds...),
 	}
 }
 

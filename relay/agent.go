@@ -52,7 +52,7 @@ func (r *relay) Start(ctx context.Context, call *askpoint.Call) (askpoint.Outcom
 // unreachable fails the relay's task in words that name the sub-agent
 // only; the error itself (URLs, addresses) goes to the log.
 func (r *relay) unreachable(what string, err error) askpoint.Outcome {
-	slog.Default().Warn("relay: cannot "+what+" the sub-agent", slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
+	r.cfg.Logger.Warn("relay: cannot "+what+" the sub-agent", slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
 	return askpoint.Fail(fmt.Sprintf("I could not reach %s, so the task could not be done.", r.cfg.SubAgentName))
 }
 
@@ -65,7 +65,7 @@ func (r *relay) Resume(ctx context.Context, call *askpoint.Call, res *askpoint.R
 	}
 	out, err := r.resume(ctx, call, res, &cp)
 	if err != nil {
-		slog.Default().Warn("relay: step failed", slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
+		r.cfg.Logger.Warn("relay: step failed", slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
 		out, err = askpoint.Fail(fmt.Sprintf("I lost touch with %s, so the task could not be done.", r.cfg.SubAgentName)), nil
 	}
 	if (out.Kind() == askpoint.OutcomeFail || out.Kind() == askpoint.OutcomeReject) && cp.SubTaskID != "" {
@@ -104,12 +104,8 @@ func (r *relay) resume(ctx context.Context, call *askpoint.Call, res *askpoint.R
 		if err := json.Unmarshal(res.Answer.Fields, &fields); err != nil {
 			return askpoint.Outcome{}, fmt.Errorf("relay: read the answer: %w", err)
 		}
-		if r.cfg.Translate != nil {
-			given := fields
-			if fields, err = r.cfg.Translate(ctx, call, cp.SubQuestion, cloneFields(fields)); err != nil {
-				return r.reAsk(ctx, call, &cp, []question.FieldError{{Message: err.Error()}})
-			}
-			cp.Names = fieldNames(given, fields)
+		if fields, err = r.translate(ctx, call, &cp, fields); err != nil {
+			return r.reAsk(ctx, call, &cp, []question.FieldError{{Message: err.Error()}})
 		}
 		raw, err := json.Marshal(fields)
 		if err != nil {
@@ -333,7 +329,7 @@ func (r *relay) adopt(ctx context.Context, call *askpoint.Call, c *a2aclient.Cli
 	push := r.pushConfig(call, call.WakeToken())
 	push.TaskID = cp.SubTaskID
 	if _, err := c.CreateTaskPushConfig(ctx, push); err != nil {
-		slog.Default().Warn("relay: the sub-agent kept the wake token of an older checkpoint; it stays in the checkpoint for now",
+		r.cfg.Logger.Warn("relay: the sub-agent kept the wake token of an older checkpoint; it stays in the checkpoint for now",
 			slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
 		return
 	}
@@ -392,7 +388,7 @@ func (r *relay) ownQuestion(ctx context.Context, call *askpoint.Call, cp *Checkp
 		// them, else as the sub-agent did.
 		own.Attempt, own.MaxAttempts = max(q.Attempt, 2), q.MaxAttempts
 		if len(own.Errors) == 0 {
-			own.Errors = r.ownErrors(ctx, call, cp, q, q.Errors)
+			own.Errors = r.ownErrors(ctx, call, cp, q, &own)
 		}
 	}
 	return own, nil
@@ -534,7 +530,7 @@ func (r *relay) send(ctx context.Context, call *askpoint.Call, c *a2aclient.Clie
 		// (the one case where a goroutine waits on a sub-agent). A refused
 		// request changed nothing there, so sending it again is safe.
 		if pushed {
-			slog.Default().Info("relay: the sub-agent takes no push notifications to the relay; reading its task instead",
+			r.cfg.Logger.Info("relay: the sub-agent takes no push notifications to the relay; reading its task instead",
 				slog.String("subAgent", r.cfg.SubAgentName), slog.Any("err", err))
 		}
 		pushed = false

@@ -82,10 +82,16 @@ type Checkpoint struct {
 	// Config.Resolvers since the caller last answered, across steps; a hop
 	// answers at most eight in a row before its caller is asked.
 	Resolved int `json:"resolved,omitempty"`
-	// Names maps the sub-agent's field names to the caller's, as the
-	// caller's last answer was translated (Config.Translate), so that the
-	// sub-agent's errors are re-asked in the caller's names.
-	Names map[string]string `json:"names,omitempty"`
+	// Names and Mapped trace the caller's last answer as Config.Translate
+	// sent it down, so that the sub-agent's errors about it are re-asked in
+	// the caller's terms. Names maps each field sent that carries a
+	// caller's field's value as it is to that caller's field (the same
+	// name, or the one it was renamed from); Mapped maps each field whose
+	// value Translate changed to the caller's field it came from, or to ""
+	// when the hop cannot tell. Both are empty when nothing was
+	// translated (no Translate, or it failed).
+	Names  map[string]string `json:"names,omitempty"`
+	Mapped map[string]string `json:"mapped,omitempty"`
 	// NoPush says the sub-agent took a message only without the hop's push
 	// configuration: the hop reads the sub-task instead of waiting for a
 	// notification.
@@ -115,7 +121,7 @@ func (h *Hop) Adopt(ctx context.Context, call *askpoint.Call, cp *Checkpoint) {
 	}
 	c, err := h.r.cfg.Dial(ctx, h.r.cfg.SubAgentURL)
 	if err != nil {
-		slog.Default().Warn("relay: cannot reach the sub-agent to move it off an older checkpoint's wake token",
+		h.r.cfg.Logger.Warn("relay: cannot reach the sub-agent to move it off an older checkpoint's wake token",
 			slog.String("subAgent", h.r.cfg.SubAgentName), slog.Any("err", err))
 		return
 	}
@@ -205,13 +211,9 @@ func (h *Hop) Question(ctx context.Context, call *askpoint.Call, cp *Checkpoint,
 // the fields to send down with [Hop.Answer], or the reasons the sub-agent
 // would refuse them, for [Hop.Refuse].
 func (h *Hop) Check(ctx context.Context, call *askpoint.Call, cp *Checkpoint, fields map[string]any) (map[string]any, []question.FieldError) {
-	var err error
-	if h.r.cfg.Translate != nil {
-		given := fields
-		if fields, err = h.r.cfg.Translate(ctx, call, cp.SubQuestion, cloneFields(fields)); err != nil {
-			return nil, []question.FieldError{{Message: err.Error()}}
-		}
-		cp.Names = fieldNames(given, fields)
+	fields, err := h.r.translate(ctx, call, cp, fields)
+	if err != nil {
+		return nil, []question.FieldError{{Message: err.Error()}}
 	}
 	raw, err := json.Marshal(fields)
 	if err != nil {

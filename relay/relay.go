@@ -29,8 +29,11 @@
 // task fails saying its question expired and the tasks below are canceled,
 // none left paused. A sub-task that fails fails the relay's task. When the
 // sub-agent refuses the caller's answer (its schema, or its re-ask), the
-// relay re-asks in its own terms: through Config.Errors, or by default with
-// the sub-agent's field names mapped back through Translate. The sub-task's
+// relay re-asks in its own terms: through Config.Errors, or by default by
+// where each field Translate sent down came from (a renamed field's error
+// under the caller's name; a field whose value Translate mapped, or one
+// the caller did not give, as not accepted, without the sub-agent's names
+// or values). The sub-task's
 // artifacts become the relay's when the sub-task completes.
 //
 // The machinery is public for agents that drive several sub-agents in an
@@ -45,6 +48,7 @@ package relay
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -84,16 +88,33 @@ type Config struct {
 	// text, schema and options.
 	Restate func(ctx context.Context, call *askpoint.Call, sub *question.Question) (question.Question, error)
 	// Translate turns the caller's answer to the relay's question into an
-	// answer to the sub-agent's. nil passes it unchanged.
+	// answer to the sub-agent's: it may rename fields, map their values,
+	// add or drop fields. nil passes the answer unchanged. An error is
+	// re-asked as it is, in the relay's terms.
+	//
+	// The relay keeps, with the sub-task, where each field it sent down
+	// came from, so that the sub-agent's refusal of the answer (what its
+	// schema says of it, or its own re-ask) is re-asked in the caller's
+	// terms, never in the sub-agent's (see Errors).
 	Translate func(ctx context.Context, call *askpoint.Call, sub *question.Question, answer map[string]any) (map[string]any, error)
 
-	// Errors turns the sub-agent's reasons for refusing an answer (its
-	// re-ask's errors, or what its schema says of the translated answer)
-	// into the relay's own terms, for the relay's re-ask. nil maps field
-	// names back through Translate: a field the caller's answer named
-	// "note" that Translate sent down as "comment" is named "note" again,
-	// in the pointer and in the message; errors about fields the caller
-	// did not give keep their message and point at the whole answer.
+	// Errors turns the sub-agent's reasons for refusing a translated
+	// answer (its re-ask's errors, or what its schema says of the
+	// translated answer) into the relay's own terms, for the relay's
+	// re-ask. Set it to say more than the default does.
+	//
+	// nil, with Translate set, says each error by where its field came
+	// from. A field sent down with the caller's value as it is (under the
+	// caller's name, or renamed: "note" sent as "comment") keeps the
+	// sub-agent's error, under the caller's field name, in the pointer and
+	// in the message. A field whose value Translate mapped ("visa" sent as
+	// method "card") points at the caller's field, when the relay can tell
+	// which (the field of the same name, or the one left over), and says
+	// that the sub-agent did not accept that field: the sub-agent's message
+	// speaks of a value the caller never gave. Anything else (a field the
+	// caller did not give, the whole answer) is the sub-agent not accepting
+	// the answer. Without Translate the sub-agent's errors are re-asked as
+	// they are: the caller's terms are the sub-agent's.
 	Errors func(ctx context.Context, call *askpoint.Call, sub *question.Question, errs []question.FieldError) []question.FieldError
 
 	// Margin is how much earlier than the sub-agent's question the
@@ -114,6 +135,10 @@ type Config struct {
 	Dial func(ctx context.Context, agentURL string) (*a2aclient.Client, error)
 	// Now is the clock for expiries and deadlines. Defaults to time.Now.
 	Now func() time.Time
+	// Logger receives the relay's log lines (a sub-agent it cannot reach,
+	// one that takes no push notifications). Defaults to slog.Default();
+	// a workflow's participants log to its Relay.Logger.
+	Logger *slog.Logger
 }
 
 // Agent returns the relay agent for cfg.
@@ -145,6 +170,9 @@ func newRelay(cfg Config) (*relay, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	cfg.CallbackURL = strings.TrimSuffix(cfg.CallbackURL, "/")
 	return &relay{cfg: cfg}, nil

@@ -121,12 +121,12 @@ func Example() {
 	fmt.Print(task.Artifacts[0].Parts[0].Content) // the transcript, a line per turn
 	// Output:
 	// TASK_STATE_INPUT_REQUIRED
-	// booker asks: Shall I book the 9:40 train to Lyon?
+	// booker asks: "Shall I book the 9:40 train to Lyon?"
 	// about: booker
 	// TASK_STATE_COMPLETED
-	// caller: Get me to Lyon on Monday
-	// booker: Booked the 9:40 train.
-	// announcer: Told the team: Booked the 9:40 train.
+	// caller: "Get me to Lyon on Monday"
+	// booker: "Booked the 9:40 train."
+	// announcer: "Told the team: Booked the 9:40 train."
 }
 
 // sendTask sends m and waits for the task to pause or finish.

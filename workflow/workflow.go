@@ -26,8 +26,12 @@
 // participant gets one message: the reply's text as a text part, if any,
 // and each of its data parts as a data part (application/json); the first
 // participant gets the request's text and data parts. In a group chat each
-// speaker gets the conversation so far as one text part, a line per turn,
-// "speaker: text", with the turn's data written as JSON on its line. A
+// speaker gets the conversation so far as one text part, a line per turn:
+// the speaker, then the turn's text as a JSON string and its data as JSON
+// (caller: "File my taxi receipt" / expense: "Filed." {"id":"EXP-1"}), so
+// that no participant's words can end its turn or read as another's
+// ([ReadTranscript] reads it back). The caller's question, when a
+// participant asks, quotes the participant's text the same way. A
 // participant is never invoked with an empty message (ErrNoMessage). The
 // run completes with a "transcript" artifact (text, and a data part with
 // every turn and its data) followed by every participant's artifacts in
@@ -173,6 +177,15 @@ type workflow struct {
 	hops map[string]*relay.Hop
 }
 
+// log is where the workflow's log lines go: Config.Relay.Logger, else
+// slog.Default().
+func (w *workflow) log() *slog.Logger {
+	if w.cfg.Relay.Logger != nil {
+		return w.cfg.Relay.Logger
+	}
+	return slog.Default()
+}
+
 // Agent returns the workflow as an askpoint agent.
 func Agent(cfg Config) (askpoint.Agent, error) {
 	switch cfg.Mode {
@@ -188,8 +201,8 @@ func Agent(cfg Config) (askpoint.Agent, error) {
 	}
 	w := &workflow{cfg: cfg, hops: map[string]*relay.Hop{}}
 	for _, p := range cfg.Participants {
-		if p.Name == "" || p.URL == "" || p.Name == "caller" {
-			return nil, fmt.Errorf("workflow: participant %q needs a name (not \"caller\") and a URL", p.Name)
+		if p.Name == "" || p.URL == "" || p.Name == "caller" || strings.ContainsAny(p.Name, "\"\r\n") || strings.Contains(p.Name, ": ") {
+			return nil, fmt.Errorf("workflow: participant %q needs a name (not \"caller\", without a line break, a quote or \": \") and a URL", p.Name)
 		}
 		if w.hops[p.Name] != nil {
 			return nil, fmt.Errorf("workflow: two participants are named %q", p.Name)
@@ -231,7 +244,7 @@ func (w *workflow) Resume(ctx context.Context, call *askpoint.Call, res *askpoin
 	speaker, hop := st.Speaker, st.Hop
 	out, err := w.resume(ctx, call, res, &st)
 	if err != nil {
-		slog.Default().Warn("workflow: step failed", slog.String("participant", speaker), slog.Any("err", err))
+		w.log().Warn("workflow: step failed", slog.String("participant", speaker), slog.Any("err", err))
 		out, err = askpoint.Fail(fmt.Sprintf("The workflow lost touch with %s, so it stopped.", speaker)), nil
 	}
 	if (out.Kind() == askpoint.OutcomeFail || out.Kind() == askpoint.OutcomeReject) && hop != nil && w.hops[speaker] != nil {
@@ -328,7 +341,7 @@ func (w *workflow) advance(ctx context.Context, call *askpoint.Call, st *State) 
 		key := fmt.Sprintf("%s/turn-%d", call.Key, len(st.Transcript))
 		sub, err := hop.Send(ctx, call, st.Hop, &a2a.Message{Parts: parts}, key)
 		if err != nil {
-			slog.Default().Warn("workflow: a participant did not take its turn", slog.String("participant", next), slog.Any("err", err))
+			w.log().Warn("workflow: a participant did not take its turn", slog.String("participant", next), slog.Any("err", err))
 			return askpoint.Fail(fmt.Sprintf("%s could not be reached, so the workflow stopped.", next)), nil
 		}
 		out, finished, err := w.settle(ctx, call, st, hop, sub)
@@ -409,7 +422,9 @@ func (w *workflow) suspendAs(ctx context.Context, call *askpoint.Call, st *State
 		return askpoint.Outcome{}, err
 	}
 	own.ID = id
-	own.Text = fmt.Sprintf("%s asks: %s", st.Speaker, own.Text)
+	// The participant's words are quoted on one line, as in the
+	// transcript: nothing in them reads as the workflow's, or as a turn.
+	own.Text = fmt.Sprintf("%s asks: %s", st.Speaker, quote(own.Text))
 	own.About = map[string]string{AboutParticipant: st.Speaker, AboutTask: string(st.Hop.SubTaskID)}
 	st.Request = &Request{ID: own.ID, Participant: st.Speaker, TaskID: string(st.Hop.SubTaskID)}
 	// The participant's task is held while the caller thinks: if the run
@@ -465,7 +480,7 @@ func (w *workflow) nextSpeaker(st *State) (string, bool) {
 // what the one before said, its text as a text part and each of its data
 // parts (from its artifacts; from the request for the first speaker) as a
 // data part. In a group chat: the conversation so far as one text part, a
-// line per turn ("speaker: text"), a turn's data written as JSON on its
+// line per turn (transcriptText), a turn's data written as JSON on its
 // line, so that a reply with data only is in the transcript too. Empty
 // when there is nothing to say.
 func (w *workflow) messageFor(st *State) a2a.ContentParts {
@@ -488,23 +503,62 @@ func (w *workflow) messageFor(st *State) a2a.ContentParts {
 	return parts
 }
 
-// transcriptText is the conversation, a line per turn with something in it.
+// transcriptText is the conversation, a line per turn with something in
+// it: the speaker, a colon and a space, the turn's text as a JSON string,
+// then each of its data values as JSON, space-separated. A turn's text and
+// data are JSON on its own line, so nothing a participant says (a line
+// break, "caller: ...") can end its turn or begin another's.
 func transcriptText(turns []Turn) string {
 	var b strings.Builder
 	for _, t := range turns {
-		line := strings.TrimSpace(t.Text)
-		for _, d := range t.Data {
-			if line != "" {
-				line += " "
-			}
-			line += jsonText(d)
+		text := strings.TrimSpace(t.Text)
+		if text == "" && len(t.Data) == 0 {
+			continue
 		}
+		b.WriteString(t.Speaker)
+		b.WriteString(": ")
+		b.WriteString(quote(text))
+		for _, d := range t.Data {
+			b.WriteByte(' ')
+			b.WriteString(jsonText(d))
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// ReadTranscript reads the conversation of a group chat as the workflow
+// writes it (the text part a speaker is given, the text of the transcript
+// artifact), a turn per line: each turn's speaker, text and data. A
+// participant written in Go reads who said what with it instead of
+// matching lines. A line that is not a turn is an error.
+func ReadTranscript(conversation string) ([]Turn, error) {
+	var turns []Turn
+	for i, line := range strings.Split(conversation, "\n") {
 		if line == "" {
 			continue
 		}
-		fmt.Fprintf(&b, "%s: %s\n", t.Speaker, line)
+		speaker, rest, ok := strings.Cut(line, ": ")
+		if !ok || speaker == "" || strings.ContainsAny(speaker, `"`) {
+			return nil, fmt.Errorf("workflow: transcript line %d is not a turn (speaker: \"text\")", i+1)
+		}
+		dec := json.NewDecoder(strings.NewReader(rest))
+		dec.UseNumber()
+		var text string
+		if err := dec.Decode(&text); err != nil {
+			return nil, fmt.Errorf("workflow: transcript line %d: %s's text is not a JSON string: %v", i+1, speaker, err)
+		}
+		turn := Turn{Speaker: speaker, Text: text}
+		for dec.More() {
+			var d any
+			if err := dec.Decode(&d); err != nil {
+				return nil, fmt.Errorf("workflow: transcript line %d: %s's data: %v", i+1, speaker, err)
+			}
+			turn.Data = append(turn.Data, d)
+		}
+		turns = append(turns, turn)
 	}
-	return b.String()
+	return turns, nil
 }
 
 // finish completes the workflow: its transcript as an artifact, and the
@@ -637,4 +691,13 @@ func newRequestID() string {
 func jsonText(v any) string {
 	raw, _ := json.Marshal(v)
 	return string(raw)
+}
+
+// quote is s as a JSON string, on one line, with &, < and > as they are.
+func quote(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
 }

@@ -4,7 +4,9 @@
 // orchestrator that relays its question), the planning workflow
 // ("planning", a group chat of "planner" and the expense agent that stops
 // when the expense agent asks), the seat-booking agent ("booking", which
-// holds a seat while it asks) and the payment approval agent ("approval").
+// holds a seat while it asks), the payment approval agent ("approval") and
+// the travel agent ("travel", a straight-line agent that asks three
+// questions in turn).
 // With Options.Conformance it also serves the agent the A2A conformance
 // suites drive ("conformance"), first, so that its card is the host's.
 package demo
@@ -21,6 +23,7 @@ import (
 	"github.com/askpoint/askpoint/examples/conformance"
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/examples/planning"
+	"github.com/askpoint/askpoint/examples/travel"
 )
 
 // Options say how the demo agents are served.
@@ -77,6 +80,8 @@ func Register(srv *askpoint.Server, o Options) error {
 		askpoint.AgentSpec{Name: "assistant", Agent: assistant, Card: expense.AssistantCard()},
 		askpoint.AgentSpec{Name: "planner", Agent: planning.Planner(), Card: planning.PlannerCard()},
 		askpoint.AgentSpec{Name: "planning", Agent: chat, Card: planning.WorkflowCard()},
+		// The agency lives in memory: quotes and bookings of this process.
+		askpoint.AgentSpec{Name: "travel", Agent: travel.Agent(&travel.Desk{}), Card: travel.Card()},
 	)
 	for _, s := range specs {
 		if err := srv.Register(s); err != nil {

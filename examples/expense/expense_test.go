@@ -11,6 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/askpointtest"
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/question"
 )
@@ -36,49 +37,21 @@ func TestParseReadsAmountDateAndVendor(t *testing.T) {
 	}
 }
 
-func request(text string) *askpoint.Call {
-	m := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))
-	return &askpoint.Call{TaskID: "t-1", Request: m, Message: m, Key: "t-1/start"}
+func clock() time.Time { return sunday }
+
+func run(t *testing.T, a askpoint.Agent, text string) *askpointtest.Step {
+	t.Helper()
+	return askpointtest.Runner{Agent: a, Now: clock}.Start(t, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text)))
 }
 
 func agent() askpoint.Agent {
-	return expense.Agent(expense.DefaultDirectory, expense.IDLedger{}, func() time.Time { return sunday })
-}
-
-// resume feeds an answer to the agent the way the runtime does: the
-// checkpoint as JSON, the answer's fields validated against the question.
-func resume(t *testing.T, a askpoint.Agent, ask askpoint.Outcome, fields string, key string) askpoint.Outcome {
-	t.Helper()
-	q := ask.Question()
-	if errs := q.Validate(json.RawMessage(fields)); len(errs) > 0 {
-		t.Fatalf("answer %s is invalid: %v", fields, errs)
-	}
-	cp, err := json.Marshal(ask.Checkpoint())
-	if err != nil {
-		t.Fatalf("checkpoint does not encode: %v", err)
-	}
-	call := request("unused")
-	call.Key = key
-	out, err := a.Resume(context.Background(), call, &askpoint.Resumption{
-		Checkpoint: cp, Question: q, Answer: &question.Answer{Fields: json.RawMessage(fields)},
-	})
-	if err != nil {
-		t.Fatalf("Resume() error = %v", err)
-	}
-	return out
+	return expense.Agent(expense.DefaultDirectory, expense.IDLedger{}, clock)
 }
 
 func TestAsksForTheCostCentreWithBothOptions(t *testing.T) {
-	out, err := agent().Start(context.Background(), request("File my taxi receipt from Tuesday, 42 euros"))
-	if err != nil {
-		t.Fatalf("Start() error = %v", err)
-	}
-	if out.Kind() != askpoint.OutcomeAsk {
-		t.Fatalf("Start() outcome = %q, want ask", out.Kind())
-	}
-	q := out.Question()
-	if err := q.Check(); err != nil {
-		t.Fatalf("question does not check: %v", err)
+	q := run(t, agent(), "File my taxi receipt from Tuesday, 42 euros").Question
+	if q == nil {
+		t.Fatal("Start() did not ask")
 	}
 	var values []string
 	for _, o := range q.Options {
@@ -99,12 +72,7 @@ func TestAsksForTheCostCentreWithBothOptions(t *testing.T) {
 }
 
 func TestCompletesWithTheChosenCostCentre(t *testing.T) {
-	a := agent()
-	ask, err := a.Start(context.Background(), request("File my taxi receipt from Tuesday, 42 euros"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := resume(t, a, ask, `{"costCentre":"CC-4410"}`, "t-1/q-1")
+	out := run(t, agent(), "File my taxi receipt from Tuesday, 42 euros").Answer(t, "CC-4410").Outcome
 	if out.Kind() != askpoint.OutcomeComplete || len(out.Artifacts()) != 1 {
 		t.Fatalf("Resume() = %q with %d artifacts, want complete with 1", out.Kind(), len(out.Artifacts()))
 	}
@@ -124,25 +92,18 @@ func TestCompletesWithTheChosenCostCentre(t *testing.T) {
 }
 
 func TestAsksForEveryMissingFieldInOneQuestion(t *testing.T) {
-	a := agent()
-	ask, err := a.Start(context.Background(), request("File my taxi receipt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ask.Kind() != askpoint.OutcomeAsk {
-		t.Fatalf("Start() outcome = %q, want ask", ask.Kind())
-	}
+	s := run(t, agent(), "File my taxi receipt")
 	var schema struct {
 		Required []string `json:"required"`
 	}
-	if err := json.Unmarshal(ask.Question().Schema, &schema); err != nil {
-		t.Fatal(err)
+	if s.Question == nil || json.Unmarshal(s.Question.Schema, &schema) != nil {
+		t.Fatalf("Start() is %s, want a question", s.State)
 	}
 	slices.Sort(schema.Required)
 	if !slices.Equal(schema.Required, []string{"amount", "costCentre", "date"}) {
 		t.Fatalf("required = %v, want amount, costCentre and date in one question", schema.Required)
 	}
-	out := resume(t, a, ask, `{"amount": 42, "currency": "EUR", "date": "2026-11-24", "costCentre": "CC-4420"}`, "t-1/q-1")
+	out := s.Answer(t, map[string]any{"amount": 42, "currency": "EUR", "date": "2026-11-24", "costCentre": "CC-4420"}).Outcome
 	if out.Kind() != askpoint.OutcomeComplete {
 		t.Fatalf("Resume() outcome = %q (%s), want complete", out.Kind(), out.Text())
 	}
@@ -152,13 +113,9 @@ func TestAsksForEveryMissingFieldInOneQuestion(t *testing.T) {
 }
 
 func TestSingleCostCentreNeedsNoQuestion(t *testing.T) {
-	a := expense.Agent(expense.Fixture{Default: []string{"CC-4410"}}, expense.IDLedger{}, func() time.Time { return sunday })
-	out, err := a.Start(context.Background(), request("File my taxi receipt from Tuesday, 42 euros"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.Kind() != askpoint.OutcomeComplete {
-		t.Fatalf("Start() outcome = %q, want complete without asking", out.Kind())
+	a := expense.Agent(expense.Fixture{Default: []string{"CC-4410"}}, expense.IDLedger{}, clock)
+	if s := run(t, a, "File my taxi receipt from Tuesday, 42 euros"); s.State != a2a.TaskStateCompleted {
+		t.Fatalf("Start() = %s, want completed without asking", s.State)
 	}
 }
 

@@ -19,15 +19,20 @@ import (
 )
 
 // Planner replies to the conversation so far: a plan before the expense
-// agent has spoken, a check after.
+// agent has spoken, a check of what it said after. It reads the
+// conversation's turns (workflow.ReadTranscript), not its lines: what the
+// caller or another participant wrote cannot pass for the expense agent's
+// turn.
 func Planner() askpoint.Agent {
 	return askpoint.Steps[struct{}, struct{}]{
 		OnStart: func(ctx context.Context, call *askpoint.Call) (askpoint.Outcome, error) {
-			conversation := text(call.Request)
+			// A message that is not a conversation (the planner asked
+			// directly) has no turn of the expense agent: it gets a plan.
+			turns, _ := workflow.ReadTranscript(text(call.Request))
 			reply := "Plan: the expense agent files the receipt, then I check that it was filed."
-			for _, line := range strings.Split(conversation, "\n") {
-				if after, ok := strings.CutPrefix(line, "expense: "); ok {
-					reply = "Checked: " + after + " Nothing is left to do."
+			for _, turn := range turns {
+				if turn.Speaker == "expense" {
+					reply = "Checked: " + turn.Text + " Nothing is left to do."
 				}
 			}
 			return askpoint.Complete(&a2a.Artifact{ID: a2a.NewArtifactID(), Name: "reply", Parts: a2a.ContentParts{a2a.NewTextPart(reply)}}), nil

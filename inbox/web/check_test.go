@@ -62,8 +62,8 @@ func TestTheFieldCheckDoorIsGuardedAndSpeaksTheAnswersWords(t *testing.T) {
 			return res.StatusCode, out.Errors
 		}
 		date := url.Values{"csrf": {m[1]}, "field": {"date"}, "value": {"yesterday"}}
-		if code, errs := check(c.s.origin, date); code != http.StatusOK || strings.Join(errs, "; ") != `"yesterday" does not match ^[0-9]{4}-[0-9]{2}-[0-9]{2}$` {
-			t.Errorf("%s: check date=yesterday: %d %q; want the pattern's error in the answer's words", c.s.name, code, errs)
+		if code, errs := check(c.s.origin, date); code != http.StatusOK || strings.Join(errs, "; ") != `"yesterday" is not in the expected format (the receipt's date, YYYY-MM-DD)` {
+			t.Errorf("%s: check date=yesterday: %d %q; want the pattern's error in words, with the field's description", c.s.name, code, errs)
 		}
 		if code, errs := check(c.s.origin, url.Values{"csrf": {m[1]}, "field": {"date"}, "value": {"2026-11-20"}}); code != http.StatusOK || len(errs) != 0 {
 			t.Errorf("%s: check date=2026-11-20: %d %q; want no error", c.s.name, code, errs)

@@ -49,7 +49,7 @@ func TestEveryDoorTakesTheSameBodyBound(t *testing.T) {
 		doors := []door{{prefix + "/login", url.Values{"token": {big}}}}
 		if strings.HasPrefix(c.form, "/q/") {
 			doors = append(doors,
-				door{c.form, url.Values{"csrf": {m[1]}, "costCentre": {"CC-4410"}, "justification": {big}}},
+				door{c.form, url.Values{"csrf": {m[1]}, "field.costCentre": {"CC-4410"}, "justification": {big}}},
 				door{c.form + "/check", url.Values{"csrf": {m[1]}, "field": {"costCentre"}, "value": {big}}})
 		}
 		doors = append(doors, door{prefix + "/logout", url.Values{"csrf": {m[1]}, "pad": {big}}}) // last: it may end the session

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,15 +34,22 @@ func staticFS() fs.FS {
 
 var funcs = template.FuncMap{
 	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	// short is an ID's end: task IDs made one after another (UUIDv7)
+	// share their start.
 	"short": func(s string) string {
-		if len(s) > 8 {
-			return s[:8] + "…"
+		if r := []rune(s); len(r) > 8 {
+			return "…" + string(r[len(r)-8:])
 		}
 		return s
 	},
 	"join": strings.Join,
 	"dv":   question.DisplayValue,
 	"base": func() string { return "" },
+	"isString": func(v any) bool {
+		_, ok := v.(string)
+		return ok
+	},
+	"deref": func(n *int) int { return *n },
 }
 
 // row is one question in the list.
@@ -50,45 +59,78 @@ type row struct {
 	TaskLink string // the task's history ("" for none)
 	Agent    string
 	Text     string
+	Request  string // the start of the request that started the task
+	Subject  string // the question's subject, in brief
+	Holds    string // what the task holds and for how long, in brief
 	Expires  time.Time
 	Left     string
 	Attempt  string
 	About    []string
 	Fields   int
 	Options  []string
-	Answered string
+	Answered string // in the answered view: what became of it
 }
 
-func (s *Server) rows(ctx context.Context, p *Person) ([]row, error) {
-	items, err := s.open(ctx)
+// newRow is the list's row of an item.
+func newRow(it *inbox.Item, now time.Time, maxAttempts int) row {
+	r := row{Item: it, Agent: it.AgentURL, Text: it.Text, Expires: it.Expires(), About: about(it),
+		Request: brief(requestText(it.Request), 140), Subject: strings.Join(subjectOf(it.Question), ", ")}
+	if r.Agent == "" {
+		r.Agent = "(unknown agent)"
+	}
+	if !r.Expires.IsZero() {
+		r.Left = client.HumanDuration(r.Expires.Sub(now))
+	}
+	r.Attempt = attemptText(it.Question, maxAttempts)
+	var held []string
+	for _, h := range holdsOf(it.Question, now) {
+		if h.Gone {
+			held = append(held, h.Name+" (released)")
+		} else {
+			held = append(held, h.Name+" (for "+h.Left+")")
+		}
+	}
+	r.Holds = strings.Join(held, ", ")
+	if q := it.Question; q != nil {
+		r.Fields = len(q.Fields())
+		for _, o := range q.Options {
+			r.Options = append(r.Options, question.FieldOption{Value: o.Value, Label: o.Label}.Text())
+		}
+	}
+	return r
+}
+
+func (s *Server) rows(ctx context.Context, p *Person, lq listQuery) ([]row, error) {
+	var items []*inbox.Item
+	var err error
+	if lq.View == viewAnswered {
+		items, err = s.ib.List(ctx, inbox.ListOptions{All: true})
+	} else {
+		items, err = s.open(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
 	var out []row
 	for _, it := range items {
-		if !p.sees(it.Caller) {
+		if !p.sees(it.Caller) || (lq.View == viewAnswered && it.State == inbox.StateOpen) {
 			continue
 		}
-		r := row{Item: it, Agent: it.AgentURL, Text: it.Text, Expires: it.Expires(), About: about(it),
-			Link: "/q/" + strconv.FormatInt(it.ID, 10), TaskLink: "/tasks/" + it.TaskID}
-		if r.Agent == "" {
-			r.Agent = "(unknown agent)"
-		}
-		if !r.Expires.IsZero() {
-			r.Left = client.HumanDuration(r.Expires.Sub(now))
-		}
-		r.Attempt = attemptText(it.Question, s.maxAttempts(it))
-		if q := it.Question; q != nil {
-			fs := q.Fields()
-			r.Fields = len(fs)
-			for _, o := range q.Options {
-				r.Options = append(r.Options, question.FieldOption{Value: o.Value, Label: o.Label}.Text())
+		r := newRow(it, now, s.maxAttempts(it))
+		r.Link, r.TaskLink = "/q/"+strconv.FormatInt(it.ID, 10), "/tasks/"+it.TaskID
+		if lq.View == viewAnswered {
+			r.Answered = string(it.State)
+			if it.AnsweredBy != "" {
+				r.Answered += " by " + it.AnsweredBy
+			}
+			if it.Note != "" {
+				r.Answered += ": " + it.Note
 			}
 		}
 		out = append(out, r)
 	}
-	return out, nil
+	return lq.apply(out), nil
 }
 
 // attemptText is "attempt N of M" ("attempt N" when neither the question
@@ -117,7 +159,7 @@ func about(it *inbox.Item) []string {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			out = append(out, k+" "+it.Question.About[k])
+			out = append(out, question.Humanize(k)+" "+it.Question.About[k])
 		}
 	}
 	return out
@@ -139,18 +181,30 @@ func (s *Server) page(sess *session, title, live string, body any) page {
 
 func (s *Server) listPage(w http.ResponseWriter, r *http.Request, sess *session) {
 	since, _ := s.wait() // before the read: the rows are at least this new
-	rows, err := s.rows(r.Context(), sess.person)
+	lq := readListQuery(r)
+	rows, err := s.rows(r.Context(), sess.person, lq)
 	if err != nil {
 		s.fail(w, "list the inbox", err)
 		return
 	}
-	p := s.page(sess, "Inbox", "list", rows)
+	all, err := s.rows(r.Context(), sess.person, listQuery{View: lq.View})
+	if err != nil {
+		s.fail(w, "list the inbox", err)
+		return
+	}
+	v := listView{Rows: rows, Query: lq, Agents: agentsOf(all), Heading: "Waiting on you",
+		Intro: "Questions that agents could not answer from facts or policy. The list updates by itself."}
+	title := "Inbox"
+	if lq.View == viewAnswered {
+		v.Heading, v.Intro, title = "Answered", "Questions of this inbox that were answered, declined, withdrawn or expired.", "Answered"
+	}
+	p := s.page(sess, title, "list", v)
 	p.Since = since
 	s.render(w, http.StatusOK, "list.html", p)
 }
 
 func (s *Server) listFragment(w http.ResponseWriter, r *http.Request, sess *session) {
-	rows, err := s.rows(r.Context(), sess.person)
+	rows, err := s.rows(r.Context(), sess.person, readListQuery(r))
 	if err != nil {
 		s.fail(w, "list the inbox", err)
 		return
@@ -190,6 +244,9 @@ type form struct {
 	TaskLink string // the task's history ("" for none)
 	Q        *question.Question
 	Text     string
+	Request  string   // what started the task
+	Subject  []string // what the question is about, for machines, in words
+	Holds    []holdView
 	Attempt  string
 	About    []string
 	Expires  time.Time
@@ -199,34 +256,95 @@ type form struct {
 	Closed   string   // why the question no longer takes answers ("" if open)
 	Next     int64    // the task's open question that replaced this one
 	Justify  string
-	Problem  string // the agent could not be reached, ...
-	Notice   string
-	ReAsked  bool
-	TextOnly bool
-	Typed    string
+	// OwnReason is the question's own field for the person's reason
+	// (question.ReasonField): the form then has no justification box of
+	// its own.
+	OwnReason string
+	Problem   string // the agent could not be reached, ...
+	Notice    string
+	ReAsked   bool
+	TextOnly  bool
+	Typed     string
 }
 
 // fieldView is one field with what the person typed and its errors.
 type fieldView struct {
 	question.Field
 	ID          string
+	Input       string   // the form's name for it (fieldPrefix and its name)
 	Value       string   // what the input holds
 	Errors      []string // shown next to the field
-	Constraints string
-	IsOption    bool // the question's option field: choices, and typing a value or label
+	Rules       string   // its constraints in words
+	IsOption    bool     // the question's option field: choices, and typing a value or label
 	Typed       string
 	OptionsJSON string // for the page's check
 	Min, Max    string
+	Describedby string // the IDs of what describes the input: its hint, rules, errors
+	Proposed    string // what the agent proposes (the schema's default), "" for nothing
 }
 
-func (s *Server) formView(ctx context.Context, it *inbox.Item, inputs map[string]string, errs []question.FieldError) *form {
+// The form's names for what a person enters: an agent's field is
+// "field.NAME" and what is typed for an option field "typed.NAME"; the
+// inbox's own (csrf, action, justification, reason, answer) have no dot,
+// so no field of an agent's, whatever its name, meets them (decision
+// 0130).
+const (
+	fieldPrefix = "field."
+	typedPrefix = "typed."
+)
+
+// formInputs reads a posted form's answer: what each of the agent's fields
+// holds, and what was typed for option fields, by field name.
+func formInputs(v url.Values) (inputs, typed map[string]string) {
+	inputs, typed = map[string]string{}, map[string]string{}
+	for k, vs := range v {
+		if len(vs) == 0 {
+			continue
+		}
+		if name, ok := strings.CutPrefix(k, fieldPrefix); ok {
+			inputs[name] = vs[len(vs)-1]
+		} else if name, ok := strings.CutPrefix(k, typedPrefix); ok {
+			typed[name] = vs[len(vs)-1]
+		}
+	}
+	return inputs, typed
+}
+
+// parseAnswer reads the form's answer to q: a typed option stands in for
+// an option field left empty. The errors are the answer's.
+func parseAnswer(q *question.Question, inputs, typed map[string]string) (map[string]any, []question.FieldError) {
+	for _, fd := range q.Fields() {
+		if strings.TrimSpace(inputs[fd.Name]) == "" && strings.TrimSpace(typed[fd.Name]) != "" {
+			inputs[fd.Name] = typed[fd.Name]
+		}
+	}
+	return q.ParseForm(inputs)
+}
+
+// justificationOf is the decision's justification: the inbox's box, else
+// the question's own reason field.
+func justificationOf(q *question.Question, box string, fields map[string]any) string {
+	if box != "" || q == nil {
+		return box
+	}
+	if rf := q.ReasonField(); rf != "" {
+		if s, ok := fields[rf].(string); ok {
+			return strings.TrimSpace(s)
+		}
+	}
+	return ""
+}
+
+func (s *Server) formView(ctx context.Context, it *inbox.Item, inputs, typed map[string]string, errs []question.FieldError) *form {
 	id := strconv.FormatInt(it.ID, 10)
 	f := &form{Item: it, Q: it.Question, Text: it.Text, About: about(it), Expires: it.Expires(),
+		Request: requestText(it.Request), Subject: subjectOf(it.Question),
 		Action: "/q/" + id, StateURL: "/q/" + id + "/state", TaskLink: "/tasks/" + it.TaskID}
 	now := s.now()
 	if !f.Expires.IsZero() {
 		f.Left = client.HumanDuration(f.Expires.Sub(now))
 	}
+	f.Holds = holdsOf(it.Question, now)
 	switch {
 	case it.State != inbox.StateOpen:
 		f.Closed = string(it.State)
@@ -248,16 +366,17 @@ func (s *Server) formView(ctx context.Context, it *inbox.Item, inputs map[string
 		f.Typed = inputs[""]
 		return f
 	}
-	fillFields(f, q, inputs, errs, s.maxAttempts(it))
+	fillFields(f, q, inputs, typed, errs, s.maxAttempts(it))
 	return f
 }
 
 // fillFields sets the form's fields from the question: what was typed (or
 // what the agent proposes), and the errors next to the fields they name
-// (the agent's re-ask errors when nothing was typed yet).
-func fillFields(f *form, q *question.Question, inputs map[string]string, errs []question.FieldError, maxAttempts int) {
+// (the agent's re-ask errors when nothing was typed yet), in words.
+func fillFields(f *form, q *question.Question, inputs, typed map[string]string, errs []question.FieldError, maxAttempts int) {
 	f.Attempt = attemptText(q, maxAttempts)
 	f.ReAsked = q.Attempt > 1
+	f.OwnReason = q.ReasonField()
 	shown := errs
 	if shown == nil && inputs == nil {
 		shown = q.Errors // the agent's re-ask errors
@@ -267,14 +386,36 @@ func fillFields(f *form, q *question.Question, inputs map[string]string, errs []
 	proposed := q.Proposed()
 	optionField := q.OptionField()
 	for i, fd := range q.Fields() {
-		v := fieldView{Field: fd, ID: "f" + strconv.Itoa(i), Errors: byField[fd.Name], Constraints: fd.Constraints()}
-		v.IsOption = fd.Name == optionField && len(q.Options) > 0
+		v := fieldView{Field: fd, ID: "f" + strconv.Itoa(i), Input: fieldPrefix + fd.Name, Rules: fd.Rules()}
+		for _, e := range byField[fd.Name] {
+			v.Errors = append(v.Errors, fd.Explain(e))
+		}
+		// A yes or no needs no typing: only other option fields take a
+		// typed value or label.
+		v.IsOption = fd.Name == optionField && len(q.Options) > 0 && !fd.Is("boolean")
 		if inputs != nil {
 			v.Value = inputs[fd.Name]
-			v.Typed = inputs["typed."+fd.Name]
+			v.Typed = typed[fd.Name]
 		} else if pv, ok := proposed[fd.Name]; ok {
 			v.Value = question.DisplayValue(pv)
 		}
+		var by []string
+		if pv, ok := proposed[fd.Name]; ok {
+			v.Proposed = question.DisplayValue(pv)
+			for _, o := range fd.Options { // a choice is proposed by its label
+				if question.DisplayValue(o.Value) == v.Proposed {
+					v.Proposed = o.Text()
+				}
+			}
+			by = append(by, v.ID+"-proposed")
+		}
+		if fd.Description != "" {
+			by = append(by, v.ID+"-hint")
+		}
+		if v.Rules != "" {
+			by = append(by, v.ID+"-rules")
+		}
+		v.Describedby = strings.Join(append(by, v.ID+"-errors"), " ")
 		type opt struct {
 			V string `json:"v"`
 			L string `json:"l,omitempty"`
@@ -314,9 +455,9 @@ func (s *Server) formPage(w http.ResponseWriter, r *http.Request, sess *session)
 	if it == nil {
 		return
 	}
-	f := s.formView(r.Context(), it, nil, nil)
+	f := s.formView(r.Context(), it, nil, nil, nil)
 	f.Notice = s.sess.notice(r, sess)
-	s.render(w, http.StatusOK, "form.html", s.page(sess, "Question "+strconv.FormatInt(it.ID, 10), "item", f))
+	s.render(w, http.StatusOK, "form.html", s.page(sess, titleOf(it.Text), "item", f))
 }
 
 // itemState tells a form page whether its question still takes answers.
@@ -325,7 +466,7 @@ func (s *Server) itemState(w http.ResponseWriter, r *http.Request, sess *session
 	if it == nil {
 		return
 	}
-	f := s.formView(r.Context(), it, nil, nil)
+	f := s.formView(r.Context(), it, nil, nil, nil)
 	out := map[string]any{"open": f.Closed == "", "closed": f.Closed}
 	if f.Next != 0 {
 		out["next"] = "/q/" + strconv.FormatInt(f.Next, 10)
@@ -359,20 +500,24 @@ func fieldCheck(w http.ResponseWriter, r *http.Request, q *question.Question) {
 		http.Error(w, fmt.Sprintf("the question has no field %q", name), http.StatusBadRequest)
 		return
 	}
-	errs := []string{}
+	var msgs []string
 	switch v, err := fd.Parse(value); {
 	case value == "" && fd.Required:
-		errs = append(errs, "missing required field "+name)
+		msgs = append(msgs, "missing required field "+name)
 	case value == "":
 	case err != nil:
-		errs = append(errs, err.Error())
+		msgs = append(msgs, err.Error())
 	default:
 		raw, err := json.Marshal(map[string]any{name: v})
 		if err != nil {
-			errs = append(errs, "the value cannot be encoded as JSON: "+err.Error())
+			msgs = append(msgs, "the value cannot be encoded as JSON: "+err.Error())
 			break
 		}
-		errs = append(errs, q.ErrorsByField(q.Validate(raw))[name]...)
+		msgs = append(msgs, q.ErrorsByField(q.Validate(raw))[name]...)
+	}
+	errs := []string{}
+	for _, m := range msgs {
+		errs = append(errs, fd.Explain(m))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string][]string{"errors": errs})
@@ -385,23 +530,18 @@ func (s *Server) answerPost(w http.ResponseWriter, r *http.Request, sess *sessio
 	if it == nil {
 		return
 	}
-	title := "Question " + strconv.FormatInt(it.ID, 10)
-	inputs := map[string]string{}
-	for k, vs := range r.PostForm {
-		if k != "csrf" && k != "action" && k != "justification" && k != "reason" && len(vs) > 0 {
-			inputs[k] = vs[len(vs)-1]
-		}
-	}
+	title := titleOf(it.Text)
+	inputs, typed := formInputs(r.PostForm)
 	if it.Question == nil {
 		inputs[""] = r.PostForm.Get("answer")
 	}
 	justification := strings.TrimSpace(r.PostForm.Get("justification"))
 	again := func(status int, errs []question.FieldError, problem string) {
-		f := s.formView(r.Context(), it, inputs, errs)
+		f := s.formView(r.Context(), it, inputs, typed, errs)
 		f.Justify, f.Problem = justification, problem
 		s.render(w, status, "form.html", s.page(sess, title, "item", f))
 	}
-	if f := s.formView(r.Context(), it, nil, nil); f.Closed != "" {
+	if f := s.formView(r.Context(), it, nil, nil, nil); f.Closed != "" {
 		again(http.StatusConflict, nil, "This question no longer takes answers ("+f.Closed+"). Nothing was sent.")
 		return
 	}
@@ -423,17 +563,13 @@ func (s *Server) answerPost(w http.ResponseWriter, r *http.Request, sess *sessio
 			}
 			break
 		}
-		for _, fd := range it.Question.Fields() {
-			if strings.TrimSpace(inputs[fd.Name]) == "" && strings.TrimSpace(inputs["typed."+fd.Name]) != "" {
-				inputs[fd.Name] = inputs["typed."+fd.Name]
-			}
-		}
-		fields, errs := it.Question.ParseForm(inputs)
+		fields, errs := parseAnswer(it.Question, inputs, typed)
 		if len(errs) > 0 {
 			again(http.StatusUnprocessableEntity, errs, "")
 			return
 		}
 		ans.Fields = fields
+		ans.Justification = justificationOf(it.Question, justification, fields)
 	default:
 		http.Error(w, fmt.Sprintf("unknown action %q (answer, decline or cancel)", act), http.StatusBadRequest)
 		return
@@ -473,10 +609,19 @@ func (s *Server) answerPost(w http.ResponseWriter, r *http.Request, sess *sessio
 type historyEntry struct {
 	Role     string
 	Text     string
-	Data     string
+	Data     []dataView
 	Question *question.Question
 	Decision *question.Decision
+	Verb     string // the decision in words
 	Digest   string // "matches" or "differs" when the decision names a question of the history
+}
+
+// artifactView is one of the task's artifacts, readable: its text and its
+// data parts as lists of keys and values.
+type artifactView struct {
+	Name string
+	Text string
+	Data []dataView
 }
 
 // taskView is a task's history: the inbox's items and, read from the agent,
@@ -486,8 +631,10 @@ type taskView struct {
 	Agent     string
 	Items     []*inbox.Item
 	State     string
+	Outcome   string // what the last decision did, in a sentence
+	Declined  bool   // the last decision declined or canceled
 	Status    string
-	Artifacts []string
+	Artifacts []artifactView
 	History   []historyEntry
 	Problem   string
 }
@@ -538,25 +685,29 @@ func (s *Server) readTask(ctx context.Context, agentURL, taskID string) (*a2a.Ta
 }
 
 func fillTask(v *taskView, t *a2a.Task) {
-	v.State = strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(string(t.Status.State), "TASK_STATE_"), "_", "-"))
+	v.State = stateName(t.Status.State)
 	if t.Status.Message != nil {
-		v.Status = text.Parts(t.Status.Message.Parts, "\n")
+		v.Status = strings.TrimSpace(text.Parts(t.Status.Message.Parts, "\n"))
 	}
 	for _, a := range t.Artifacts {
-		v.Artifacts = append(v.Artifacts, a.Name+": "+text.Parts(a.Parts, "\n"))
+		v.Artifacts = append(v.Artifacts, artifactView{Name: question.Humanize(a.Name), Text: text.Parts(a.Parts, "\n"), Data: dataViews(a.Parts)})
 	}
 	asked := map[string]*question.Question{}
+	var last *question.Decision
+	lastVerb := ""
 	for _, m := range t.History {
-		e := historyEntry{Role: "caller", Text: text.Parts(m.Parts, "\n"), Data: dataOf(m.Parts)}
+		e := historyEntry{Role: "caller", Text: text.Parts(m.Parts, "\n"), Data: dataViews(m.Parts)}
 		if m.Role == a2a.MessageRoleAgent {
 			e.Role = "agent"
 		}
 		if q, ok, err := question.FromMessage(m); ok && err == nil && m.Role == a2a.MessageRoleAgent {
-			e.Question, e.Data = q, ""
+			e.Question, e.Data = q, nil
 			asked[q.ID] = q
 		}
 		if d, ok, err := question.DecisionOf(m); ok && err == nil {
-			e.Decision = d
+			e.Decision, last = d, d
+			e.Verb = verbOf(d, asked[d.QuestionID])
+			lastVerb = e.Verb
 			if q := asked[d.QuestionID]; q != nil {
 				e.Digest = "differs from"
 				if question.Digest(q) == d.QuestionDigest {
@@ -564,10 +715,42 @@ func fillTask(v *taskView, t *a2a.Task) {
 				}
 			}
 		}
+		// The status is said once, at the top.
+		if e.Role == "agent" && e.Question == nil && len(e.Data) == 0 && v.Status != "" && strings.TrimSpace(e.Text) == v.Status {
+			continue
+		}
 		v.History = append(v.History, e)
+	}
+	if last != nil {
+		who := cmp.Or(last.By.Name, last.By.Kind)
+		switch last.Decision {
+		case question.DecisionDeclined:
+			v.Outcome, v.Declined = who+" declined to answer; the task is "+v.State+".", true
+		case question.DecisionCanceled:
+			v.Outcome, v.Declined = who+" canceled the task; it is "+v.State+".", true
+		default:
+			v.Outcome = who + " " + lastVerb + "; the task is " + v.State + "."
+		}
 	}
 }
 
+// verbOf says a decision in words: declined, canceled, answered, or, when
+// the question proposed values, whether the person accepted or changed
+// them.
+func verbOf(d *question.Decision, q *question.Question) string {
+	switch {
+	case d.Decision == question.DecisionEdited:
+		return "changed the agent's proposal"
+	case d.Decision == question.DecisionAnswered && q != nil && len(q.Proposed()) > 0:
+		return "accepted the agent's proposal"
+	}
+	return d.Decision
+}
+
+// stateName is a task state in a word: "completed", "input-required".
+func stateName(s a2a.TaskState) string { return text.StateWord(s) }
+
+// dataOf is a message's data parts as JSON, one a line.
 func dataOf(parts a2a.ContentParts) string {
 	var out []string
 	for _, p := range parts {
@@ -649,13 +832,14 @@ func (s *Server) deliver(n notice) error {
 	if a := attemptText(it.Question, s.maxAttempts(it)); a != "" && it.Question.Attempt > 1 {
 		fmt.Fprintf(&b, "This is %s.\n", a)
 	}
-	fmt.Fprintf(&b, "Answer it here: %s\n\nAgent: %s\nTask: %s\n", link, orUnknown(it.AgentURL), it.TaskID)
+	fmt.Fprintf(&b, "Answer it here: %s\n", link)
 	var errs []error
 	for _, p := range s.cfg.People {
 		if p.Email == "" || !p.sees(it.Caller) {
 			continue
 		}
-		if err := s.cfg.Mailer.Send(Mail{To: p.Email, Subject: subject, Body: b.String()}); err != nil {
+		body := b.String() + s.emailLinks(it, &p) + fmt.Sprintf("\nAgent: %s\nTask: %s\n", orUnknown(it.AgentURL), it.TaskID)
+		if err := s.cfg.Mailer.Send(Mail{To: p.Email, Subject: subject, Body: body}); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -667,4 +851,30 @@ func orUnknown(s string) string {
 		return "an unknown agent"
 	}
 	return s
+}
+
+// holdView is one thing the task holds while the question is open.
+type holdView struct {
+	Name  string
+	Until time.Time
+	Left  string // how long it is held for, while it is
+	Gone  bool   // its time passed: it was released, or is being
+}
+
+// holdsOf says what the task holds while q is open, and until when.
+func holdsOf(q *question.Question, now time.Time) []holdView {
+	if q == nil {
+		return nil
+	}
+	var out []holdView
+	for _, h := range q.Holds {
+		v := holdView{Name: h.Name, Until: h.Until}
+		if h.Until.After(now) {
+			v.Left = client.HumanDuration(h.Until.Sub(now))
+		} else {
+			v.Gone = true
+		}
+		out = append(out, v)
+	}
+	return out
 }

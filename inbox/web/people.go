@@ -113,6 +113,7 @@ type sessions struct {
 
 	mu       sync.Mutex
 	live     map[string]liveSession // by session ID
+	links    map[string]grant       // an email's one-time links, by their token's digest
 	attempts map[string]*attempts   // failed logins, by client address
 }
 
@@ -137,6 +138,7 @@ type attempts struct {
 type liveSession struct {
 	person string
 	until  time.Time
+	item   int64 // the one question an email's link opened it for (0: all of the person's)
 }
 
 // maxSessionsPerPerson bounds the sessions one person holds: a login past
@@ -222,10 +224,15 @@ func (s *sessions) person(name string) *Person {
 type session struct {
 	person *Person
 	id     string
+	item   int64 // the one question the session is for (0: all)
 }
 
 // issue starts a session for p and sets its cookie.
-func (s *sessions) issue(w http.ResponseWriter, p *Person) {
+func (s *sessions) issue(w http.ResponseWriter, p *Person) { s.issueFor(w, p, 0) }
+
+// issueFor starts a session for p, for item only when item is not 0 (an
+// email's link), and returns it.
+func (s *sessions) issueFor(w http.ResponseWriter, p *Person, item int64) *session {
 	raw := make([]byte, 18)
 	if _, err := rand.Read(raw); err != nil {
 		panic("web: no randomness for a session ID: " + err.Error())
@@ -251,12 +258,13 @@ func (s *sessions) issue(w http.ResponseWriter, p *Person) {
 	if mine >= maxSessionsPerPerson {
 		delete(s.live, oldest)
 	}
-	s.live[id] = liveSession{person: p.Name, until: now.Add(s.ttl)}
+	s.live[id] = liveSession{person: p.Name, until: now.Add(s.ttl), item: item}
 	s.mu.Unlock()
 	http.SetCookie(w, &http.Cookie{
 		Name: s.cookie, Value: id + "." + s.mac("session", id), Path: s.path, HttpOnly: true, Secure: s.secure,
 		SameSite: http.SameSiteLaxMode, MaxAge: int(s.ttl.Seconds()),
 	})
+	return &session{person: p, id: id, item: item}
 }
 
 // end ends sess (logout): its cookie no longer logs anyone in, also where
@@ -289,7 +297,7 @@ func (s *sessions) check(r *http.Request) *session {
 	if p == nil {
 		return nil
 	}
-	return &session{person: p, id: id}
+	return &session{person: p, id: id, item: ls.item}
 }
 
 // csrf is the session's token for its forms.

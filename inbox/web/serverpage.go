@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -156,6 +157,7 @@ func (sp *ServerPage) Handler() http.Handler {
 	mux.HandleFunc("GET "+b+"/items", s.authed(sp.rowsFragment))
 	mux.HandleFunc("GET "+b+"/events", s.authed(sp.events))
 	mux.HandleFunc("GET "+b+"/t/{agent}/{task}", s.authed(sp.form))
+	mux.HandleFunc("GET "+b+"/tasks/{agent}/{task}", s.authed(sp.history))
 	mux.HandleFunc("GET "+b+"/t/{agent}/{task}/state", s.authed(sp.state))
 	mux.HandleFunc("POST "+b+"/t/{agent}/{task}", s.authed(sp.answer))
 	mux.HandleFunc("POST "+b+"/t/{agent}/{task}/check", s.authed(sp.check))
@@ -197,8 +199,9 @@ func (l *loginRedirect) Flush() {
 	}
 }
 
-// paused lists the principal's tasks that wait for an answer, as items.
-func (sp *ServerPage) paused(ctx context.Context, principal string) ([]row, error) {
+// paused lists the principal's tasks that wait for an answer, as items
+// (in the answered view, the tasks that no longer do).
+func (sp *ServerPage) paused(ctx context.Context, principal string, lq listQuery) ([]row, error) {
 	pctx := sp.cfg.WithPrincipal(ctx, principal)
 	var out []row
 	now := sp.cfg.Now()
@@ -207,35 +210,67 @@ func (sp *ServerPage) paused(ctx context.Context, principal string) ([]row, erro
 		if !ok {
 			continue
 		}
-		res, err := h.ListTasks(pctx, &a2a.ListTasksRequest{Status: a2a.TaskStateInputRequired, PageSize: 100})
+		req := &a2a.ListTasksRequest{Status: a2a.TaskStateInputRequired, PageSize: 100}
+		if lq.View == viewAnswered {
+			req.Status = ""
+		}
+		res, err := h.ListTasks(pctx, req)
 		if err != nil {
 			return nil, fmt.Errorf("list the paused tasks of agent %s: %w", name, err)
 		}
 		for _, t := range res.Tasks {
+			if (lq.View == viewAnswered) == (t.Status.State == a2a.TaskStateInputRequired) {
+				continue
+			}
+			link := sp.cfg.Base + "/t/" + url.PathEscape(name) + "/" + url.PathEscape(string(t.ID))
+			taskLink := sp.cfg.Base + "/tasks/" + url.PathEscape(name) + "/" + url.PathEscape(string(t.ID))
+			if lq.View == viewAnswered {
+				it := &inbox.Item{AgentURL: name, TaskID: string(t.ID), Request: firstRequest(t)}
+				if q := lastQuestion(t); q != nil {
+					it.Question, it.Text = q, q.Text
+				}
+				r := newRow(it, now, 0)
+				r.Expires, r.Left, r.Attempt = time.Time{}, "", ""
+				r.Link, r.TaskLink, r.Answered = taskLink, taskLink, stateName(t.Status.State)
+				out = append(out, r)
+				continue
+			}
 			if t.Status.Message == nil {
 				continue
 			}
 			it := inbox.FromStatus(name, string(t.ID), t.ContextID, t.Status.Message)
+			it.Request = firstRequest(t)
 			if e := it.Expires(); !e.IsZero() && !e.After(now) {
 				continue
 			}
-			link := sp.cfg.Base + "/t/" + url.PathEscape(name) + "/" + url.PathEscape(string(t.ID))
-			r := row{Item: it, Link: link, Agent: name, Text: it.Text, Expires: it.Expires(), About: about(it)}
-			if !r.Expires.IsZero() {
-				r.Left = client.HumanDuration(r.Expires.Sub(now))
-			}
-			r.Attempt = attemptText(it.Question, sp.maxAttempts(it.Question))
-			if q := it.Question; q != nil {
-				r.Fields = len(q.Fields())
-				for _, o := range q.Options {
-					r.Options = append(r.Options, question.FieldOption{Value: o.Value, Label: o.Label}.Text())
-				}
-			}
+			r := newRow(it, now, sp.maxAttempts(it.Question))
+			r.Link, r.TaskLink = link, taskLink
 			out = append(out, r)
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Item.TaskID < out[j].Item.TaskID })
-	return out, nil
+	return lq.apply(out), nil
+}
+
+// firstRequest is the message that started the task: the first of its
+// history, when it is the caller's.
+func firstRequest(t *a2a.Task) *a2a.Message {
+	if len(t.History) > 0 && t.History[0].Role == a2a.MessageRoleUser {
+		return t.History[0]
+	}
+	return nil
+}
+
+// lastQuestion is the last question the task's agent asked.
+func lastQuestion(t *a2a.Task) *question.Question {
+	for i := len(t.History) - 1; i >= 0; i-- {
+		if m := t.History[i]; m.Role == a2a.MessageRoleAgent {
+			if q, ok, err := question.FromMessage(m); ok && err == nil {
+				return q
+			}
+		}
+	}
+	return nil
 }
 
 func (sp *ServerPage) maxAttempts(q *question.Question) int {
@@ -263,23 +298,55 @@ func (sp *ServerPage) fail(w http.ResponseWriter, what string, err error) {
 }
 
 func (sp *ServerPage) list(w http.ResponseWriter, r *http.Request, sess *session) {
-	rows, err := sp.paused(r.Context(), sess.person.Name)
+	lq := readListQuery(r)
+	rows, err := sp.paused(r.Context(), sess.person.Name, lq)
 	if err != nil {
 		sp.fail(w, "list the paused tasks", err)
 		return
 	}
-	pg := sp.page(sess, "Paused tasks", "list", rows)
+	all, err := sp.paused(r.Context(), sess.person.Name, listQuery{View: lq.View})
+	if err != nil {
+		sp.fail(w, "list the paused tasks", err)
+		return
+	}
+	v := listView{Rows: rows, Query: lq, Agents: agentsOf(all), Heading: "Waiting on you",
+		Intro: "Your tasks that wait for an answer. The list updates by itself."}
+	title := "Paused tasks"
+	if lq.View == viewAnswered {
+		v.Heading, v.Intro, title = "Answered", "Your tasks that no longer wait for an answer: answered, declined, canceled or ended.", "Answered tasks"
+	}
+	if sp.seesStats(sess) {
+		v.StatsLink = sp.cfg.Base + "/stats"
+	}
+	pg := sp.page(sess, title, "list", v)
 	pg.Notice = sp.sess.notice(r, sess)
 	sp.render(w, http.StatusOK, "list.html", pg)
 }
 
 func (sp *ServerPage) rowsFragment(w http.ResponseWriter, r *http.Request, sess *session) {
-	rows, err := sp.paused(r.Context(), sess.person.Name)
+	rows, err := sp.paused(r.Context(), sess.person.Name, readListQuery(r))
 	if err != nil {
 		sp.fail(w, "list the paused tasks", err)
 		return
 	}
 	sp.render(w, http.StatusOK, "rows", rows)
+}
+
+// seesStats says whether the person may see BASE/stats.
+func (sp *ServerPage) seesStats(sess *session) bool {
+	return sp.open || slices.Contains(sp.cfg.StatsPrincipals, sess.person.Name)
+}
+
+// history is BASE/tasks/AGENT/TASK: the task's messages and who decided
+// what, read from the agent as the principal.
+func (sp *ServerPage) history(w http.ResponseWriter, r *http.Request, sess *session) {
+	name, _, t := sp.task(w, r, sess)
+	if t == nil {
+		return
+	}
+	v := taskView{TaskID: string(t.ID), Agent: name}
+	fillTask(&v, t)
+	sp.render(w, http.StatusOK, "task.html", sp.page(sess, "Task "+string(t.ID), "", v))
 }
 
 // pagePoll is how often a principal's paused tasks are read while they
@@ -336,7 +403,7 @@ func (sp *ServerPage) poll(ctx context.Context, principal string, pw *pageWatch)
 	tick := time.NewTicker(pagePoll)
 	defer tick.Stop()
 	for {
-		if rows, err := sp.paused(ctx, principal); err == nil {
+		if rows, err := sp.paused(ctx, principal, listQuery{}); err == nil {
 			var b strings.Builder
 			for _, row := range rows {
 				b.WriteString(row.Item.TaskID + "/" + row.Item.Key + "|")
@@ -407,13 +474,16 @@ func (sp *ServerPage) task(w http.ResponseWriter, r *http.Request, sess *session
 	return name, h, t
 }
 
-func (sp *ServerPage) formOf(name string, t *a2a.Task, inputs map[string]string, errs []question.FieldError) *form {
+func (sp *ServerPage) formOf(name string, t *a2a.Task, inputs, typed map[string]string, errs []question.FieldError) *form {
 	link := sp.cfg.Base + "/t/" + url.PathEscape(name) + "/" + url.PathEscape(string(t.ID))
 	it := &inbox.Item{AgentURL: name, TaskID: string(t.ID), State: inbox.StateOpen}
 	if t.Status.State == a2a.TaskStateInputRequired && t.Status.Message != nil {
 		it = inbox.FromStatus(name, string(t.ID), t.ContextID, t.Status.Message)
 	}
-	f := &form{Item: it, Q: it.Question, Text: it.Text, About: about(it), Expires: it.Expires(), Action: link, StateURL: link + "/state"}
+	it.Request = firstRequest(t)
+	f := &form{Item: it, Q: it.Question, Text: it.Text, About: about(it), Expires: it.Expires(), Action: link, StateURL: link + "/state",
+		Request: requestText(it.Request), Subject: subjectOf(it.Question),
+		TaskLink: sp.cfg.Base + "/tasks/" + url.PathEscape(name) + "/" + url.PathEscape(string(t.ID))}
 	if it.Question != nil {
 		f.StateURL += "?q=" + url.QueryEscape(it.Question.ID)
 	}
@@ -435,12 +505,8 @@ func (sp *ServerPage) formOf(name string, t *a2a.Task, inputs map[string]string,
 		f.Typed = inputs[""]
 		return f
 	}
-	fillFields(f, it.Question, inputs, errs, sp.maxAttempts(it.Question))
+	fillFields(f, it.Question, inputs, typed, errs, sp.maxAttempts(it.Question))
 	return f
-}
-
-func stateName(s a2a.TaskState) string {
-	return strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(string(s), "TASK_STATE_"), "_", "-"))
 }
 
 func (sp *ServerPage) form(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -448,9 +514,9 @@ func (sp *ServerPage) form(w http.ResponseWriter, r *http.Request, sess *session
 	if t == nil {
 		return
 	}
-	f := sp.formOf(name, t, nil, nil)
+	f := sp.formOf(name, t, nil, nil, nil)
 	f.Notice = sp.sess.notice(r, sess)
-	sp.render(w, http.StatusOK, "form.html", sp.page(sess, "Task "+string(t.ID), "item", f))
+	sp.render(w, http.StatusOK, "form.html", sp.page(sess, cmp.Or(titleOf(f.Text), "Task "+string(t.ID)), "item", f))
 }
 
 func (sp *ServerPage) state(w http.ResponseWriter, r *http.Request, sess *session) {
@@ -458,7 +524,7 @@ func (sp *ServerPage) state(w http.ResponseWriter, r *http.Request, sess *sessio
 	if t == nil {
 		return
 	}
-	f := sp.formOf(name, t, nil, nil)
+	f := sp.formOf(name, t, nil, nil, nil)
 	w.Header().Set("Content-Type", "application/json")
 	key := ""
 	if f.Q != nil {
@@ -481,7 +547,7 @@ func (sp *ServerPage) check(w http.ResponseWriter, r *http.Request, sess *sessio
 	if t == nil {
 		return
 	}
-	f := sp.formOf(name, t, nil, nil)
+	f := sp.formOf(name, t, nil, nil, nil)
 	if f.Q == nil {
 		http.Error(w, "the task asks no question with fields", http.StatusConflict)
 		return
@@ -496,18 +562,13 @@ func (sp *ServerPage) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 	if t == nil {
 		return
 	}
-	inputs := map[string]string{}
-	for k, vs := range r.PostForm {
-		if k != "csrf" && k != "action" && k != "justification" && k != "reason" && len(vs) > 0 {
-			inputs[k] = vs[len(vs)-1]
-		}
-	}
+	inputs, typed := formInputs(r.PostForm)
 	inputs[""] = r.PostForm.Get("answer")
 	justification := strings.TrimSpace(r.PostForm.Get("justification"))
-	f := sp.formOf(name, t, nil, nil)
-	title := "Task " + string(t.ID)
+	f := sp.formOf(name, t, nil, nil, nil)
+	title := cmp.Or(titleOf(f.Text), "Task "+string(t.ID))
 	again := func(status int, errs []question.FieldError, problem string) {
-		g := sp.formOf(name, t, inputs, errs)
+		g := sp.formOf(name, t, inputs, typed, errs)
 		g.Justify, g.Problem = justification, problem
 		sp.render(w, status, "form.html", sp.page(sess, title, "item", g))
 	}
@@ -551,16 +612,12 @@ func (sp *ServerPage) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 			msg.Parts = a2a.ContentParts{a2a.NewTextPart(text)}
 			break
 		}
-		for _, fd := range q.Fields() {
-			if strings.TrimSpace(inputs[fd.Name]) == "" && strings.TrimSpace(inputs["typed."+fd.Name]) != "" {
-				inputs[fd.Name] = inputs["typed."+fd.Name]
-			}
-		}
-		fields, errs := q.ParseForm(inputs)
+		fields, errs := parseAnswer(q, inputs, typed)
 		if len(errs) > 0 {
 			again(http.StatusUnprocessableEntity, errs, "")
 			return
 		}
+		rec.Justification = justificationOf(q, justification, fields)
 		for k, v := range fields {
 			obj[k] = v
 		}
@@ -610,35 +667,22 @@ func (sp *ServerPage) answer(w http.ResponseWriter, r *http.Request, sess *sessi
 	http.Redirect(w, r, sp.cfg.Base+"/?"+sp.sess.noticeQuery(sess, "Task "+string(t.ID)+" is "+state+"."), http.StatusSeeOther)
 }
 
-// statsPage shows how questions fare: the same table as askpoint stats.
-var statsPage = template.Must(template.New("stats").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>How questions fare</title>
-<link rel="stylesheet" href="{{.Base}}/static/app.css"></head>
-<body><main><h1>How questions fare</h1>
-{{if .Off}}<p>The server runs without metrics: start it with <code>--metrics-addr</code> to see how questions fare.</p>
-{{else if not .Rows}}<p>No questions asked since the server started.</p>
-{{else}}<table><thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
-<tbody>{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>{{end}}</tbody></table>{{end}}
-<p>Figures since the server started, per agent and question kind (the fields an answer schema requires).
-<a href="{{.Base}}/">Back to the paused tasks</a></p></main></body></html>`))
-
 // stats is BASE/stats: how questions fare on this server.
 func (sp *ServerPage) stats(w http.ResponseWriter, r *http.Request, sess *session) {
-	data := struct {
-		Base   string
-		Off    bool
-		Header []string
-		Rows   [][]string
-	}{Base: sp.cfg.Base, Off: sp.cfg.Stats == nil}
-	if !sp.open && !slices.Contains(sp.cfg.StatsPrincipals, sess.person.Name) {
+	data := statsView{Off: sp.cfg.Stats == nil}
+	if !sp.seesStats(sess) {
 		http.Error(w, "the figures are the whole server's, every principal's questions: they are shown to the principals the server names for them, not to "+sess.person.Name, http.StatusForbidden)
 		return
 	}
 	if sp.cfg.Stats != nil {
 		data.Header, data.Rows = sp.cfg.Stats()
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := statsPage.Execute(w, data); err != nil {
-		sp.log.Warn("render the stats page", slog.Any("err", err))
-	}
+	sp.render(w, http.StatusOK, "stats.html", sp.page(sess, "How questions fare", "", data))
+}
+
+// statsView is BASE/stats: askpoint stats' table.
+type statsView struct {
+	Off    bool
+	Header []string
+	Rows   [][]string
 }

@@ -83,10 +83,10 @@ func TestServerPageAnswersThePrincipalsOwnPausedTasks(t *testing.T) {
 	if r := post(url.Values{"csrf": {m[1]}, "typed.costCentre": {"engineering"}}); r.StatusCode != http.StatusUnprocessableEntity {
 		t.Errorf("engineering: %s, want 422 (refused before it is sent)", r.Status)
 	}
-	if r := post(url.Values{"costCentre": {"CC-4410"}}); r.StatusCode != http.StatusForbidden {
+	if r := post(url.Values{"field.costCentre": {"CC-4410"}}); r.StatusCode != http.StatusForbidden {
 		t.Errorf("without the CSRF token: %s, want 403", r.Status)
 	}
-	if r := post(url.Values{"csrf": {m[1]}, "costCentre": {"CC-4410"}, "justification": {"client visit"}}); r.StatusCode != http.StatusSeeOther {
+	if r := post(url.Values{"csrf": {m[1]}, "field.costCentre": {"CC-4410"}, "justification": {"client visit"}}); r.StatusCode != http.StatusSeeOther {
 		t.Fatalf("the answer: %s, want 303", r.Status)
 	}
 	done, err := alice.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})

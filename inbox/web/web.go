@@ -407,6 +407,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /q/{id}", s.authed(s.answerPost))
 	mux.HandleFunc("POST /q/{id}/check", s.authed(s.checkPost))
 	mux.HandleFunc("GET /tasks/{task}", s.authed(s.taskPage))
+	mux.HandleFunc("GET /l/{token}", s.linkPage)
+	mux.HandleFunc("POST /l/{token}", s.linkPost)
 	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(staticFS())))
 	mux.Handle("POST /push", inbox.NewPushHandler(s.ib, inbox.PushOptions{
 		Token:  s.cfg.PushToken,
@@ -510,6 +512,15 @@ func (s *Server) authed(h authedHandler) http.HandlerFunc {
 			http.Error(w, "log in first", http.StatusUnauthorized)
 			return
 		}
+		if sess.item != 0 && !s.scopeAllows(r, sess) {
+			// An email's link opened this session for one question.
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			http.Error(w, "this session was opened by an email's link for one question only; log in for the rest", http.StatusForbidden)
+			return
+		}
 		if r.Method == http.MethodPost {
 			if err := r.ParseForm(); err != nil {
 				formError(w, err)
@@ -539,7 +550,7 @@ func (s *Server) render(w http.ResponseWriter, status int, name string, data any
 }
 
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request) {
-	if s.sess.check(r) != nil {
+	if sess := s.sess.check(r); sess != nil && sess.item == 0 {
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
 	}

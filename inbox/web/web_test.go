@@ -307,7 +307,7 @@ func TestLoginAndCSRFGuardEveryForm(t *testing.T) {
 		res.Body.Close()
 		return res.StatusCode
 	}
-	if code := post(noRedirect, in.url, url.Values{"costCentre": {"CC-4410"}}); code != http.StatusUnauthorized {
+	if code := post(noRedirect, in.url, url.Values{"field.costCentre": {"CC-4410"}}); code != http.StatusUnauthorized {
 		t.Errorf("an answer without a session: %d, want 401", code)
 	}
 	if code, _ := get(t, &http.Client{}, strings.Replace(in.url, "127.0.0.1", "localhost", 1)+"/login"); code != http.StatusMisdirectedRequest {
@@ -322,17 +322,17 @@ func TestLoginAndCSRFGuardEveryForm(t *testing.T) {
 	}
 	csrf := m[1]
 	hc.CheckRedirect = noRedirect.CheckRedirect
-	if code := post(hc, in.url, url.Values{"costCentre": {"CC-4410"}}); code != http.StatusForbidden {
+	if code := post(hc, in.url, url.Values{"field.costCentre": {"CC-4410"}}); code != http.StatusForbidden {
 		t.Errorf("an answer without the CSRF token: %d, want 403", code)
 	}
-	if code := post(hc, "http://evil.example", url.Values{"csrf": {csrf}, "costCentre": {"CC-4410"}}); code != http.StatusForbidden {
+	if code := post(hc, "http://evil.example", url.Values{"csrf": {csrf}, "field.costCentre": {"CC-4410"}}); code != http.StatusForbidden {
 		t.Errorf("an answer from another origin, with the token: %d, want 403", code)
 	}
 	it, err := in.ib.Get(t.Context(), d.Item.ID)
 	if err != nil || it.State != inbox.StateOpen {
 		t.Fatalf("after the refused posts the item is %v (%v); want it open", it.State, err)
 	}
-	if code := post(hc, in.url, url.Values{"csrf": {csrf}, "costCentre": {"CC-4410"}}); code != http.StatusSeeOther {
+	if code := post(hc, in.url, url.Values{"csrf": {csrf}, "field.costCentre": {"CC-4410"}}); code != http.StatusSeeOther {
 		t.Errorf("the same answer from the inbox's own page: %d, want 303 to the task", code)
 	}
 	task, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: a2a.TaskID(d.Item.TaskID)})

@@ -107,14 +107,22 @@ type Call struct {
 	// different for every other step of every task.
 	Key string
 	// Holds are what the task held while it was paused (see
-	// [Outcome.Hold]), when it resumes from a question. A hold that
-	// Lapsed may be gone: re-check it before acting on it.
+	// [Outcome.Hold]), when it resumes from a question, a request for a
+	// credential or a wait. A hold that Lapsed may be gone: re-check it
+	// before acting on it.
 	Holds []HoldStatus
 	// Expired: the question expired unanswered and the answer is the
 	// default the agent set with [Outcome.DefaultAnswer].
 	Expired bool
+	// Question is the question this step's answer is to (a resume with
+	// an answer or a decline), nil on every other step. A rule the
+	// schema cannot express is checked by the step, which re-asks this
+	// question with askpoint.Reask: the re-ask counts toward the
+	// question's attempt cap like a re-ask after a validation error.
+	Question *question.Question
 
-	rt Runtime // the run the call belongs to, nil for a Call built by hand (tests)
+	rt   Runtime // the run the call belongs to, nil for a Call built by hand (tests)
+	flow any     // the journal of a straight-line agent's run (askpoint.Flow)
 }
 
 // Runtime is what a Call reaches its run through: the engine's side of
@@ -128,6 +136,16 @@ type Runtime interface {
 
 // Bind makes c's methods reach rt, the run c describes.
 func Bind(c *Call, rt Runtime) { c.rt = rt }
+
+// RuntimeOf is the run c is bound to, nil for a Call built by hand.
+func RuntimeOf(c *Call) Runtime { return c.rt }
+
+// SetFlow attaches the state of a straight-line agent's run to c (the root
+// package's Flow, which alone reads it back with FlowOf).
+func SetFlow(c *Call, v any) { c.flow = v }
+
+// FlowOf is what SetFlow attached to c, nil when nothing was.
+func FlowOf(c *Call) any { return c.flow }
 
 // Caller is the principal this step acts for: OnBehalfOf when a trusted
 // orchestrator named one, else Principal.

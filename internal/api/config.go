@@ -83,8 +83,9 @@ type Config struct {
 	StepRetryMin time.Duration
 	StepRetryMax time.Duration
 
-	// QuestionExpiry is how long a question stays open when the agent sets
-	// no expiry. Defaults to 24h.
+	// QuestionExpiry is how long a question, or a request for a credential
+	// (RequireAuth), stays open when the agent sets no expiry. Defaults to
+	// 24h.
 	QuestionExpiry time.Duration
 	// MaxAttempts caps the answers a question takes before the task fails,
 	// when the agent sets no cap. Defaults to question.DefaultMaxAttempts.
@@ -94,14 +95,16 @@ type Config struct {
 	MaxAnswerBytes int
 
 	// Reminders are the points, as fractions of the time between a
-	// question's asking and its expiry, at which a reminder goes to the
-	// task's push configurations while the question is open. nil means
-	// the default, half-way and 90% of the way ({0.5, 0.9}); an empty
-	// non-nil slice sends none. Each point is in (0, 1).
+	// question's asking (or a credential's request) and its expiry, at
+	// which a reminder goes to the task's push configurations while it is
+	// open. nil means the default, half-way and 90% of the way
+	// ({0.5, 0.9}); an empty non-nil slice sends none. Each point is in
+	// (0, 1).
 	Reminders []float64
-	// DisableSweeper stops this node from acting on question expiries and
-	// reminders, for nodes where another node sweeps. An answer that comes
-	// after its question's expiry still expires the task on the spot, and
+	// DisableSweeper stops this node from acting on question (and
+	// credential) expiries and reminders, for nodes where another node
+	// sweeps. An answer or a credential that comes after the expiry still
+	// expires the task on the spot, and
 	// hold releases and push deliveries run regardless: each runs on its
 	// own timer.
 	DisableSweeper bool

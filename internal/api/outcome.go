@@ -36,11 +36,14 @@ type Outcome struct {
 	artifacts  []*a2a.Artifact
 	text       string
 
-	// Ask only: what happens at the question's expiry, and what the task
-	// holds while it waits.
+	// Ask and RequireAuth: what happens at the pause's expiry; Ask only:
+	// the default answer; Ask, RequireAuth and Await: what the task holds
+	// while it waits; RequireAuth only: when the pause expires (zero: the
+	// server's question expiry).
 	onExpiry      ExpiryAction
 	defaultAnswer any
 	holds         []Hold
+	expires       time.Time
 
 	// Ask and Await: the token that lets Server.Wake resume the task;
 	// Await: when to stop waiting.
@@ -54,7 +57,8 @@ func Ask(q question.Question, checkpoint any) Outcome {
 	return Outcome{kind: OutcomeAsk, question: &q, checkpoint: checkpoint}
 }
 
-// RequireAuth pauses the task in auth-required (see askpoint.RequireAuth).
+// RequireAuth pauses the task in auth-required until a credential arrives
+// or the pause expires (see askpoint.RequireAuth).
 func RequireAuth(text string, checkpoint any) Outcome {
 	return Outcome{kind: OutcomeAuth, text: text, checkpoint: checkpoint}
 }
@@ -103,13 +107,14 @@ func (o Outcome) WithMessage(text string) Outcome {
 	return o
 }
 
-// ExpiryAction says what happens to a task whose question expires
-// unanswered.
+// ExpiryAction says what happens to a task whose question, or whose
+// request for a credential, expires unanswered.
 type ExpiryAction string
 
 const (
 	// ExpireFail ends the task failed, with a status message naming the
-	// question and when it expired. The default.
+	// question (or the credential awaited) and when it expired. The
+	// default.
 	ExpireFail ExpiryAction = "fail"
 	// ExpireCancel ends the task canceled.
 	ExpireCancel ExpiryAction = "cancel"
@@ -118,27 +123,45 @@ const (
 	ExpireDefault ExpiryAction = "default"
 )
 
-// OnExpiry sets what an Ask outcome's question does when it expires
-// unanswered: [ExpireFail] (the default) or [ExpireCancel]. To resume
-// with an answer instead, use [Outcome.DefaultAnswer].
+// OnExpiry sets what an Ask outcome's question, or a RequireAuth
+// outcome's request for a credential, does when it expires unanswered:
+// [ExpireFail] (the default) or [ExpireCancel]. To resume a question with
+// an answer instead, use [Outcome.DefaultAnswer].
 func (o Outcome) OnExpiry(a ExpiryAction) Outcome {
 	o.onExpiry = a
 	return o
 }
 
+// ExpiresAt sets when a RequireAuth outcome's pause expires if no
+// credential has come by then (no earlier than t: the store keeps
+// milliseconds, and t is rounded up to one); what happens then is
+// [Outcome.OnExpiry]'s. Unset, the server's question expiry applies
+// (Config.QuestionExpiry). It is RequireAuth's only: a question's expiry
+// is its Expires field and a wait's is Await's deadline, and the runtime
+// fails a task whose Ask or Await outcome sets it.
+func (o Outcome) ExpiresAt(t time.Time) Outcome {
+	o.expires = t
+	return o
+}
+
+// Expiry is what [Outcome.ExpiresAt] set, zero when unset.
+func (o Outcome) Expiry() time.Time { return o.expires }
+
 // DefaultAnswer makes an Ask outcome's question resume the task with
 // answer when it expires unanswered. answer must encode to a JSON object
 // valid against the question's schema; the runtime checks it when the
-// agent asks.
+// agent asks. A credential has no default: the runtime fails a task whose
+// RequireAuth outcome sets one.
 func (o Outcome) DefaultAnswer(answer any) Outcome {
 	o.onExpiry = ExpireDefault
 	o.defaultAnswer = answer
 	return o
 }
 
-// Hold declares something the task holds while its question is open, or
-// while it awaits an event (Await): a seat, stock, a budget reservation,
-// a sub-agent's task. The runtime calls the agent's release ([Releaser],
+// Hold declares something the task holds while its question is open,
+// while it waits for a credential (RequireAuth), or while it awaits an
+// event (Await): a seat, stock, a budget reservation, a sub-agent's task.
+// The runtime calls the agent's release ([Releaser],
 // or Steps.OnRelease) for it at h.Until if the task has not resumed by
 // then, or as soon as the task ends without resuming (it expires, or the
 // caller cancels). A task that resumes first gets its holds back in
@@ -148,10 +171,11 @@ func (o Outcome) Hold(h Hold) Outcome {
 	return o
 }
 
-// Holds are an Ask or Await outcome's holds.
+// Holds are an Ask, RequireAuth or Await outcome's holds.
 func (o Outcome) Holds() []Hold { return o.holds }
 
-// ExpiryAction is what an Ask outcome's question does at its expiry.
+// ExpiryAction is what an Ask or RequireAuth outcome's pause does at its
+// expiry.
 func (o Outcome) ExpiryAction() ExpiryAction {
 	if o.onExpiry == "" {
 		return ExpireFail

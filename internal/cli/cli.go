@@ -30,6 +30,9 @@ Usage:
   askpoint answer [--data JSON] [--inbox FILE] ID
       Answer inbox question ID: options as a numbered choice, fields one by one, checked
       before they are sent; the task then carries on.
+  askpoint mcp [--listen 127.0.0.1:8421 | --stdio] [--tokens FILE] --agent URL [--agent URL]...
+      Serve A2A agents as MCP tools, one per agent; their questions come back to the MCP
+      client as forms (input_required), its answers go to the agent.
   askpoint stats METRICS_URL | --db FILE|POSTGRES_URL
       How questions fare, per agent and question kind, from a server's --metrics-addr
       or from its database (read-only, all tenants): asked, answered, median and p90
@@ -62,6 +65,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return answer(args[1:], stdout, stderr)
 	case "stats":
 		return stats(args[1:], stdout, stderr)
+	case "mcp":
+		return mcpCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

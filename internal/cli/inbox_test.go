@@ -35,9 +35,16 @@ type listener struct {
 
 func startListener(t *testing.T, bin string, args ...string) *listener {
 	t.Helper()
+	return startListening(t, bin, listeningLine, append([]string{"inbox", "--listen", "127.0.0.1:0"}, args...)...)
+}
+
+// startListening runs the askpoint command args, whose first line of
+// output must match first; its first group is the listener's URL.
+func startListening(t *testing.T, bin string, first *regexp.Regexp, args ...string) *listener {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, bin, append([]string{"inbox", "--listen", "127.0.0.1:0"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -61,10 +68,10 @@ func startListener(t *testing.T, bin string, args ...string) *listener {
 			_ = cmd.Process.Kill()
 		}
 	})
-	first := l.next(t)
-	m := listeningLine.FindStringSubmatch(first)
+	line := l.next(t)
+	m := first.FindStringSubmatch(line)
 	if m == nil {
-		t.Fatalf("first line %q does not say where it listens (stderr %s)", first, stderr.String())
+		t.Fatalf("first line %q does not say where it listens (stderr %s)", line, stderr.String())
 	}
 	l.url = m[1]
 	return l

@@ -41,7 +41,7 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "debug (one line per task transition), info, warn or error")
 	logFormat := fs.String("log-format", "text", "log lines as text or json")
 	metricsAddr := fs.String("metrics-addr", "", "`host:port` to serve Prometheus /metrics on (off when empty; never the A2A address). Traces follow the OTEL_* environment variables")
-	expiry := fs.Duration("question-expiry", 24*time.Hour, "how long a question stays open when its agent sets no expiry")
+	expiry := fs.Duration("question-expiry", 24*time.Hour, "how long a question (or a request for a credential) stays open when its agent sets no expiry")
 	reminders := fs.String("reminders", "0.5,0.9", "when to remind push receivers of an open question, as fractions of the way to its expiry (comma-separated; \"none\" for no reminders)")
 	noSweep := fs.Bool("no-sweeper", false, "do not act on question expiries and reminders on this node (another node does); hold releases and push deliveries still run")
 	allowPrivate := fs.Bool("allow-private-webhooks", false, "allow push notification URLs on loopback and private networks (off: a caller cannot make the server call into its own network)")

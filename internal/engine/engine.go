@@ -76,6 +76,9 @@ type Engine struct {
 	// transient store failure and step retries scheduled (see faults.go).
 	transientRetries atomic.Int64
 	stepRetries      atomic.Int64
+	// panicsFail makes a panicking step fail its task at once instead of
+	// being tried again (FailPanicsAtOnce).
+	panicsFail atomic.Bool
 
 	// wakeSecret is the store's secret wake tokens derive from, read at
 	// Start (see wakeToken).
@@ -258,12 +261,47 @@ func (s *Engine) CredentialArrived(ctx context.Context, taskID string, data any)
 		return fmt.Errorf("askpoint: encode credential notice: %w", err)
 	}
 	return s.resumeFromOutside(ctx, taskID, func(t *store.Task) (*runInput, error) {
+		if t.State.Terminal() {
+			// Its final status says why, as for a late answer: "No
+			// credential in time: … expired at …".
+			return nil, errTerminal(t)
+		}
 		if t.State != a2a.TaskStateAuthRequired {
 			return nil, a2a.NewError(a2a.ErrUnsupportedOperation,
 				fmt.Sprintf("task %q is %s, not waiting for a credential", taskID, text.StateWord(t.State)))
 		}
+		if err := s.credentialAwaited(t); errors.Is(err, errExpired) {
+			return nil, s.expireLate(ctx, t)
+		} else if err != nil {
+			return nil, err
+		}
 		return &runInput{Kind: inputAuth, AuthData: raw, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}, nil
 	})
+}
+
+// credentialAwaited checks that the request for a credential of t, an
+// auth-required task, is still open: errExpired at or after its expiry.
+func (s *Engine) credentialAwaited(t *store.Task) error {
+	p, err := decodePause(t)
+	if err != nil {
+		return errInternal(err)
+	}
+	if p.Auth != "" && !s.now().Before(p.Expires) {
+		return errExpired
+	}
+	return nil
+}
+
+// expireLate expires t, whose pause closed at its expiry before an answer
+// or a credential came for it, even if no sweeper has acted on it yet, and
+// returns store.ErrConflict: what came is then decided again from the
+// expired task, as if a sweep had come first, so it gets one reply
+// whoever acted on the expiry (decision 0105).
+func (s *Engine) expireLate(ctx context.Context, t *store.Task) error {
+	if _, err := s.expire(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	return store.ErrConflict
 }
 
 // resumeFromOutside resumes a paused task from a Go call (a credential, an

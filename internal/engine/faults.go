@@ -39,6 +39,18 @@ func stepName(in *runInput) string {
 	return in.Kind
 }
 
+// stepPanic is a step's panic, as the error its run ends with.
+type stepPanic struct{ err error }
+
+func (p *stepPanic) Error() string { return p.err.Error() }
+func (p *stepPanic) Unwrap() error { return p.err }
+
+// FailPanicsAtOnce makes a step that panics fail its task at once, where it
+// is otherwise tried again like a step's error: for askpointtest, where a
+// panic is a bug to see at once, not a fault to ride out. Call it before
+// Start.
+func (s *Engine) FailPanicsAtOnce() { s.panicsFail.Store(true) }
+
 // stepFailed decides what a step's error leads to: ok true when a retry was
 // written (the task stays runnable, due again at its backoff); else the
 // outcome that fails the task.
@@ -52,6 +64,11 @@ func (r *run) stepFailed(ctx context.Context, stepErr error) (api.Outcome, bool)
 	// r.latest, not r.task: the working-status timer may be writing it.
 	log := s.log.With(slog.String("task", r.latest().ID), slog.String("agent", r.agent),
 		slog.String("step", stepName(in)), slog.Int("attempt", attempts), slog.Any("err", stepErr))
+	if sp := (*stepPanic)(nil); s.panicsFail.Load() && errors.As(stepErr, &sp) {
+		log.Error("agent step panicked; the task fails at once (panics are not tried again on this server)")
+		return api.Fail(fmt.Sprintf("The agent's step (%s) panicked, at attempt %d; it was not tried again. The cause is in the server's log.",
+			stepName(in), attempts)), false
+	}
 	if api.IsPermanent(stepErr) {
 		log.Warn("agent step failed with a permanent error; the task fails")
 		return api.Fail(fmt.Sprintf("The agent's step (%s) failed with an error it marks permanent, at attempt %d; the cause is in the server's log.",

@@ -418,24 +418,12 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 		return nil, nil, nil, errInternal(fmt.Errorf("decode open question of task %s: %w", t.ID, err))
 	}
 	now := s.now()
-	if !q.Expires.IsZero() && !now.Before(q.Expires) {
-		return nil, nil, nil, errExpired
-	}
-	if size := partsSize(msg.Parts); size > s.cfg.MaxAnswerBytes {
-		// Refused outright, not re-asked: storing it in the history would
-		// store what the limit is there to keep out.
-		return nil, nil, nil, errInvalidParams("the answer is %d bytes; answers to question %q may be at most %d bytes", size, q.ID, s.cfg.MaxAnswerBytes)
-	}
-	ans, fieldErrs, err := question.Parse(msg, &q, s.cfg.MaxAnswerBytes)
+	v, err := judgeAnswer(&q, msg, t.ID, t.Version, s.cfg.MaxAnswerBytes, now)
 	if err != nil {
-		// err names the sent and the open question already.
-		return nil, nil, nil, errInvalidParams("task %q: %v", t.ID, err)
+		return nil, nil, nil, err
 	}
-	if len(fieldErrs) == 0 && ans != nil && (ans.Action == "" || ans.Action == question.ActionDecline) {
-		// A valid answer, or a refusal to answer: either way the agent
-		// decides what happens next, and sees only what was asked.
-		ans.Fields = q.Asked(ans.Fields)
-		in := &runInput{Kind: inputAnswer, Message: msg, Question: &q, Answer: ans, Key: t.ID + "/" + q.ID}
+	if v.answer != nil {
+		in := &runInput{Kind: inputAnswer, Message: msg, Question: &q, Answer: v.answer, Key: t.ID + "/" + q.ID}
 		next, entries, err := s.outcomes.resumeRow(t, in, msg, "")
 		return next, entries, in, err
 	}
@@ -444,28 +432,21 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	end := func(state a2a.TaskState, text string) (*store.Task, []store.LogEntry, *runInput, error) {
-		ended, e, err := s.outcomes.endRow(t, state, text, now)
+	if v.reask == nil {
+		ended, e, err := s.outcomes.endRow(t, v.end, v.text, now)
 		if err != nil {
 			return nil, nil, nil, errInternal(err)
 		}
 		return ended, []store.LogEntry{userEntry, e}, nil, nil
 	}
-	switch {
-	case ans != nil && ans.Action == question.ActionCancel:
-		return end(a2a.TaskStateCanceled, withReason("The caller canceled the task instead of answering.", ans.Reason))
-	case q.Attempt >= q.MaxAttempts:
-		return end(a2a.TaskStateFailed, fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt, question.ErrorsText(fieldErrs)))
-	}
 	// Re-ask: the task stays in input-required with a new question.
 	next := *t
-	nq := q.ReAsk(questionID(t.ID, t.Version), fieldErrs)
-	raw, err := json.Marshal(nq)
+	raw, err := json.Marshal(v.reask)
 	if err != nil {
 		return nil, nil, nil, errInternal(err)
 	}
 	next.Question = raw
-	status := nq.Message()
+	status := v.reask.Message()
 	status.TaskID, status.ContextID = a2a.TaskID(t.ID), t.ContextID
 	st, e, err := statusEntry(&next, a2a.TaskStateInputRequired, status, now)
 	if err != nil {
@@ -473,6 +454,49 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	}
 	next.State, next.Status = a2a.TaskStateInputRequired, st
 	return &next, []store.LogEntry{userEntry, e}, nil, nil
+}
+
+// verdict is what an answer to an open question does: exactly one of
+// resume the task with answer, ask reask instead, or end the task in end
+// with text.
+type verdict struct {
+	answer *question.Answer
+	reask  *question.Question
+	end    a2a.TaskState
+	text   string
+}
+
+// judgeAnswer reads msg as an answer to q, the question task taskID asked
+// at its version: the one reading of an answer, for the handler and for
+// askpointtest's steps without a server (Offline). An error refuses the
+// message without storing it (an expired question, an answer too large,
+// one naming another question).
+func judgeAnswer(q *question.Question, msg *a2a.Message, taskID string, version int64, maxBytes int, now time.Time) (verdict, error) {
+	if !q.Expires.IsZero() && !now.Before(q.Expires) {
+		return verdict{}, errExpired
+	}
+	if size := partsSize(msg.Parts); size > maxBytes {
+		// Refused outright, not re-asked: storing it in the history would
+		// store what the limit is there to keep out.
+		return verdict{}, errInvalidParams("the answer is %d bytes; answers to question %q may be at most %d bytes", size, q.ID, maxBytes)
+	}
+	ans, fieldErrs, err := question.Parse(msg, q, maxBytes)
+	if err != nil {
+		// err names the sent and the open question already.
+		return verdict{}, errInvalidParams("task %q: %v", taskID, err)
+	}
+	switch {
+	case len(fieldErrs) == 0 && ans != nil && (ans.Action == "" || ans.Action == question.ActionDecline):
+		// A valid answer, or a refusal to answer: either way the agent
+		// decides what happens next, and sees only what was asked.
+		ans.Fields = q.Asked(ans.Fields)
+		return verdict{answer: ans}, nil
+	case ans != nil && ans.Action == question.ActionCancel:
+		return verdict{end: a2a.TaskStateCanceled, text: withReason("The caller canceled the task instead of answering.", ans.Reason)}, nil
+	case q.Attempt >= q.MaxAttempts:
+		return verdict{end: a2a.TaskStateFailed, text: fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt, question.ErrorsText(fieldErrs))}, nil
+	}
+	return verdict{reask: q.ReAsk(questionID(taskID, version), fieldErrs)}, nil
 }
 
 // partsSize is the encoded size of a message's parts (json.Marshal's),
@@ -648,7 +672,8 @@ func (h *Handler) GetExtendedAgentCard(ctx context.Context, _ *a2a.GetExtendedAg
 	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent's card declares capabilities.extendedAgentCard, but no extended agent card is configured")
 }
 
-// errExpired says an answer came at or after its question's expiry.
+// errExpired says an answer came at or after its question's expiry, or a
+// credential at or after the expiry of its request.
 var errExpired = errors.New("the open question has expired")
 
 // CheckSubscribe says, before a transport opens a stream, whether

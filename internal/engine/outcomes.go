@@ -106,6 +106,11 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		if err != nil {
 			return oc.refuse(next, o, releases, "The agent asked a question that cannot be answered: "+err.Error(), now)
 		}
+		if q.Attempt > q.MaxAttempts {
+			// The agent re-asked (askpoint.Reask) past the cap: the end a
+			// re-ask after a validation error would have come to.
+			return oc.refuse(next, o, releases, fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt-1, question.ErrorsText(q.Errors)), now)
+		}
 		cp, err := json.Marshal(o.Checkpoint())
 		if err != nil {
 			return oc.refuse(next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
@@ -116,6 +121,10 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		}
 		if historyIsRequest {
 			pause.Fresh = q.ID
+		}
+		q.Holds = nil // the runtime's to say, from the holds it keeps
+		for _, h := range pause.Holds {
+			q.Holds = append(q.Holds, question.Held{Name: h.Name, Until: h.Until})
 		}
 		qraw, err := json.Marshal(q)
 		if err != nil {
@@ -134,11 +143,19 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		state, msg = a2a.TaskStateInputRequired, q.Message()
 		msg.TaskID, msg.ContextID = a2a.TaskID(next.ID), next.ContextID
 	case api.OutcomeAuth:
+		releases := oc.releases(next.Agent)
+		pause, err := oc.prepareAuth(o, next.Version, releases, now)
+		if err != nil {
+			return oc.refuse(next, o, releases, "The agent asked for a credential the runtime cannot wait for: "+err.Error(), now)
+		}
 		cp, err := json.Marshal(o.Checkpoint())
 		if err != nil {
-			return oc.applyOutcome(next, api.Fail("The agent's checkpoint could not be saved: "+err.Error()), false, now)
+			return oc.refuse(next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
 		}
 		next.Checkpoint = cp
+		if err := oc.setPause(next, pause); err != nil {
+			return nil, err
+		}
 		state, msg = a2a.TaskStateAuthRequired, agentMessage(next, o.Text())
 	case api.OutcomeAwait:
 		releases := oc.releases(next.Agent)
@@ -147,6 +164,9 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		}
 		if !api.DeadlineOf(o).After(now) {
 			return oc.refuse(next, o, releases, "The agent waits for an event with a deadline that has passed.", now)
+		}
+		if !o.Expiry().IsZero() {
+			return oc.refuse(next, o, releases, "The agent waits for an event with ExpiresAt set: a wait ends at Await's deadline; ExpiresAt is for RequireAuth.", now)
 		}
 		cp, err := json.Marshal(o.Checkpoint())
 		if err != nil {
@@ -250,6 +270,9 @@ func (oc *outcomes) prepareQuestion(in *question.Question, taskID string, versio
 // preparePause checks an Ask outcome's expiry action and holds against its
 // question and builds the pause state.
 func (oc *outcomes) preparePause(o api.Outcome, q *question.Question, releases bool, now time.Time) (*pauseState, error) {
+	if !o.Expiry().IsZero() {
+		return nil, errors.New("ExpiresAt is for RequireAuth; a question's expiry is its Expires field")
+	}
 	p := &pauseState{Asked: now, Question: q.ID, Expires: q.Expires, OnExpiry: o.ExpiryAction()}
 	if oc.obs.on() {
 		p.Kind = oc.obs.kind(q.Schema)
@@ -284,14 +307,48 @@ func (oc *outcomes) preparePause(o api.Outcome, q *question.Question, releases b
 	return p, nil
 }
 
+// prepareAuth checks a RequireAuth outcome and builds its pause: when it
+// expires (the server's question expiry when the agent set none), what
+// the expiry does and what the task holds meanwhile.
+func (oc *outcomes) prepareAuth(o api.Outcome, version int64, releases bool, now time.Time) (*pauseState, error) {
+	if strings.TrimSpace(o.Text()) == "" {
+		return nil, errors.New("it does not say which credential it needs (RequireAuth's text is empty)")
+	}
+	expires := o.Expiry()
+	if expires.IsZero() {
+		expires = now.Add(oc.expiry)
+	}
+	expires = ceilMilli(expires)
+	if !expires.After(now) {
+		return nil, fmt.Errorf("its expiry %s has passed", expires.Format(time.RFC3339Nano))
+	}
+	// Question names the pause in hold keys: unique per pause.
+	p := &pauseState{Asked: now, Auth: o.Text(), Question: fmt.Sprintf("auth-%d", version), Expires: expires, OnExpiry: o.ExpiryAction()}
+	switch p.OnExpiry {
+	case api.ExpireFail, api.ExpireCancel:
+	case api.ExpireDefault:
+		return nil, errors.New("a credential has no default answer (DefaultAnswer is for questions; use OnExpiry with ExpireFail or ExpireCancel)")
+	default:
+		return nil, fmt.Errorf("unknown expiry action %q (use ExpireFail or ExpireCancel)", p.OnExpiry)
+	}
+	holds, err := prepareHolds(o.Holds(), expires, "the request for a credential expires", releases)
+	if err != nil {
+		return nil, err
+	}
+	p.Holds = holds
+	return p, nil
+}
+
 // setPause stores p on next and sets the task's timers from it: the wake
-// timer while a question is open, the hold timer while a hold is unreleased.
+// timer while a question is open or a credential awaited, the hold timer
+// while a hold is unreleased.
 func (oc *outcomes) setPause(next *store.Task, p *pauseState) error {
 	next.WakeAt, next.HoldAt, next.Pause = time.Time{}, time.Time{}, nil
 	if p == nil {
 		return nil
 	}
-	if p.Holds == nil && len(next.Question) == 0 {
+	open := len(next.Question) > 0 || p.Auth != ""
+	if p.Holds == nil && !open {
 		return nil // nothing left to keep
 	}
 	raw, err := json.Marshal(p)
@@ -299,15 +356,15 @@ func (oc *outcomes) setPause(next *store.Task, p *pauseState) error {
 		return err
 	}
 	next.Pause = raw
-	if len(next.Question) > 0 {
+	if open {
 		next.WakeAt = oc.nextWake(p)
 	}
 	next.HoldAt = p.nextRelease()
 	return nil
 }
 
-// nextWake is when the sweeper must look at an open question next: its
-// next reminder point, or its expiry.
+// nextWake is when the sweeper must look at an open question (or a
+// request for a credential) next: its next reminder point, or its expiry.
 func (oc *outcomes) nextWake(p *pauseState) time.Time {
 	if p.Reminded < len(oc.reminders) && p.Expires.After(p.Asked) {
 		return oc.reminderAt(p, p.Reminded)

@@ -11,16 +11,18 @@ import (
 	"github.com/askpoint/askpoint/store"
 )
 
-// pauseState is the engine's state of a pause, kept in store.Task.Pause.
-// It outlives the question only to release holds of a task that ended
-// without resuming.
+// pauseState is the engine's state of a pause (a question, a request for
+// a credential, a wait for an event), kept in store.Task.Pause. It
+// outlives the pause only to release holds of a task that ended without
+// resuming.
 type pauseState struct {
 	// Kind is the question kind (QuestionKind), kept only when an observer
 	// is set, so that counting the question's end decodes no question.
 	// First, so that it is found without decoding (rawString).
 	Kind string `json:"kind,omitempty"`
-	// Asked is when the first question of the pause was asked; reminder
-	// points are fractions of Asked..Expires.
+	// Asked is when the first question of the pause was asked (or the
+	// credential requested); reminder points are fractions of
+	// Asked..Expires.
 	Asked         time.Time        `json:"asked,omitzero"`
 	Question      string           `json:"question,omitempty"` // the first question's ID: hold keys are unique per pause
 	Expires       time.Time        `json:"expires,omitzero"`
@@ -37,7 +39,11 @@ type pauseState struct {
 	Fresh string `json:"fresh,omitempty"`
 	// Await says what a working task without a run waits for (Await);
 	// Expires is then its deadline.
-	Await string      `json:"await,omitempty"`
+	Await string `json:"await,omitempty"`
+	// Auth says what credential an auth-required task waits for
+	// (RequireAuth's text); Expires is then the pause's expiry, and
+	// OnExpiry what it does.
+	Auth  string      `json:"auth,omitempty"`
 	Holds []heldThing `json:"holds,omitempty"`
 	// Trace is the W3C traceparent of the request that asked, kept only
 	// while tracing records: the step the answer resumes links to it.

@@ -138,10 +138,15 @@ func (s *Engine) checkQuota(ctx context.Context, tenant, principal, key string) 
 	if n := s.cfg.MaxOpenTasksPerPrincipal; n > 0 {
 		slot := s.openSlots.enter(principal)
 		slot.turn.Lock()
+		// Pending first, then the store: a create that is written and
+		// done between the two is in the count. Read the other way round
+		// it could be in neither (the count read before its write, pending
+		// after its done), and one create too many would pass. This way it
+		// may be in both, a refusal within the instant between its write
+		// and its done, never a pass over the cap.
+		pending := s.openSlots.pending(slot)
 		open, err := s.store.CountOpen(ctx, tenant, principal)
-		if err == nil {
-			open += s.openSlots.pending(slot)
-		}
+		open += pending
 		if err != nil || open >= n {
 			slot.turn.Unlock()
 			s.openSlots.leave(principal, slot, false)

@@ -290,6 +290,7 @@ func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a
 	switch in.Kind {
 	case inputAnswer:
 		res.Question, res.Answer = in.Question, in.Answer
+		call.Question = in.Question
 	case inputAuth:
 		res.Auth = &api.AuthArrival{Message: in.Message, Data: in.AuthData}
 	case inputEvent:
@@ -306,7 +307,7 @@ func (s *Engine) buildCall(ctx context.Context, r *run, in *runInput, request *a
 func safeStep(ctx context.Context, agent api.Agent, call *api.Call, res *api.Resumption) (o api.Outcome, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("the agent panicked: %v\n%s", p, debug.Stack())
+			err = &stepPanic{fmt.Errorf("the agent panicked: %v\n%s", p, debug.Stack())}
 		}
 	}()
 	if res == nil {

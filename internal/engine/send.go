@@ -338,26 +338,25 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		switch t.State {
 		case a2a.TaskStateInputRequired:
 			next, entries, in, err = h.answer(t, &msg)
-			if errors.Is(err, errExpired) {
-				// Too late: the question closed at its expiry even if no
-				// sweeper has acted on it yet. The task expires here and
-				// now, and the answer is decided again from the expired
-				// task, as if a sweep had come first: one reply, whoever
-				// acted on the expiry.
-				if _, err := s.expire(ctx, t); err != nil && !errors.Is(err, store.ErrConflict) {
-					return errInternal(err)
-				}
-				return store.ErrConflict
-			}
 		case a2a.TaskStateAuthRequired:
-			in = &runInput{Kind: inputAuth, Message: &msg, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}
-			next, entries, err = s.outcomes.resumeRow(t, in, &msg, "")
+			if err = s.credentialAwaited(t); err == nil {
+				in = &runInput{Kind: inputAuth, Message: &msg, Key: fmt.Sprintf("%s/auth-%d", t.ID, t.Version)}
+				next, entries, err = s.outcomes.resumeRow(t, in, &msg, "")
+			}
 		default:
 			// Submitted or working: the task is busy with a step (or waits
 			// for an event). The message is refused, not taken and
 			// dropped: nothing is stored, and the caller may send it again
 			// once the task pauses.
 			return errBusy(t)
+		}
+		if errors.Is(err, errExpired) {
+			// Too late: the question (or the request for a credential)
+			// closed at its expiry even if no sweeper has acted on it yet.
+			if err := s.expireLate(ctx, t); !errors.Is(err, store.ErrConflict) {
+				return errInternal(err)
+			}
+			return store.ErrConflict
 		}
 		if err != nil {
 			return err

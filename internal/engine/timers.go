@@ -158,27 +158,47 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 			return s.write(ctx, t, next, []store.LogEntry{e})
 		}
 	}
-	if t.State != a2a.TaskStateInputRequired || len(t.Question) == 0 {
+	var p *pauseState
+	var expires time.Time
+	switch {
+	case t.State == a2a.TaskStateInputRequired && len(t.Question) > 0:
+		var q question.Question
+		if err := json.Unmarshal(t.Question, &q); err != nil {
+			return fmt.Errorf("decode open question: %w", err)
+		}
+		expires = q.Expires
+		if !now.Before(expires) {
+			_, err := s.expire(ctx, t)
+			return err
+		}
+		var err error
+		if p, err = decodePause(t); err != nil {
+			return err
+		}
+		if p.Expires.IsZero() {
+			// A question paused before the runtime kept pause state (or by
+			// hand): its expiry is the question's, and no reminders are owed.
+			p.Asked, p.Expires, p.Reminded = q.Expires, q.Expires, len(s.cfg.Reminders)
+		}
+	case t.State == a2a.TaskStateAuthRequired:
+		var err error
+		if p, err = decodePause(t); err != nil {
+			return err
+		}
+		if p.Auth == "" {
+			break // paused with no end (before pauses for a credential expired)
+		}
+		expires = p.Expires
+		if !now.Before(expires) {
+			_, err := s.expire(ctx, t)
+			return err
+		}
+	}
+	if expires.IsZero() {
+		// Nothing open is left to remind of or expire.
 		next := *t
 		next.WakeAt = time.Time{}
 		return s.write(ctx, t, &next, nil)
-	}
-	var q question.Question
-	if err := json.Unmarshal(t.Question, &q); err != nil {
-		return fmt.Errorf("decode open question: %w", err)
-	}
-	if !now.Before(q.Expires) {
-		_, err := s.expire(ctx, t)
-		return err
-	}
-	p, err := decodePause(t)
-	if err != nil {
-		return err
-	}
-	if p.Expires.IsZero() {
-		// A question paused before the runtime kept pause state (or by
-		// hand): its expiry is the question's, and no reminders are owed.
-		p.Asked, p.Expires, p.Reminded = q.Expires, q.Expires, len(s.cfg.Reminders)
 	}
 	next := *t
 	var entries []store.LogEntry
@@ -188,7 +208,7 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 	}
 	if passed > p.Reminded {
 		// Points that passed while no sweeper ran fold into one reminder.
-		e, err := reminderEntry(t, passed, len(s.cfg.Reminders), q.Expires, now)
+		e, err := reminderEntry(t, passed, len(s.cfg.Reminders), expires, now)
 		if err != nil {
 			return err
 		}
@@ -203,7 +223,8 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 
 // ReminderKey is the metadata key of a reminder notification: a status
 // update event whose metadata holds {ReminderKey: {"reminder": n, "of": m,
-// "expires": RFC 3339}} carries the open question unchanged.
+// "expires": RFC 3339}} carries the open question (or the auth-required
+// status) unchanged.
 const ReminderKey = question.ExtensionURI + "#reminder"
 
 func reminderEntry(t *store.Task, n, of int, expires, now time.Time) (store.LogEntry, error) {
@@ -224,41 +245,68 @@ func reminderEntry(t *store.Task, n, of int, expires, now time.Time) (store.LogE
 	return store.LogEntry{Kind: store.KindReminder, Notify: true, Body: body, At: now.UTC()}, nil
 }
 
+// expiryEnd is how a task whose question q expired unanswered ends, when
+// its expiry action is not a default answer.
+func expiryEnd(q *question.Question, action api.ExpiryAction) (a2a.TaskState, string) {
+	at := q.Expires.UTC().Format(time.RFC3339Nano)
+	if action == api.ExpireCancel {
+		return a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at)
+	}
+	return a2a.TaskStateFailed, fmt.Sprintf("No answer in time: question %s expired at %s.", q.ID, at)
+}
+
+// authExpiryEnd is how a task whose request for a credential (p) expired
+// ends: a credential has no default answer.
+func authExpiryEnd(p *pauseState) (a2a.TaskState, string) {
+	at := p.Expires.UTC().Format(time.RFC3339Nano)
+	if p.OnExpiry == api.ExpireCancel {
+		return a2a.TaskStateCanceled, fmt.Sprintf("No credential in time: the request for it expired at %s, so the task was canceled. It asked: %s", at, p.Auth)
+	}
+	return a2a.TaskStateFailed, fmt.Sprintf("No credential in time: the request for it expired at %s. It asked: %s", at, p.Auth)
+}
+
 // expire acts on a task whose open question expired, as the agent chose
 // when it asked: fail (the default), cancel, or resume with its default
-// answer. It is a compare-and-set like every other transition, so it cannot
-// race an answer into two outcomes: store.ErrConflict when the task
-// changed first.
+// answer; or on a task whose request for a credential expired: fail or
+// cancel. It is a compare-and-set like every other transition, so it
+// cannot race an answer (or a credential) into two outcomes:
+// store.ErrConflict when the task changed first.
 func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error) {
-	var q question.Question
-	if err := json.Unmarshal(t.Question, &q); err != nil {
-		return nil, fmt.Errorf("decode open question: %w", err)
-	}
 	p, err := decodePause(t)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now()
-	at := q.Expires.UTC().Format(time.RFC3339Nano)
 	var next *store.Task
 	var entries []store.LogEntry
-	switch p.OnExpiry {
-	case api.ExpireDefault:
-		ans := &question.Answer{QuestionID: q.ID, Fields: p.DefaultAnswer}
-		in := runInput{Kind: inputAnswer, Question: &q, Answer: ans, Expired: true, Key: t.ID + "/" + q.ID}
-		note := fmt.Sprintf("No answer in time: question %s expired at %s. The task continues with the agent's default answer %s.", q.ID, at, p.DefaultAnswer)
-		next, entries, err = s.outcomes.resumeRow(t, &in, nil, note)
-		if err == nil {
-			err = withInput(next, &in)
+	logMsg, logAttr := "credential request expired", slog.Attr{}
+	if t.State == a2a.TaskStateAuthRequired {
+		var e store.LogEntry
+		state, text := authExpiryEnd(p)
+		next, e, err = s.outcomes.endRow(t, state, text, now)
+		entries = []store.LogEntry{e}
+	} else {
+		var q question.Question
+		if err := json.Unmarshal(t.Question, &q); err != nil {
+			return nil, fmt.Errorf("decode open question: %w", err)
 		}
-	case api.ExpireCancel:
-		var e store.LogEntry
-		next, e, err = s.outcomes.endRow(t, a2a.TaskStateCanceled, fmt.Sprintf("No answer in time: question %s expired at %s, so the task was canceled.", q.ID, at), now)
-		entries = []store.LogEntry{e}
-	default:
-		var e store.LogEntry
-		next, e, err = s.outcomes.endRow(t, a2a.TaskStateFailed, fmt.Sprintf("No answer in time: question %s expired at %s.", q.ID, at), now)
-		entries = []store.LogEntry{e}
+		logMsg, logAttr = "question expired", slog.String("question", q.ID)
+		switch p.OnExpiry {
+		case api.ExpireDefault:
+			ans := &question.Answer{QuestionID: q.ID, Fields: p.DefaultAnswer}
+			in := runInput{Kind: inputAnswer, Question: &q, Answer: ans, Expired: true, Key: t.ID + "/" + q.ID}
+			note := fmt.Sprintf("No answer in time: question %s expired at %s. The task continues with the agent's default answer %s.",
+				q.ID, q.Expires.UTC().Format(time.RFC3339Nano), p.DefaultAnswer)
+			next, entries, err = s.outcomes.resumeRow(t, &in, nil, note)
+			if err == nil {
+				err = withInput(next, &in)
+			}
+		default:
+			var e store.LogEntry
+			state, text := expiryEnd(&q, p.OnExpiry)
+			next, e, err = s.outcomes.endRow(t, state, text, now)
+			entries = []store.LogEntry{e}
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -267,7 +315,7 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 	if err != nil {
 		return nil, err
 	}
-	s.log.Info("question expired", slog.String("task", t.ID), slog.String("question", q.ID), slog.String("then", expiryResult(saved)))
+	s.log.LogAttrs(ctx, slog.LevelInfo, logMsg, slog.String("task", t.ID), logAttr, slog.String("then", expiryResult(saved)))
 	if saved.Runnable {
 		s.pool.dispatch(&work{task: saved})
 	}

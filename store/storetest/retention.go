@@ -1,6 +1,9 @@
 package storetest
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +17,60 @@ import (
 var retentionCases = []testCase{
 	{"CountOpen/CountsTheOwnersTasksThatAreNotTerminal", testCountOpen},
 	{"DeleteFinished/DeletesOnlyTerminalTasksUpdatedBeforeTheCutoff", testDeleteFinished},
+	{"CountOpen/SeesEveryWriteThatReturnedWhileOthersRead", testCountOpenSeesWrites},
+}
+
+// testCountOpenSeesWrites: a read after a write returned sees the write,
+// on whichever connection of the store it runs, however the reads around
+// it ended (read to the end, cut short by their context). The open-task
+// cap relies on it: a count that goes back in time lets a create past it.
+func testCountOpenSeesWrites(t *testing.T, s store.Store) {
+	ctx := t.Context()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for r := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				rctx, cancel := context.WithCancel(ctx)
+				if (i+r)%3 == 0 {
+					cancel() // a read whose caller went away
+				}
+				switch i % 5 {
+				case 0:
+					_, _ = s.CountOpen(rctx, "tenant-a", "alice")
+				case 1:
+					_, _ = s.TaskByRequestKey(rctx, fmt.Sprintf("no-such-key-%d", i))
+				case 2:
+					_, _ = s.GetTask(rctx, fmt.Sprintf("c%03d", i%50))
+				case 3:
+					_, _ = s.ReadLog(rctx, fmt.Sprintf("c%03d", i%50), 0, 10)
+				case 4:
+					_, _ = s.ListTasks(rctx, store.ListParams{Tenant: "tenant-a", Owner: "alice", Agent: "echo", PageSize: 5})
+				}
+				cancel()
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for i := range 200 {
+		mustCreate(t, s, taskIn(fmt.Sprintf("c%03d", i), "alice", a2a.TaskStateInputRequired), nil)
+		for range 3 {
+			n, err := s.CountOpen(ctx, "tenant-a", "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != i+1 {
+				t.Fatalf("CountOpen after %d creates returned = %d, want %d: a read did not see a write that had returned", i+1, n, i+1)
+			}
+		}
+	}
 }
 
 func taskIn(id, owner string, st a2a.TaskState) *store.Task {

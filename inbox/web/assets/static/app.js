@@ -54,18 +54,18 @@ function valueOf(el) {
 function check(el) {
   const kind = el.dataset.kind, name = el.dataset.name;
   const v = valueOf(el);
-  if (v === "") return el.dataset.required === "true" ? ["missing required field " + name] : [];
+  if (v === "") return el.dataset.required === "true" ? ["This is required."] : [];
   const errs = [];
   if (kind === "choice") {
     const opts = optionsOf(el);
     const hit = opts.some(o => o.v.toLowerCase() === v.toLowerCase() || (o.l && o.l.toLowerCase() === v.toLowerCase()));
-    if (!hit) errs.push("expected one of " + opts.map(o => o.v).join(", "));
+    if (!hit) errs.push("Choose one of: " + opts.map(o => o.l || o.v).join(", "));
     return errs;
   }
   if (kind === "number" || kind === "integer") {
     const text = v.replace(",", ".");
     const ok = kind === "integer" ? /^[-+]?[0-9]+$/.test(v) : /^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?$/.test(text);
-    if (!ok) return [kind === "integer" ? "expected an integer" : "expected a number"];
+    if (!ok) return [kind === "integer" ? "expected a whole number" : "expected a number"];
     const n = Number(text), d = el.dataset;
     if (d.min !== undefined && n < Number(d.min)) errs.push("must be at least " + d.min);
     if (d.exclmin !== undefined && n <= Number(d.exclmin)) errs.push("must be greater than " + d.exclmin);
@@ -122,6 +122,12 @@ function show(el, errs) {
   if (!ul) return;
   ul.replaceChildren(...errs.map(m => { const li = document.createElement("li"); li.textContent = m; return li; }));
   el.classList.toggle("invalid", errs.length > 0);
+  // The inputs say they are invalid, and name their errors
+  // (aria-describedby in the page points at the list).
+  for (const input of el.querySelectorAll("input:not([type=hidden]), textarea, fieldset")) {
+    if (errs.length > 0) input.setAttribute("aria-invalid", "true");
+    else input.removeAttribute("aria-invalid");
+  }
 }
 
 function setupForm(form) {
@@ -169,9 +175,9 @@ function live() {
   const es = new EventSource(base + "/events" + (since ? "?since=" + encodeURIComponent(since) : ""));
   es.addEventListener("changed", async () => {
     if (mode === "list") {
-      const r = await fetch(base + "/items", { credentials: "same-origin" });
-      if (!r.ok) return;
       const box = document.getElementById("items");
+      const r = await fetch(base + "/items" + (box.dataset.query || ""), { credentials: "same-origin" });
+      if (!r.ok) return;
       box.innerHTML = await r.text(); // rendered and escaped by the server's templates
       box.dataset.updates = String(Number(box.dataset.updates || 0) + 1);
       tick();
@@ -199,6 +205,11 @@ function live() {
 document.addEventListener("DOMContentLoaded", () => {
   const form = document.getElementById("answer");
   if (form) setupForm(form);
+  // A refusal or a re-ask is read out first: focus moves to it.
+  // Else the first field the inbox refused is.
+  const alert = document.querySelector("#problem, #reask, #closed, [data-general]");
+  const refused = document.querySelector(".field.invalid input:not([type=hidden]), .field.invalid textarea");
+  if (alert) { alert.tabIndex = -1; alert.focus(); } else if (refused) refused.focus();
   tick();
   setInterval(tick, 1000);
   live();

@@ -1,0 +1,190 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/chromedp/chromedp"
+
+	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/client"
+	"github.com/askpoint/askpoint/examples/approval"
+	"github.com/askpoint/askpoint/inbox"
+	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/question"
+)
+
+// The two sizes every page is looked at in: a laptop and a phone.
+var sizes = []struct {
+	name string
+	w, h int64
+}{{"1280", 1280, 900}, {"390", 390, 844}}
+
+// chromiumPath finds the browser, or skips the test (fails in CI).
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("the browser tests need Chromium, and CI is set: install it (apt-get install -y chromium)")
+	}
+	t.Skip("SKIP: the browser tests need Chromium (apt-get install -y chromium); none found on PATH")
+	return ""
+}
+
+// newBrowser starts a headless Chromium with a fresh profile; it is stopped
+// when the test ends.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath(t)
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start Chromium (%s): %v", path, err)
+	}
+	return ctx
+}
+
+// do runs browser actions, bounded in time.
+func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(c, steps...); err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, shown(ctx))
+	}
+}
+
+// val runs one browser action that returns a value.
+func val[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(c, a)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", what, err, shown(ctx))
+	}
+	return v
+}
+
+// js evaluates an expression in the page.
+func js[T any](t *testing.T, ctx context.Context, what, expr string) T {
+	t.Helper()
+	return val(t, ctx, what, chromedp.Evaluate[T](expr))
+}
+
+// shown says which page the browser shows, for failures.
+func shown(ctx context.Context) string {
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	loc, _ := chromedp.Run(c, chromedp.Location())
+	html, _ := chromedp.Run(c, chromedp.OuterHTML(chromedp.CSS("body")))
+	return "at " + loc + ":\n" + html
+}
+
+func sel(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+var (
+	shotsOnce sync.Once
+	shotsDir  string
+)
+
+// shot keeps a screenshot of the whole page as a test artifact: in
+// $ASKPOINT_SCREENSHOTS when set, else in a temporary directory the test
+// log names.
+func shot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	shotsOnce.Do(func() {
+		shotsDir = os.Getenv("ASKPOINT_SCREENSHOTS")
+		if shotsDir == "" {
+			d, err := os.MkdirTemp("", "askpoint-inbox-screens-")
+			if err == nil {
+				shotsDir = d
+			}
+		}
+	})
+	if shotsDir == "" {
+		return
+	}
+	png := val(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	p := filepath.Join(shotsDir, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", p)
+}
+
+// viewport sets the page's size.
+func viewport(w, h int64) chromedp.Action[chromedp.Void] { return chromedp.EmulateViewport(w, h) }
+
+// browserLogin logs in at loginURL with token and waits for the list.
+func browserLogin(t *testing.T, ctx context.Context, loginURL, token string) {
+	t.Helper()
+	do(t, ctx, "log in",
+		chromedp.Navigate(loginURL),
+		chromedp.WaitVisible(sel("#token")),
+		chromedp.SendKeys(sel("#token"), token),
+		chromedp.Submit(sel("#login")),
+		chromedp.WaitVisible(sel("#items")),
+	)
+}
+
+// approvalEnv serves the expense and approval agents; with tokens, to
+// alice and bob only (the server page's principals), else to anyone (the
+// web inbox's agents).
+func approvalEnv(t *testing.T, tokens bool) *apitest.Env {
+	return apitest.Start(t, apitest.Options{Quiet: true,
+		Agents: []askpoint.AgentSpec{{Name: "approval", Agent: approval.Agent(), Card: approval.Card()}},
+		Config: func(c *askpoint.Config) {
+			if tokens {
+				c.Tokens = map[string]string{aliceToken: "alice", bobToken: "bob"}
+			}
+		}})
+}
+
+// deferTo runs text against agent until its question waits in ib.
+func deferTo(t *testing.T, env *apitest.Env, ib *inbox.Inbox, agent, text string) (*inbox.Item, *a2aclient.Client) {
+	t.Helper()
+	c := env.Client(t, agent, a2a.TransportProtocolJSONRPC)
+	_, err := client.Run(t.Context(), c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text)),
+		client.WithAgentURL(env.AgentURL(agent)), client.WithResolvers(inbox.Person{Inbox: ib}))
+	var d *inbox.DeferredError
+	if !errors.As(err, &d) {
+		t.Fatalf("Run(%q) = %v; want the question deferred to the inbox", text, err)
+	}
+	return d.Item, c
+}
+
+// lastDecisionOf is the decision record last in the task's history.
+func lastDecisionOf(t *testing.T, task *a2a.Task) *question.Decision {
+	t.Helper()
+	for i := len(task.History) - 1; i >= 0; i-- {
+		if d, ok, err := question.DecisionOf(task.History[i]); ok && err == nil {
+			return d
+		}
+	}
+	t.Fatalf("no decision record in the task's history")
+	return nil
+}

@@ -1,0 +1,241 @@
+package mcpbridge
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/askpoint/askpoint/question"
+)
+
+// textField is the one field of the form that asks a question the agent
+// put in words only (no question extension data part).
+const textField = "answer"
+
+// ErrNotAForm is returned (wrapped, naming the field and why) for a
+// question that MCP's flat form subset cannot express: a field of
+// objects, of arrays, of several types, or of no type.
+var ErrNotAForm = errors.New("mcpbridge: the question cannot be asked as an MCP form")
+
+// form is a question as an MCP form elicitation: the requestedSchema, and
+// how to read an accepted form's content back into an answer. It is built
+// from question.Question.Fields, the one model every face that asks a
+// person is built from.
+type form struct {
+	q      *question.Question // nil: a question in words only
+	fields []question.Field
+	schema map[string]any
+	// consts maps, per choice field, the const a form sends to the
+	// option's value (an option may be any JSON value; a form's choice is
+	// a string).
+	consts map[string]map[string]any
+}
+
+// formats are the string formats an MCP form knows.
+var formats = map[string]bool{"email": true, "uri": true, "date": true, "date-time": true}
+
+// formOf builds the form for q; q is nil for a question in words only,
+// which is asked as one required text field, "answer".
+func formOf(q *question.Question) (*form, error) {
+	f := &form{q: q, consts: map[string]map[string]any{}}
+	props := map[string]any{}
+	required := []string{}
+	if q == nil {
+		props[textField] = map[string]any{"type": "string", "title": "Answer"}
+		f.schema = map[string]any{"type": "object", "properties": props, "required": []string{textField}}
+		return f, nil
+	}
+	f.fields = q.Fields()
+	if len(f.fields) == 0 {
+		return nil, fmt.Errorf("%w: its answer schema names no fields", ErrNotAForm)
+	}
+	for _, fd := range f.fields {
+		p, err := f.property(fd)
+		if err != nil {
+			return nil, err
+		}
+		props[fd.Name] = p
+		if fd.Required {
+			required = append(required, fd.Name)
+		}
+	}
+	f.schema = map[string]any{"type": "object", "properties": props, "required": required}
+	return f, nil
+}
+
+// property is fd as a property of a form's requestedSchema.
+func (f *form) property(fd question.Field) (map[string]any, error) {
+	// The title and the words are the ones every face shows: the field's
+	// caption, its description and, when the form cannot hold a rule (a
+	// pattern, a number's exclusive bound), its rules in words (never a
+	// regular expression).
+	p := map[string]any{"title": fd.Caption()}
+	var notes []string
+	if fd.Description != "" {
+		notes = append(notes, fd.Description)
+	}
+	lossy := fd.Pattern != "" || (fd.Kind == question.KindNumber && (fd.ExclMinimum != nil || fd.ExclMaximum != nil))
+	if r := fd.Rules(); lossy && r != "" {
+		notes = append(notes, r)
+	}
+	switch fd.Kind {
+	case question.KindChoice:
+		consts := map[string]any{}
+		var alts []any
+		def, hasDef := "", false
+		for _, o := range fd.Options {
+			c := question.DisplayValue(o.Value)
+			if _, dup := consts[c]; dup {
+				return nil, fmt.Errorf("%w: field %q has two options that read %q", ErrNotAForm, fd.Name, c)
+			}
+			consts[c] = o.Value
+			alts = append(alts, map[string]any{"const": c, "title": o.Text()})
+			if fd.HasDefault && question.SameValue(fd.Default, o.Value) {
+				def, hasDef = c, true
+			}
+		}
+		f.consts[fd.Name] = consts
+		p["type"], p["oneOf"] = "string", alts
+		if hasDef {
+			p["default"] = def
+		}
+	case question.KindText, question.KindDate:
+		p["type"] = "string"
+		if fd.MinLength != nil {
+			p["minLength"] = *fd.MinLength
+		}
+		if fd.MaxLength != nil {
+			p["maxLength"] = *fd.MaxLength
+		}
+		// A form has no pattern and few formats: the rules say them, and
+		// the answer is checked against them before it reaches the agent.
+		if formats[fd.Format] {
+			p["format"] = fd.Format
+		}
+		if s, ok := fd.Default.(string); ok && fd.HasDefault {
+			p["default"] = s
+		}
+	case question.KindNumber, question.KindInteger:
+		p["type"] = string(fd.Kind)
+		if fd.Minimum != nil {
+			p["minimum"] = *fd.Minimum
+		}
+		if fd.Maximum != nil {
+			p["maximum"] = *fd.Maximum
+		}
+		// A form has inclusive bounds only: an integer's exclusive bound is
+		// the next integer; a number's is the bound itself, the rules say
+		// it is exclusive, and the answer is checked before it is sent.
+		if b := fd.ExclMinimum; b != nil {
+			if fd.Kind == question.KindInteger {
+				p["minimum"] = math.Floor(*b) + 1
+			} else {
+				p["minimum"] = *b
+			}
+		}
+		if b := fd.ExclMaximum; b != nil {
+			if fd.Kind == question.KindInteger {
+				p["maximum"] = math.Ceil(*b) - 1
+			} else {
+				p["maximum"] = *b
+			}
+		}
+		if n, ok := fd.Default.(float64); ok && fd.HasDefault {
+			p["default"] = n
+		}
+	case question.KindBoolean:
+		p["type"] = "boolean"
+		if b, ok := fd.Default.(bool); ok && fd.HasDefault {
+			p["default"] = b
+		}
+	default:
+		what := "of no single type"
+		if len(fd.Types) > 0 {
+			what = "of type " + strings.Join(fd.Types, " or ")
+		}
+		return nil, fmt.Errorf("%w: field %q is %s, and an MCP form has only single strings, numbers, booleans and choices", ErrNotAForm, fd.Name, what)
+	}
+	if len(notes) > 0 {
+		p["description"] = strings.Join(notes, "; ")
+	}
+	return p, nil
+}
+
+// explain rewords errors about the form's fields for people, as every
+// face does (question.Field.Explain: no regular expression, options by
+// their labels).
+func (f *form) explain(errs []question.FieldError) []question.FieldError {
+	out := make([]question.FieldError, len(errs))
+	for i, e := range errs {
+		out[i] = e
+		for _, fd := range f.fields {
+			if e.Pointer == fd.Pointer() {
+				out[i].Message = fd.Explain(e.Message)
+			}
+		}
+	}
+	return out
+}
+
+// elicit is the form's elicitation, with message as its text.
+func (f *form) elicit(message string) *mcp.ElicitParams {
+	return &mcp.ElicitParams{Mode: "form", Message: message, RequestedSchema: f.schema}
+}
+
+// read turns an accepted form's content into the answer's fields (or, for
+// a question in words only, its text). A key the form does not have, and
+// a choice that is none of the form's, are errors at the field's pointer;
+// an empty string in an optional field is left out, as a web form leaves
+// an empty input out. The answer is checked against the question by
+// client.Continue, before it is sent.
+func (f *form) read(content map[string]any) (fields map[string]any, text string, errs []question.FieldError) {
+	if f.q == nil {
+		s, ok := content[textField].(string)
+		if !ok || strings.TrimSpace(s) == "" {
+			return nil, "", []question.FieldError{{Pointer: "/" + textField, Message: "expected a text answer"}}
+		}
+		for k := range content {
+			if k != textField {
+				errs = append(errs, question.FieldError{Pointer: "/" + k, Message: "the form has no field " + k})
+			}
+		}
+		return nil, s, errs
+	}
+	known := map[string]question.Field{}
+	for _, fd := range f.fields {
+		known[fd.Name] = fd
+	}
+	fields = map[string]any{}
+	for k, v := range content {
+		fd, ok := known[k]
+		if !ok {
+			errs = append(errs, question.FieldError{Pointer: "/" + k, Message: "the form has no field " + k})
+			continue
+		}
+		if s, isStr := v.(string); isStr && s == "" && !fd.Required {
+			continue
+		}
+		if consts, choice := f.consts[k]; choice {
+			s, _ := v.(string)
+			val, ok := consts[s]
+			if !ok {
+				errs = append(errs, question.FieldError{Pointer: fd.Pointer(), Message: "expected one of " + choices(fd)})
+				continue
+			}
+			v = val
+		}
+		fields[k] = v
+	}
+	return fields, "", errs
+}
+
+func choices(fd question.Field) string {
+	var out []string
+	for _, o := range fd.Options {
+		out = append(out, question.DisplayValue(o.Value))
+	}
+	return strings.Join(out, ", ")
+}

@@ -1,0 +1,95 @@
+package mcpbridge
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/askpoint/askpoint/question"
+)
+
+// Each kind of field is its MCP form property: captions, bounds, formats,
+// lengths, defaults and required fields kept; what a form cannot say (a
+// pattern, an exclusive bound of a number) said in the field's rules in
+// words, never as a regular expression.
+func TestFormOfEveryKindOfField(t *testing.T) {
+	q := &question.Question{ID: "q1", Text: "Tell me", Schema: json.RawMessage(`{"type":"object",
+		"required":["when","count","mood"],
+		"properties":{
+			"when":{"type":"string","format":"date","title":"Day"},
+			"at":{"type":"string","format":"date-time"},
+			"mail":{"type":"string","format":"email","default":"a@b.c"},
+			"code":{"type":"string","pattern":"^CC-[0-9]{4}$","minLength":7,"maxLength":7,"description":"a cost centre"},
+			"count":{"type":"integer","exclusiveMinimum":0,"exclusiveMaximum":10,"default":2},
+			"amount":{"type":["number","null"],"exclusiveMinimum":0,"maximum":500},
+			"ok":{"type":"boolean","default":true},
+			"mood":{"type":"string","enum":["good","bad"],"default":"bad"},
+			"size":{"oneOf":[{"const":1,"title":"Small"},{"const":2,"title":"Large"}]}
+		}}`)}
+	f, err := formOf(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(f.schema)
+	want := `{"properties":{` +
+		`"amount":{"description":"a number, at most 500, more than 0","maximum":500,"minimum":0,"title":"Amount","type":"number"},` +
+		`"at":{"format":"date-time","title":"At","type":"string"},` +
+		`"code":{"description":"a cost centre; 7 to 7 characters","maxLength":7,"minLength":7,"title":"Code","type":"string"},` +
+		`"count":{"default":2,"maximum":9,"minimum":1,"title":"Count","type":"integer"},` +
+		`"mail":{"default":"a@b.c","format":"email","title":"Mail","type":"string"},` +
+		`"mood":{"default":"bad","oneOf":[{"const":"good","title":"good"},{"const":"bad","title":"bad"}],"title":"Mood","type":"string"},` +
+		`"ok":{"default":true,"title":"Ok","type":"boolean"},` +
+		`"size":{"oneOf":[{"const":"1","title":"Small"},{"const":"2","title":"Large"}],"title":"Size","type":"string"},` +
+		`"when":{"format":"date","title":"Day","type":"string"}},` +
+		`"required":["when","count","mood"],"type":"object"}`
+	if string(got) != want {
+		t.Errorf("schema\n got %s\nwant %s", got, want)
+	}
+	// A choice comes back as the option's value, whatever its type.
+	fields, _, errs := f.read(map[string]any{"when": "2027-01-02", "count": 3.0, "mood": "good", "size": "2", "code": ""})
+	if len(errs) > 0 || fields["size"] != 2.0 || fields["mood"] != "good" {
+		t.Errorf("fields %v, errors %v", fields, errs)
+	}
+	if _, has := fields["code"]; has {
+		t.Errorf("an empty optional field was kept: %v", fields)
+	}
+	// What the form cannot say, the question's own check refuses.
+	fields, _, _ = f.read(map[string]any{"when": "2027-01-02", "count": 3.0, "mood": "good", "code": "CC-12", "amount": 0.0})
+	raw, _ := json.Marshal(fields)
+	errs = q.Validate(raw)
+	if s := question.ErrorsText(errs); !strings.Contains(s, "code") || !strings.Contains(s, "amount") {
+		t.Errorf("errors %q, want the pattern and the exclusive bound", s)
+	}
+	if s := question.ErrorsText(f.explain(errs)); strings.Contains(s, "^CC-") || !strings.Contains(s, "not in the expected format (a cost centre)") {
+		t.Errorf("errors %q, want the pattern in words", s)
+	}
+}
+
+func TestFormRefusesWhatIsNotFlat(t *testing.T) {
+	for schema, why := range map[string]string{
+		`{"type":"object","properties":{"tags":{"type":"array","items":{"type":"string"}}}}`: `field "tags" is of type array`,
+		`{"type":"object","properties":{"x":{"type":["string","number"]}}}`:                  `field "x" is of type string or number`,
+		`{"type":"object","properties":{"x":{}}}`:                                            `field "x" is of no single type`,
+		`{"type":"object"}`: "names no fields",
+	} {
+		_, err := formOf(&question.Question{ID: "q", Schema: json.RawMessage(schema)})
+		if !errors.Is(err, ErrNotAForm) || !strings.Contains(err.Error(), why) {
+			t.Errorf("%s: %v, want ErrNotAForm saying %q", schema, err, why)
+		}
+	}
+}
+
+// A question in words only is one required text field.
+func TestFormOfAQuestionInWords(t *testing.T) {
+	f, err := formOf(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(f.schema); string(got) != `{"properties":{"answer":{"title":"Answer","type":"string"}},"required":["answer"],"type":"object"}` {
+		t.Errorf("schema %s", got)
+	}
+	if _, text, errs := f.read(map[string]any{"answer": "Tuesday"}); text != "Tuesday" || len(errs) > 0 {
+		t.Errorf("text %q, errors %v", text, errs)
+	}
+}
