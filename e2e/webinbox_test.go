@@ -24,79 +24,26 @@ import (
 
 	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/internal/browsertest"
 	"github.com/askpoint/askpoint/question"
 )
 
 const frankToken = "frank-token-0123456789"
 
-// chromium finds the browser, or skips the test (fails in CI).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("the browser tests need Chromium, and CI is set: install it (apt-get install -y chromium)")
-	}
-	t.Skip("SKIP: the browser tests need Chromium (apt-get install -y chromium); none found on PATH")
-	return ""
-}
-
 // browser starts a headless Chromium with a fresh profile; it is stopped
 // when the test ends.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	path := chromium(t)
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1200, 760),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start Chromium (%s): %v", path, err)
-	}
-	return ctx
-}
+func browser(t *testing.T) context.Context { return browsertest.New(t, 1200, 760) }
 
 // run does browser actions, bounded in time.
 func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := chromedp.Do(c, steps...); err != nil {
-		t.Fatalf("%s: %v\n%s", what, err, where(ctx))
-	}
+	browsertest.Do(t, ctx, what, steps...)
 }
 
 // value runs one browser action that returns a value.
 func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(c, a)
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", what, err, where(ctx))
-	}
-	return v
-}
-
-// where says which page the browser shows, for failures.
-func where(ctx context.Context) string {
-	c, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	loc, _ := chromedp.Run(c, chromedp.Location())
-	html, _ := chromedp.Run(c, chromedp.OuterHTML(chromedp.CSS("body")))
-	return "at " + loc + ":\n" + html
+	return browsertest.Val(t, ctx, what, a)
 }
 
 func css(s string) chromedp.CSS { return chromedp.CSS(s) }

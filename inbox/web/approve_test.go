@@ -8,6 +8,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/chromedp/chromedp"
 
+	"github.com/askpoint/askpoint/internal/browsertest"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -34,7 +35,7 @@ func TestALargePaymentIsApprovedWithItsReasonInTheBrowser(t *testing.T) {
 	}
 	approveIn(t, ctx, "the web inbox", reason)
 	if state := val(t, ctx, "state", chromedp.TextContent(sel("#state"))); state != "completed" {
-		t.Fatalf("the web inbox: after approving, the task page says %q; want completed\n%s", state, shown(ctx))
+		t.Fatalf("the web inbox: after approving, the task page says %q; want completed\n%s", state, browsertest.Shown(ctx))
 	}
 	task, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: a2a.TaskID(it.TaskID)})
 	if err != nil {

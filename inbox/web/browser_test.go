@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
@@ -19,6 +17,7 @@ import (
 	"github.com/askpoint/askpoint/examples/approval"
 	"github.com/askpoint/askpoint/inbox"
 	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/internal/browsertest"
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -28,80 +27,26 @@ var sizes = []struct {
 	w, h int64
 }{{"1280", 1280, 900}, {"390", 390, 844}}
 
-// chromiumPath finds the browser, or skips the test (fails in CI).
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("the browser tests need Chromium, and CI is set: install it (apt-get install -y chromium)")
-	}
-	t.Skip("SKIP: the browser tests need Chromium (apt-get install -y chromium); none found on PATH")
-	return ""
-}
-
 // newBrowser starts a headless Chromium with a fresh profile; it is stopped
 // when the test ends.
-func newBrowser(t *testing.T) context.Context {
-	t.Helper()
-	path := chromiumPath(t)
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start Chromium (%s): %v", path, err)
-	}
-	return ctx
-}
+func newBrowser(t *testing.T) context.Context { return browsertest.New(t, 1280, 900) }
 
 // do runs browser actions, bounded in time.
 func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := chromedp.Do(c, steps...); err != nil {
-		t.Fatalf("%s: %v\n%s", what, err, shown(ctx))
-	}
+	browsertest.Do(t, ctx, what, steps...)
 }
 
 // val runs one browser action that returns a value.
 func val[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
-	c, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	v, err := chromedp.Run(c, a)
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", what, err, shown(ctx))
-	}
-	return v
+	return browsertest.Val(t, ctx, what, a)
 }
 
 // js evaluates an expression in the page.
 func js[T any](t *testing.T, ctx context.Context, what, expr string) T {
 	t.Helper()
 	return val(t, ctx, what, chromedp.Evaluate[T](expr))
-}
-
-// shown says which page the browser shows, for failures.
-func shown(ctx context.Context) string {
-	c, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	loc, _ := chromedp.Run(c, chromedp.Location())
-	html, _ := chromedp.Run(c, chromedp.OuterHTML(chromedp.CSS("body")))
-	return "at " + loc + ":\n" + html
 }
 
 func sel(s string) chromedp.CSS { return chromedp.CSS(s) }
