@@ -369,3 +369,33 @@ func toolArtifact(name string, res *mcp.CallToolResult) *a2a.Artifact {
 	}
 	return art
 }
+
+// ToolAgents lists the server's tools and makes each an agent, as
+// `askpoint serve --mcp URL` serves them: the agent's name is the tool's
+// (ToolName, with dashes for underscores: book_trip is book-trip), its
+// card says which tool of which server, and each is built with cfg
+// (its Server and Tool are set here).
+func ToolAgents(ctx context.Context, server *MCPServer, cfg ToolAgentConfig) ([]askpoint.AgentSpec, error) {
+	tools, err := server.Tools(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("mcpbridge: list the tools of %s: %w", server.URL, err)
+	}
+	if len(tools) == 0 {
+		return nil, fmt.Errorf("mcpbridge: the MCP server at %s has no tools", server.URL)
+	}
+	var specs []askpoint.AgentSpec
+	for _, t := range tools {
+		c := cfg
+		c.Server, c.Tool = server, t
+		a, err := NewToolAgent(c)
+		if err != nil {
+			return nil, err
+		}
+		name := strings.ReplaceAll(ToolName(t.Name), "_", "-")
+		if name == "" {
+			return nil, fmt.Errorf("mcpbridge: the tool %q of %s has no name an agent can be served under", t.Name, server.URL)
+		}
+		specs = append(specs, askpoint.AgentSpec{Name: name, Agent: a, Card: a.Card()})
+	}
+	return specs, nil
+}

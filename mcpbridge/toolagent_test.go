@@ -177,17 +177,11 @@ func newToolRig(t *testing.T) *toolRig {
 	t.Helper()
 	r := &toolRig{ts: startToolServer(t), seen: make(chan error, 100)}
 	server := &mcpbridge.MCPServer{URL: r.ts.url, HTTPClient: &http.Client{Transport: watchTransport{r.seen}}}
-	tools, err := server.Tools(t.Context())
+	specs, err := mcpbridge.ToolAgents(t.Context(), server, mcpbridge.ToolAgentConfig{Expiry: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tool := range tools {
-		a, err := mcpbridge.NewToolAgent(mcpbridge.ToolAgentConfig{Server: server, Tool: tool, Expiry: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r.specs = append(r.specs, askpoint.AgentSpec{Name: strings.ReplaceAll(tool.Name, "_", "-"), Agent: a, Card: a.Card()})
-	}
+	r.specs = specs
 	r.env = askpointtest.StartWith(t, askpointtest.Options{Quiet: true, Config: func(c *askpoint.Config) {
 		c.StepRetries, c.StepRetryMin, c.StepRetryMax = 1000, 5*time.Millisecond, 20*time.Millisecond
 	}}, r.specs...)
