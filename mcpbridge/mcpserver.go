@@ -37,9 +37,14 @@ type MCPServer struct {
 
 // ErrUnreachable is returned (wrapped, with the cause) when the MCP
 // server could not be reached or did not answer in time: trying again
-// later may succeed. Any other error of Tools and CallTool is the
+// later may succeed. ErrNoAnswer is a server that took longer than
+// MCPServer.Timeout. Any other error of Tools and CallTool is the
 // server's answer, or something that is not MCP.
 var ErrUnreachable = errors.New("mcpbridge: the MCP server cannot be reached")
+
+// ErrNoAnswer is returned (wrapped, naming the server and the bound) when
+// the MCP server did not answer within MCPServer.Timeout.
+var ErrNoAnswer = errors.New("mcpbridge: the MCP server did not answer in time")
 
 // Tools lists the server's tools (every page of tools/list).
 func (s *MCPServer) Tools(ctx context.Context) ([]*mcp.Tool, error) {
@@ -76,8 +81,15 @@ func (s *MCPServer) session(ctx context.Context, f func(context.Context, *mcp.Cl
 	if timeout <= 0 {
 		timeout = DefaultCallTimeout
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	classify := func(err error) error {
+		if parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("%w: %s gave no answer within %s", ErrNoAnswer, s.URL, timeout)
+		}
+		return s.classify(ctx, err)
+	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "askpoint", Version: "1"}, &mcp.ClientOptions{
 		// The caller answers input requests (a person, days later): the
 		// SDK must not try to answer them itself.
@@ -93,17 +105,17 @@ func (s *MCPServer) session(ctx context.Context, f func(context.Context, *mcp.Cl
 	tr := &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
 	cs, err := c.Connect(ctx, tr, nil)
 	if err != nil {
-		return s.classify(ctx, err)
+		return classify(err)
 	}
 	defer cs.Close()
 	if err := f(ctx, cs); err != nil {
-		return s.classify(ctx, err)
+		return classify(err)
 	}
 	return nil
 }
 
 // classify marks what trying again may mend (a refused connection, a
-// reset, a timeout) with ErrUnreachable; a JSON-RPC error and anything
+// reset, the caller's context ending) with ErrUnreachable; a JSON-RPC error and anything
 // else (an answer that is not MCP) are left as they are.
 func (s *MCPServer) classify(ctx context.Context, err error) error {
 	var rpc *jsonrpc.Error

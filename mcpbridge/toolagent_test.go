@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -49,11 +50,12 @@ type toolServer struct {
 	answers  []map[string]any // the accepted contents, in order
 	metas    []mcp.Meta       // the responses' _meta, in order
 	declined int
+	release  chan struct{} // closed when the test ends: the hanging tool returns
 }
 
 func startToolServer(t *testing.T) *toolServer {
 	t.Helper()
-	ts := &toolServer{}
+	ts := &toolServer{release: make(chan struct{})}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +64,7 @@ func startToolServer(t *testing.T) *toolServer {
 	ts.url = "http://" + ts.addr + "/mcp"
 	ts.serve(ln)
 	t.Cleanup(ts.stop)
+	t.Cleanup(func() { close(ts.release) })
 	return ts
 }
 
@@ -76,6 +79,20 @@ func (ts *toolServer) serve(ln net.Listener) {
 	s.AddTool(&mcp.Tool{Name: "hoarder", InputSchema: in}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{RequestState: strings.Repeat("x", mcpbridge.DefaultMaxRequestState+1), InputRequests: mcp.InputRequestMap{"ok": &mcp.ElicitParams{Mode: "form", Message: "OK?",
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "link", InputSchema: in}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r, ok := req.Params.InputResponses["signin"].(*mcp.ElicitResult); ok && r.Action == "accept" && req.Params.RequestState == "url-1" {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Linked."}}}, nil
+		}
+		return &mcp.CallToolResult{RequestState: "url-1", InputRequests: mcp.InputRequestMap{"signin": &mcp.ElicitParams{Mode: "url",
+			Message: "Sign in to the airline.", URL: "https://airline.example/signin?s=1", ElicitationID: "e-1"}}}, nil
+	})
+	s.AddTool(&mcp.Tool{Name: "hang", InputSchema: in}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select { // never answers, until the test ends
+		case <-ctx.Done():
+		case <-ts.release:
+		}
+		return nil, errors.New("gave up")
 	})
 	s.AddTool(&mcp.Tool{Name: "broken", InputSchema: in}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no flights to Atlantis"}}}, nil
@@ -370,5 +387,88 @@ func TestToolAgentFailsOnGarbage(t *testing.T) {
 	wantState(t, task, a2a.TaskStateFailed)
 	if got := atext.Of(task.Status.Message); !strings.Contains(got, "The call of the MCP tool any failed") || !strings.Contains(got, ts.addr) {
 		t.Errorf("reason %q; want the call's failure naming the server", got)
+	}
+}
+
+// A URL-mode elicitation is an auth-required pause with the URL; the
+// caller's follow-up accepts it and the call goes on.
+func TestToolAgentSendsTheCallerToAURL(t *testing.T) {
+	r := newToolRig(t)
+	task := r.env.Send(t, "link", "Lisbon")
+	wantState(t, task, a2a.TaskStateAuthRequired)
+	if got := atext.Of(task.Status.Message); !strings.Contains(got, "Sign in to the airline.") || !strings.Contains(got, "https://airline.example/signin?s=1") {
+		t.Fatalf("status %q; want the message and the URL", got)
+	}
+	done := r.env.SendMessage(t, "link", a2a.NewMessageForTask(a2a.MessageRoleUser, task, a2a.NewTextPart("signed in")))
+	wantState(t, done, a2a.TaskStateCompleted)
+	if got := atext.Parts(done.Artifacts[0].Parts, ""); got != "Linked." {
+		t.Errorf("artifact %q; want Linked.", got)
+	}
+}
+
+// Relayed through askpoint mcp (part 1), the tool's question goes MCP ->
+// A2A -> MCP: the form keeps its fields and choices, keyed by the
+// question's ID, and the answer reaches the tool.
+func TestToolAgentRelayedThroughTheBridge(t *testing.T) {
+	r := newToolRig(t)
+	b, err := mcpbridge.New(t.Context(), mcpbridge.Config{Key: testKey(t), Agents: []mcpbridge.Agent{{URL: r.env.AgentURL("book-trip")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(b.Handler())
+	t.Cleanup(srv.Close)
+	c := mcp.NewClient(&mcp.Implementation{Name: "relay-test", Version: "1"}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	tool := b.Tools()[0].Name
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"message": "Coimbra"}})
+	if err != nil || len(res.InputRequests) != 1 {
+		t.Fatalf("first call: %v %+v; want one input request", err, res)
+	}
+	taskID, _ := res.Meta[mcpbridge.MetaTaskID].(string)
+	q := r.env.WaitQuestion(t, taskID)
+	ep, ok := res.InputRequests[q.ID].(*mcp.ElicitParams)
+	if !ok {
+		t.Fatalf("input requests %v; want one keyed by question %s", res.InputRequests, q.ID)
+	}
+	schema, _ := json.Marshal(ep.RequestedSchema)
+	for _, want := range []string{`"const":"eco"`, `"title":"Economy"`, `"maximum":14`, `"minimum":1`, `"refund":{"title":"Refundable","type":"boolean"}`, `"required":["class","nights"]`} {
+		if !strings.Contains(string(schema), want) {
+			t.Errorf("relayed form %s lacks %s", schema, want)
+		}
+	}
+	if ep.Message != "How do you want to travel to Coimbra?" {
+		t.Errorf("relayed message %q", ep.Message)
+	}
+	done, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}, RequestState: res.RequestState,
+		InputResponses: mcp.InputResponseMap{q.ID: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"class": "eco", "nights": 4, "refund": false}}}})
+	if err != nil || done.IsError {
+		t.Fatalf("answer: %v %+v", err, done)
+	}
+	if got, _ := json.Marshal(done.StructuredContent); !strings.Contains(string(got), "TRIP-Coimbra-eco-4") {
+		t.Errorf("relayed result %s; want the tool's booking", got)
+	}
+	if r.ts.metas[0][mcpbridge.MetaQuestionID] != q.ID {
+		t.Errorf("the tool saw question %v; want %s", r.ts.metas[0][mcpbridge.MetaQuestionID], q.ID)
+	}
+}
+
+// A tool that never answers: the call is bounded by MCPServer.Timeout,
+// and the task ends failed saying so.
+func TestToolAgentFailsWhenTheToolNeverAnswers(t *testing.T) {
+	ts := startToolServer(t)
+	server := &mcpbridge.MCPServer{URL: ts.url, Timeout: 200 * time.Millisecond}
+	a, err := mcpbridge.NewToolAgent(mcpbridge.ToolAgentConfig{Server: server, Tool: &mcp.Tool{Name: "hang", InputSchema: map[string]any{"type": "object"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := askpointtest.StartWith(t, askpointtest.Options{Quiet: true}, askpoint.AgentSpec{Name: "hang", Agent: a, Card: a.Card()})
+	task := env.SendMessage(t, "hang", a2a.NewMessage(a2a.MessageRoleUser, dataPartOf(map[string]any{"city": "Nowhere"})))
+	wantState(t, task, a2a.TaskStateFailed)
+	if got := atext.Of(task.Status.Message); !strings.Contains(got, "gave no answer within 200ms") {
+		t.Errorf("reason %q; want the call's bound", got)
 	}
 }
