@@ -46,6 +46,13 @@ var ErrUnreachable = errors.New("mcpbridge: the MCP server cannot be reached")
 // the MCP server did not answer within MCPServer.Timeout.
 var ErrNoAnswer = errors.New("mcpbridge: the MCP server did not answer in time")
 
+// ErrOldRevision is returned (wrapped, naming the server and its
+// revision) when the MCP server answered at a revision older than
+// 2026-07-28, which has no multi round-trip requests. ToolAgent tries a
+// call that meets it again, as for ErrUnreachable: the SDK falls back to
+// an older revision when the server was down for a moment too.
+var ErrOldRevision = errors.New("mcpbridge: the MCP server does not speak MCP 2026-07-28, where a tool asks with input_required")
+
 // Tools lists the server's tools (every page of tools/list).
 func (s *MCPServer) Tools(ctx context.Context) ([]*mcp.Tool, error) {
 	var tools []*mcp.Tool
@@ -108,6 +115,16 @@ func (s *MCPServer) session(ctx context.Context, f func(context.Context, *mcp.Cl
 		return classify(err)
 	}
 	defer cs.Close()
+	if ir := cs.InitializeResult(); ir == nil || ir.ProtocolVersion < firstModernRevision {
+		// The SDK falls back to an older revision on any error of
+		// server/discover, one of a server that was down for a moment
+		// included; at an older revision a tool cannot ask.
+		v := "none"
+		if ir != nil {
+			v = ir.ProtocolVersion
+		}
+		return fmt.Errorf("%w: the MCP server at %s speaks revision %s", ErrOldRevision, s.URL, v)
+	}
 	if err := f(ctx, cs); err != nil {
 		return classify(err)
 	}

@@ -282,7 +282,7 @@ func (a *ToolAgent) round(ctx context.Context, call *askpoint.Call, cp *toolChec
 		}
 	}
 	res, err := a.cfg.Server.CallTool(ctx, p)
-	if errors.Is(err, ErrUnreachable) {
+	if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrOldRevision) {
 		// The runtime tries the step again with backoff; the answer
 		// stays in the task until it is sent.
 		return askpoint.Outcome{}, err
