@@ -20,6 +20,7 @@ import (
 	"github.com/askpoint/askpoint/askpointtest"
 	atext "github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/mcpbridge"
+	"github.com/askpoint/askpoint/question"
 )
 
 // bookSchema is the form the booking tool elicits: a choice with titles,
@@ -470,5 +471,23 @@ func TestToolAgentFailsWhenTheToolNeverAnswers(t *testing.T) {
 	wantState(t, task, a2a.TaskStateFailed)
 	if got := atext.Of(task.Status.Message); !strings.Contains(got, "gave no answer within 200ms") {
 		t.Errorf("reason %q; want the call's bound", got)
+	}
+}
+
+// The answer's decision record reaches the tool's retry, in the
+// response's _meta, beside the question's ID.
+func TestToolAgentSendsTheDecisionRecordToTheTool(t *testing.T) {
+	r := newToolRig(t)
+	task := r.env.Send(t, "book-trip", "Tavira")
+	q := r.env.Question(t, task)
+	d := question.Decision{Version: question.DecisionVersion, QuestionID: q.ID, Decision: question.DecisionAnswered,
+		By: question.Decider{Kind: question.DeciderPerson, Name: "erin", Via: "test"}, QuestionDigest: question.Digest(q), At: time.Now().UTC()}
+	m := a2a.NewMessageForTask(a2a.MessageRoleUser, task, dataPartOf(map[string]any{"questionId": q.ID, "class": "eco", "nights": 1}))
+	m.Metadata = map[string]any{question.DecisionKey: d.Metadata()}
+	wantState(t, r.env.SendMessage(t, "book-trip", m), a2a.TaskStateCompleted)
+	got, _ := r.ts.metas[0][mcpbridge.MetaDecision].(map[string]any)
+	by, _ := got["by"].(map[string]any)
+	if got["questionId"] != q.ID || by["name"] != "erin" || got["decision"] != question.DecisionAnswered {
+		t.Errorf("the tool's _meta %v; want erin's decision on question %s", r.ts.metas[0], q.ID)
 	}
 }
