@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/askpoint/askpoint/internal/dbtest"
 	"github.com/askpoint/askpoint/store"
+	"github.com/askpoint/askpoint/store/storetest"
 )
 
 // TestListTasksReadsIndexRanges holds ListTasks's statement to its query
@@ -16,11 +18,15 @@ import (
 // (issue 30, item 7: a page of 100 took seconds at 100,000 tasks): every
 // read of tasks is an index scan of tasks_list whose condition holds every
 // filter and the cursor (one per state when no state is named, merged in
-// the listing's order by a Merge Append), without a filter or a sort, and
-// the total is counted from the same ranges by index-only scans. Sequential scans, bitmap scans and sorts are priced out, as a
-// table of millions of rows prices them, so that the plan of an empty test
-// table says which index can serve the statement. See BenchmarkListTasks
-// for the figures.
+// the listing's order by a Merge Append), without a filter or a sort. The
+// total of the finished tasks is read from task_counts (a few rows however
+// many tasks there are), that of the open ones (and, for a filter the
+// counts do not hold, of all) is counted from their ranges by index-only
+// scans: a listing of every state reads no range of a finished state.
+// Sequential scans, bitmap scans and sorts are priced out, as a table of
+// millions of rows prices them, so that the plan of an empty test table
+// says which index can serve the statement. See BenchmarkListTasks for the
+// figures.
 func TestListTasksReadsIndexRanges(t *testing.T) {
 	s := open(t, dbtest.Schema(t))
 	after := &store.Cursor{UpdatedAt: time.UnixMilli(1_700_000_000_000), ID: "task-5"}
@@ -28,19 +34,24 @@ func TestListTasksReadsIndexRanges(t *testing.T) {
 	with := func(f func(*store.ListParams)) store.ListParams { p := base; f(&p); return p }
 	// EXPLAIN shows the arguments.
 	const agentState = "(agent = 'expense'::text) AND (state = "
+	const counts, ranges = "Index Scan using task_counts_pkey on task_counts", "Index Only Scan using tasks_list"
+	openStates := len(store.TaskStates) - len(store.TerminalStates)
 	for _, tc := range []struct {
-		name  string
-		p     store.ListParams
-		cond  string // what each scan's index condition holds
-		reads int    // the scans of tasks_list for the page
-		count string // where the total comes from
+		name   string
+		p      store.ListParams
+		cond   string // what each scan's index condition holds
+		reads  int    // the scans of tasks_list for the page
+		counts bool   // whether the total reads task_counts
+		ranges int    // the ranges of tasks_list the total counts
 	}{
-		{"first page", base, agentState, len(store.TaskStates), "Index Only Scan using tasks_list"},
-		{"a later page", with(func(p *store.ListParams) { p.After = after }), "::text) AND (ROW(updated_at, id) < ROW(", len(store.TaskStates), "Index Only Scan using tasks_list"},
-		{"by state", with(func(p *store.ListParams) { p.State = a2a.TaskStateInputRequired }), agentState + "'TASK_STATE_INPUT_REQUIRED'::text))", 1, "Index Only Scan using tasks_list"},
-		{"a later page by state", with(func(p *store.ListParams) { p.State = a2a.TaskStateInputRequired; p.After = after }),
-			agentState + "'TASK_STATE_INPUT_REQUIRED'::text) AND (ROW(updated_at, id) < ROW(", 1, "Index Only Scan using tasks_list"},
-		{"changed since", with(func(p *store.ListParams) { p.UpdatedAfter = after.UpdatedAt }), "::text) AND (updated_at >", len(store.TaskStates), "Index Only Scan using tasks_list"},
+		{"first page", base, agentState, len(store.TaskStates), true, openStates},
+		{"a later page", with(func(p *store.ListParams) { p.After = after }), "::text) AND (ROW(updated_at, id) < ROW(", len(store.TaskStates), true, openStates},
+		{"by a finished state", with(func(p *store.ListParams) { p.State = a2a.TaskStateCompleted }), agentState + "'TASK_STATE_COMPLETED'::text))", 1, true, 0},
+		{"a later page by a finished state", with(func(p *store.ListParams) { p.State = a2a.TaskStateCompleted; p.After = after }),
+			agentState + "'TASK_STATE_COMPLETED'::text) AND (ROW(updated_at, id) < ROW(", 1, true, 0},
+		{"by an open state", with(func(p *store.ListParams) { p.State = a2a.TaskStateInputRequired }), agentState + "'TASK_STATE_INPUT_REQUIRED'::text))", 1, false, 1},
+		{"by a state outside TaskStates", with(func(p *store.ListParams) { p.State = "TASK_STATE_OTHER" }), agentState + "'TASK_STATE_OTHER'::text))", 1, false, 1},
+		{"changed since", with(func(p *store.ListParams) { p.UpdatedAfter = after.UpdatedAt }), "::text) AND (updated_at >", len(store.TaskStates), false, len(store.TaskStates)},
 	} {
 		q := listQuery(tc.p)
 		plan := explainPG(t, s, q.Page, q.PageArgs)
@@ -49,8 +60,9 @@ func TestListTasksReadsIndexRanges(t *testing.T) {
 			strings.Contains(plan, "Sort  (") || strings.Contains(plan, "Filter:") || strings.Contains(plan, "Seq Scan") {
 			t.Errorf("%s: the plan is\n%s\nwant %d of %q with %s in their index condition, no filter and no sort", tc.name, plan, tc.reads, scan, tc.cond)
 		}
-		if count := explainPG(t, s, q.Count, q.CountArgs); !strings.Contains(count, tc.count) || strings.Contains(count, "Seq Scan") {
-			t.Errorf("%s: the count's plan is\n%s\nwant it read from %s", tc.name, count, tc.count)
+		count := explainPG(t, s, q.Count, q.CountArgs)
+		if strings.Contains(count, counts) != tc.counts || strings.Count(count, ranges) != tc.ranges || strings.Contains(count, "Seq Scan") {
+			t.Errorf("%s: the count's plan is\n%s\nwant task_counts read: %v, and %d ranges of tasks_list counted", tc.name, count, tc.counts, tc.ranges)
 		}
 	}
 }
@@ -84,4 +96,20 @@ func explainPG(t *testing.T, s *Store, query string, args []any) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestUpgradeTo0007CountsTheTasksByState: a schema made before migration
+// 0007 (no counts), with tasks of every state, is migrated in place to
+// counts by state that give every listing its exact total and follow the
+// writes after (storetest.CheckCountsFollow).
+func TestUpgradeTo0007CountsTheTasksByState(t *testing.T) {
+	t.Parallel()
+	url := dbtest.Schema(t)
+	var values []string
+	for _, tk := range storetest.CountedTasks() {
+		values = append(values, fmt.Sprintf("('%s', '%s', '%s', '%s', '%s', '%s', %d, 0, to_timestamp(%d / 1000.0), to_timestamp(%d / 1000.0))",
+			tk.ID, tk.ContextID, tk.Tenant, tk.Owner, tk.Agent, string(tk.State), tk.Version, tk.UpdatedAt.UnixMilli(), tk.UpdatedAt.UnixMilli()))
+	}
+	olderSchema(t, url, 6, `INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, created_at, updated_at) VALUES `+strings.Join(values, ", "))
+	storetest.CheckCountsFollow(t, open(t, url))
 }

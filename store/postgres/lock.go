@@ -56,9 +56,10 @@ type taskLock struct {
 	key  string
 	held *keylock.Held
 
-	mu   sync.Mutex
-	conn *pgxpool.Conn // the open transaction holding the row; nil when none
-	once sync.Once
+	mu    sync.Mutex
+	conn  *pgxpool.Conn // the open transaction holding the row; nil when none
+	state string        // the task's state as the transaction read it
+	once  sync.Once
 }
 
 // LockTask takes key's lock (store.Locker).
@@ -94,6 +95,8 @@ func (l *taskLock) load(ctx context.Context, p store.LoadParams) (*store.Loaded,
 		loaded, err := s.loadFrom(l.conn.QueryRow(ctx, loadTaskSQL, l.key, p.MessageID, p.Request), l.key)
 		if err != nil {
 			l.endLocked() // nothing to hold, or the transaction is aborted
+		} else {
+			l.state = string(loaded.Task.State)
 		}
 		return loaded, err
 	}
@@ -127,6 +130,8 @@ func (l *taskLock) load(ctx context.Context, p store.LoadParams) (*store.Loaded,
 	l.conn = conn
 	if err != nil {
 		l.endLocked() // nothing to hold (no such task), or the transaction failed
+	} else {
+		l.state = string(loaded.Task.State)
 	}
 	return loaded, err
 }
@@ -151,17 +156,18 @@ func (s *Store) takeLockSlot(ctx context.Context) bool {
 }
 
 // update is UpdateTask under the lock: in the lock's transaction with its
-// commit when the lock holds the row, else as any UpdateTask.
+// commit when the lock holds the row (whose state, as read, nobody else
+// can have changed since), else as any UpdateTask.
 func (l *taskLock) update(ctx context.Context, t *store.Task, entries []store.LogEntry) (*store.Task, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn == nil {
-		return l.s.updateOn(ctx, l.s.pool, t, entries, false)
+		return l.s.updateOn(ctx, l.s.pool, t, entries, "", false)
 	}
 	conn := l.conn
 	l.conn = nil
 	defer func() { conn.Release(); <-l.s.lockSlots }()
-	return l.s.updateOn(ctx, conn, t, entries, true)
+	return l.s.updateOn(ctx, conn, t, entries, l.state, true)
 }
 
 // endLocked rolls the lock's transaction back, if it has one, and gives

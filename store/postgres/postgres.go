@@ -347,6 +347,28 @@ func insertLog(src, first string, p int) string {
 		src, first, nowMS, p, p+1, p+2, p+3, p+4, p+5)
 }
 
+// createTaskSQL is CreateTask's statement, and createCountedSQL the same
+// with the count of the task, for a task created in a counted state.
+var (
+	createTaskSQL    = createTask("")
+	createCountedSQL = createTask(`, c AS (` + addCounts(func(state string) string { return isState("t.state", state) }, "FROM t") + `
+		)`)
+)
+
+func createTask(counts string) string {
+	return `
+		WITH t AS (
+			INSERT INTO tasks (` + taskCols + `, request_key)
+			VALUES ($1, $2, $3, $4, $5, $6, 1, cardinality($15::text[]),
+				$7::text::json, $8::text::json, $9::text::json, $10::text::json, $11::text::json, $12::text::json,
+				$22::text::json, $23::timestamptz, $24::timestamptz,
+				$13, $14, $21::timestamptz, ` + nowMS + `, ` + nowMS + `, $25)
+			RETURNING ` + taskCols + `
+		), l AS (` + insertLog("t", "1", 15) + `
+		)` + counts + `
+		SELECT ` + taskCols + ` FROM t`
+}
+
 // CreateTask inserts t with Version 1, LastSeq len(entries) and CreatedAt
 // and UpdatedAt set to the database's now, and appends entries to its log
 // with Seq 1, 2, ..., in one statement. An entry's zero At becomes now. It
@@ -358,17 +380,11 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 		return nil, errors.New("postgres: CreateTask: nil task")
 	}
 	la := entryArgs(entries)
-	got, err := scanTask(s.pool.QueryRow(ctx, `
-		WITH t AS (
-			INSERT INTO tasks (`+taskCols+`, request_key)
-			VALUES ($1, $2, $3, $4, $5, $6, 1, cardinality($15::text[]),
-				$7::text::json, $8::text::json, $9::text::json, $10::text::json, $11::text::json, $12::text::json,
-				$22::text::json, $23::timestamptz, $24::timestamptz,
-				$13, $14, $21::timestamptz, `+nowMS+`, `+nowMS+`, $25)
-			RETURNING `+taskCols+`
-		), l AS (`+insertLog("t", "1", 15)+`
-		)
-		SELECT `+taskCols+` FROM t`,
+	q := createTaskSQL
+	if counted(string(t.State)) {
+		q = createCountedSQL
+	}
+	got, err := scanTask(s.pool.QueryRow(ctx, q,
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State),
 		text(t.Status), text(t.Artifacts), text(t.Metadata), text(t.Checkpoint), text(t.Question), text(t.Input),
 		t.Runnable, t.LeaseOwner,
@@ -445,9 +461,12 @@ func (s *Store) loadFrom(row pgx.Row, id string) (*store.Loaded, error) {
 	return &store.Loaded{Task: t, Message: raw(msg), Request: raw(req)}, nil
 }
 
-// updateTaskSQL is UpdateTask's compare-and-set with its log append: $1 ID,
-// $2 version, $3.. the mutable columns, $13..$18 the entries.
-var updateTaskSQL = `
+// updateSQL is UpdateTask's compare-and-set with its log append: $1 ID,
+// $2 version, $3.. the mutable columns, $13..$18 the entries; where is
+// what else the row must match, counts the CTEs of its counts (each
+// ", name AS (...)").
+func updateSQL(where, counts string) string {
+	return `
 		WITH u AS (
 			UPDATE tasks SET
 				context_id = $3, state = $4,
@@ -456,11 +475,35 @@ var updateTaskSQL = `
 				pause = $20::text::json, wake_at = $21::timestamptz, hold_at = $22::timestamptz,
 				runnable = $11, lease_owner = $12, lease_until = $19,
 				updated_at = ` + nowMS + `, version = version + 1, last_seq = last_seq + cardinality($13::text[])
-			WHERE id = $1 AND version = $2
+			WHERE id = $1 AND version = $2` + where + `
 			RETURNING ` + taskCols + `
 		), l AS (` + insertLog("u", "u.last_seq - cardinality($13::text[]) + 1", 13) + `
-		)
+		)` + counts + `
 		SELECT ` + taskCols + ` FROM u`
+}
+
+// The statements of UpdateTask, by what the task's counts need: a task in
+// a state task_counts does not count ($4 its new state) that stays in such
+// a state (updateOpenSQL: no count) or moves into a counted one
+// (updateFinishingSQL: one more in the new state's count), or any task
+// (updateAnySQL: the state it had, o, read from the statement's snapshot,
+// leaves its count and the new one gets it). o is the state the row had at
+// $2: u changes the row only if the version it reads in the snapshot is $2
+// and is still $2 once it holds the row (a caller knows of version $2 only
+// once it was committed, so before the snapshot), and every write that
+// changes the state moves the version. A round trip writes one count, as
+// it finishes its task.
+var (
+	updateOpenSQL      = updateSQL(" AND state NOT IN "+countedIn, "")
+	updateFinishingSQL = updateSQL(" AND state NOT IN "+countedIn, `, c AS (`+
+		addCounts(func(state string) string { return isState("u.state", state) }, "FROM u")+`
+		)`)
+	updateAnySQL = updateSQL("", `, o AS (
+			SELECT state FROM tasks WHERE id = $1 AND version = $2
+		), c AS (`+addCounts(func(state string) string { return isState("u.state", state) + " - " + isState("o.state", state) },
+		"FROM u, o WHERE u.state <> o.state AND (u.state IN "+countedIn+" OR o.state IN "+countedIn+")")+`
+		)`)
+)
 
 // pushTargetSQL brings every push configuration of task $1 up to the
 // task's newest notify entry: its target_seq moves there, and it is due now
@@ -510,7 +553,7 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 	if l := s.lockOf(ctx, t.ID); l != nil {
 		return l.update(ctx, t, entries)
 	}
-	return s.updateOn(ctx, s.pool, t, entries, false)
+	return s.updateOn(ctx, s.pool, t, entries, "", false)
 }
 
 // querier is what a write is sent through: the pool, or the connection
@@ -521,8 +564,38 @@ type querier interface {
 }
 
 // updateOn is UpdateTask through q; commit ends the transaction q holds
-// open (a task lock's) in the same round trip.
-func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries []store.LogEntry, commit bool) (*store.Task, error) {
+// open (a task lock's) in the same round trip. was is the state the task
+// is in at t.Version when the caller knows it (a task lock that read it
+// holds the row), else "": the write then first takes the task to be in a
+// state not counted, and only if that matched no row writes again as for
+// any state (updateAnySQL).
+func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries []store.LogEntry, was string, commit bool) (*store.Task, error) {
+	sql := updateOpenSQL
+	switch {
+	case was != "" && counted(was):
+		sql = updateAnySQL
+	case counted(string(t.State)):
+		sql = updateFinishingSQL
+	}
+	got, err := s.updateWith(ctx, q, sql, t, entries, commit)
+	if errors.Is(err, pgx.ErrNoRows) && was == "" && !commit && sql != updateAnySQL {
+		// Not at that version, or in a counted state.
+		got, err = s.updateWith(ctx, q, updateAnySQL, t, entries, commit)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, s.missingOrMoved(ctx, "UpdateTask", t.ID)
+	}
+	if err != nil {
+		return nil, translate("UpdateTask", t.ID, err)
+	}
+	s.notes.add(got.ID)
+	return got, nil
+}
+
+// updateWith sends sql, one of the statements of UpdateTask, through q
+// (with pushTargetSQL after it when an entry notifies, and with commit,
+// in one round trip).
+func (s *Store) updateWith(ctx context.Context, q querier, sql string, t *store.Task, entries []store.LogEntry, commit bool) (*store.Task, error) {
 	la := entryArgs(entries)
 	args := []any{
 		t.ID, t.Version, t.ContextID, string(t.State),
@@ -537,10 +610,10 @@ func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries 
 	)
 	notify := slices.Contains(la.notify, true)
 	if !notify && !commit {
-		got, err = scanTask(q.QueryRow(ctx, updateTaskSQL, args...))
+		got, err = scanTask(q.QueryRow(ctx, sql, args...))
 	} else {
 		b := &pgx.Batch{}
-		b.Queue(updateTaskSQL, args...)
+		b.Queue(sql, args...)
 		if notify {
 			b.Queue(pushTargetSQL, t.ID)
 		}
@@ -572,14 +645,7 @@ func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries 
 			}
 		}
 	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, s.missingOrMoved(ctx, "UpdateTask", t.ID)
-	}
-	if err != nil {
-		return nil, translate("UpdateTask", t.ID, err)
-	}
-	s.notes.add(got.ID)
-	return got, nil
+	return got, err
 }
 
 // missingOrMoved tells why a compare-and-set on id matched no row:
@@ -709,7 +775,7 @@ var listDialect = listing.Dialect{
 	ByContext: "tasks",
 	Int:       "::bigint",
 	Cols:      taskCols,
-	// No task_counts (migration 0006): a total is counted from the index.
+	Counted:   countedStates,
 }
 
 // listQuery is ListTasks's statement: its page, each row carrying the

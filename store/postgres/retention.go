@@ -18,6 +18,19 @@ func (s *Store) CountOpen(ctx context.Context, tenant, owner string) (int, error
 	return n, nil
 }
 
+// deleteFinishedSQL deletes the tasks and takes them from their counts, in
+// one statement.
+var deleteFinishedSQL = `
+	WITH d AS (
+		DELETE FROM tasks WHERE id IN (
+			SELECT id FROM tasks WHERE state IN ` + terminalIn + ` AND updated_at < $1
+			ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)
+		RETURNING tenant, owner, agent, state
+	), c AS (` + addCounts(func(state string) string { return "-count(*) FILTER (WHERE d.state = '" + state + "')" },
+	"FROM d GROUP BY tenant, owner, agent ORDER BY tenant, owner, agent") + `
+	)
+	SELECT count(*) FROM d`
+
 // DeleteFinished deletes up to limit terminal tasks last updated before
 // before; their log and push configurations go with them (ON DELETE
 // CASCADE). Rows locked by a writer are skipped, for a later round.
@@ -25,11 +38,9 @@ func (s *Store) DeleteFinished(ctx context.Context, before time.Time, limit int)
 	if limit <= 0 {
 		return 0, nil
 	}
-	tag, err := s.pool.Exec(ctx, `DELETE FROM tasks WHERE id IN (
-		SELECT id FROM tasks WHERE state IN `+terminalIn+` AND updated_at < $1
-		ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, before, limit)
-	if err != nil {
+	var n int
+	if err := s.pool.QueryRow(ctx, deleteFinishedSQL, before, limit).Scan(&n); err != nil {
 		return 0, fmt.Errorf("postgres: DeleteFinished: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }

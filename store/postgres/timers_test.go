@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -153,12 +154,10 @@ func TestAppendWaitingForTheTaskRowSeesANewPushConfig(t *testing.T) {
 	}
 }
 
-// A database made by a binary that knew only 0001, with a task in it,
-// upgrades to the timers and the push outbox: its rows read back with no
-// timer, no pause and no notify entries, and take push configurations.
-func TestUpgradeFrom0001(t *testing.T) {
-	t.Parallel()
-	url := dbtest.Schema(t)
+// olderSchema makes the schema of url as a binary that knew only the first
+// known migrations made it, then runs rows (its tasks and logs).
+func olderSchema(t *testing.T, url string, known int, rows ...string) {
+	t.Helper()
 	ms, err := migrations()
 	if err != nil {
 		t.Fatal(err)
@@ -167,20 +166,32 @@ func TestUpgradeFrom0001(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		`CREATE TABLE schema_migrations (version integer NOT NULL PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
-		ms[0].SQL,
-		`INSERT INTO schema_migrations (version, name) VALUES (1, '` + ms[0].Name + `')`,
-		`INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, status, created_at, updated_at)
-			VALUES ('old', 'ctx', 'tenant', 'alice', 'echo', 'TASK_STATE_INPUT_REQUIRED', 3, 2, '{"state":"x"}', now(), now())`,
-		`INSERT INTO task_log (task_id, seq, kind, in_history, body, at) VALUES ('old', 1, 'message', true, '{}', now()), ('old', 2, 'status', false, '{}', now())`,
-	} {
+	defer conn.Close(t.Context())
+	stmts := []string{`CREATE TABLE schema_migrations (version integer NOT NULL PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`}
+	for _, m := range ms[:known] {
+		stmts = append(stmts, m.SQL, fmt.Sprintf(`INSERT INTO schema_migrations (version, name) VALUES (%d, '%s')`, m.Version, m.Name))
+	}
+	for _, q := range append(stmts, rows...) {
 		if _, err := conn.Exec(t.Context(), q); err != nil {
-			conn.Close(t.Context())
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
-	conn.Close(t.Context())
+}
+
+// A database made by a binary that knew only 0001, with a task in it,
+// upgrades to the timers and the push outbox: its rows read back with no
+// timer, no pause and no notify entries, and take push configurations.
+func TestUpgradeFrom0001(t *testing.T) {
+	t.Parallel()
+	url := dbtest.Schema(t)
+	olderSchema(t, url, 1,
+		`INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, status, created_at, updated_at)
+			VALUES ('old', 'ctx', 'tenant', 'alice', 'echo', 'TASK_STATE_INPUT_REQUIRED', 3, 2, '{"state":"x"}', now(), now())`,
+		`INSERT INTO task_log (task_id, seq, kind, in_history, body, at) VALUES ('old', 1, 'message', true, '{}', now()), ('old', 2, 'status', false, '{}', now())`)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	s := open(t, url)
 	if got := appliedMigrations(t, s); len(got) != len(ms) {

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"cmp"
+	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -363,45 +365,43 @@ func testListEmpty(t *testing.T, s store.Store) {
 // by every filter, as tasks are created, change state and are deleted:
 // a driver that keeps counts beside the tasks keeps them in step.
 func testListTotals(t *testing.T, s store.Store) {
-	for i := range 12 {
+	var created []string
+	for i := range 14 {
 		tk := task(fmt.Sprintf("t%02d", i), "tenant-a", "alice", fmt.Sprintf("c%d", i%3), a2a.TaskStateWorking)
 		tk.Agent = []string{"expense", "script"}[i%2]
-		if i == 11 {
+		switch i {
+		case 11:
 			tk.Owner = "bob"
+		case 12:
+			tk.State = a2a.TaskStateSubmitted
+		case 13:
+			tk.State = otherState // listed, and counted, by its state only
 		}
 		mustCreate(t, s, tk, nil)
+		created = append(created, tk.ID)
+		waitTick(time.Now()) // UpdatedAt apart, for UpdatedAfter
 	}
 	check := func(step string) {
 		t.Helper()
-		all := listAll(t, s, store.ListParams{Tenant: "tenant-a", Owner: "alice"}).Tasks
+		var tasks []*store.Task
+		for _, id := range created {
+			if tk, err := s.GetTask(ctx(t), id); err == nil {
+				tasks = append(tasks, tk)
+			}
+		}
+		CheckTotals(t, s, tasks)
 		open := 0
-		for _, tk := range all {
-			if !slices.Contains(store.TerminalStates, string(tk.State)) {
+		for _, tk := range tasks {
+			if tk.Owner == "alice" && !slices.Contains(store.TerminalStates, string(tk.State)) {
 				open++
 			}
 		}
 		if n, err := s.CountOpen(ctx(t), "tenant-a", "alice"); err != nil || n != open {
 			t.Errorf("%s: CountOpen = %d, %v; want %d", step, n, err, open)
 		}
-		for _, agent := range []string{"", "expense", "script"} {
-			for _, state := range []a2a.TaskState{"", a2a.TaskStateWorking, a2a.TaskStateInputRequired, a2a.TaskStateCompleted, a2a.TaskStateFailed} {
-				for _, contextID := range []string{"", "c1"} {
-					p := store.ListParams{Tenant: "tenant-a", Owner: "alice", Agent: agent, State: state, ContextID: contextID, PageSize: 2}
-					want := 0
-					for _, tk := range all {
-						if (agent == "" || tk.Agent == agent) && (state == "" || tk.State == state) && (contextID == "" || tk.ContextID == contextID) {
-							want++
-						}
-					}
-					if r := mustList(t, s, p); r.TotalSize != want {
-						t.Errorf("%s: ListTasks(agent %q, state %q, context %q) TotalSize = %d, want %d", step, agent, state, contextID, r.TotalSize, want)
-					}
-				}
-			}
-		}
 	}
 	check("after the creates")
-	for i, id := range []string{"t00", "t01", "t02", "t03", "t04", "t05", "t06"} {
+	for i, id := range []string{"t00", "t01", "t02", "t03", "t04", "t05", "t06", "t12", "t13"} {
 		tk := mustGet(t, s, id)
 		tk.State = []a2a.TaskState{a2a.TaskStateInputRequired, a2a.TaskStateCompleted, a2a.TaskStateFailed}[i%3]
 		mustUpdate(t, s, tk, nil)
@@ -411,12 +411,141 @@ func testListTotals(t *testing.T, s store.Store) {
 	tk = mustGet(t, s, "t00")
 	tk.State = a2a.TaskStateWorking // back again
 	mustUpdate(t, s, tk, nil)
+	tk = mustGet(t, s, "t08")
+	tk.State = otherState // to a state without a count
+	mustUpdate(t, s, tk, nil)
 	check("after the changes of state")
 	n, err := s.DeleteFinished(ctx(t), time.Now().Add(time.Hour), 100)
 	if err != nil || n == 0 {
 		t.Fatalf("DeleteFinished = %d, %v; want the finished tasks deleted", n, err)
 	}
 	check("after the deletes")
+}
+
+// otherState is a state no A2A task is in: a store keeps it as it keeps
+// any, and a listing that names no state lists none of its tasks.
+const otherState a2a.TaskState = "TASK_STATE_OTHER"
+
+// CheckTotals fails t unless every ListTasks of the callers (tenant and
+// owner) of tasks, by each of their agents and by none, each state of
+// store.TaskStates, a state outside them and none, in the context of the
+// first of tasks and in none, updated after the middle of their UpdatedAt
+// and at any time, has the TotalSize of the tasks it lists from tasks:
+// tasks must be every task s holds for those callers, as stored. (A
+// listing that names neither a state nor a context lists the tasks of
+// store.TaskStates only.)
+// A driver's tests use it to check the counts it keeps, after a migration
+// that builds them.
+func CheckTotals(t testing.TB, s store.Store, tasks []*store.Task) {
+	t.Helper()
+	type caller struct{ tenant, owner string }
+	var callers []caller
+	agents := []string{""}
+	var times []time.Time
+	for _, tk := range tasks {
+		if c := (caller{tk.Tenant, tk.Owner}); !slices.Contains(callers, c) {
+			callers = append(callers, c)
+		}
+		if !slices.Contains(agents, tk.Agent) {
+			agents = append(agents, tk.Agent)
+		}
+		times = append(times, tk.UpdatedAt)
+	}
+	contexts, after := []string{""}, []time.Time{{}}
+	if len(tasks) > 0 {
+		slices.SortFunc(times, time.Time.Compare)
+		contexts, after = append(contexts, tasks[0].ContextID), append(after, times[len(times)/2])
+	}
+	states := append([]a2a.TaskState{"", otherState}, a2aStates()...)
+	for _, c := range callers {
+		for _, agent := range agents {
+			for _, state := range states {
+				for _, contextID := range contexts {
+					for _, since := range after {
+						p := store.ListParams{Tenant: c.tenant, Owner: c.owner, Agent: agent, State: state, ContextID: contextID, UpdatedAfter: since, PageSize: 2}
+						want := 0
+						for _, tk := range tasks {
+							if tk.Tenant == c.tenant && tk.Owner == c.owner && (agent == "" || tk.Agent == agent) &&
+								(state == tk.State || state == "" && (contextID != "" || slices.Contains(store.TaskStates, string(tk.State)))) &&
+								(contextID == "" || tk.ContextID == contextID) && tk.UpdatedAt.After(since) {
+								want++
+							}
+						}
+						r, err := s.ListTasks(context.Background(), p)
+						if err != nil {
+							t.Fatalf("ListTasks(%+v) = %v, want nil", p, err)
+						}
+						if r.TotalSize != want {
+							t.Errorf("ListTasks(tenant %q, owner %q, agent %q, state %q, context %q, updated after %v) TotalSize = %d, want %d",
+								c.tenant, c.owner, agent, string(state), contextID, since.Format(time.RFC3339Nano), r.TotalSize, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// CountedTasks are the tasks a driver's test of the migration that builds
+// its counts puts in a database of the schema before it (as that schema's
+// rows: ID, ContextID, Tenant, Owner, Agent, State, Version 1 and UpdatedAt
+// set, of two callers and three agents, in every state of store.TaskStates
+// and one outside them), for CheckCountsFollow once it is migrated.
+func CountedTasks() []*store.Task {
+	states := append(a2aStates(), otherState)
+	out := make([]*store.Task, 40)
+	for i := range out {
+		out[i] = &store.Task{
+			ID: fmt.Sprintf("old-%02d", i), ContextID: fmt.Sprintf("ctx-%d", i%4), Tenant: "tenant",
+			Owner: []string{"alice", "bob"}[i%2], Agent: []string{"expense", "script", "echo"}[i%3],
+			State: states[i%len(states)], Version: 1, UpdatedAt: ListBenchStart.Add(time.Duration(i) * time.Millisecond),
+		}
+	}
+	return out
+}
+
+// CheckCountsFollow fails t unless, in s migrated from a database that
+// held CountedTasks, every listing has its exact total (CheckTotals), and
+// still has it after changes of state, a create and DeleteFinished.
+func CheckCountsFollow(t *testing.T, s store.Store) {
+	t.Helper()
+	var ids []string
+	for _, tk := range CountedTasks() {
+		ids = append(ids, tk.ID)
+	}
+	check := func() {
+		t.Helper()
+		var tasks []*store.Task
+		for _, id := range ids {
+			if tk, err := s.GetTask(ctx(t), id); err == nil {
+				tasks = append(tasks, tk)
+			} else if !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("GetTask(%q) = %v, want nil", id, err)
+			}
+		}
+		CheckTotals(t, s, tasks)
+	}
+	check()
+	for i, id := range ids[:10] {
+		tk := mustGet(t, s, id)
+		tk.State = a2a.TaskState(store.TaskStates[(i+3)%len(store.TaskStates)])
+		mustUpdate(t, s, tk, nil)
+	}
+	mustCreate(t, s, &store.Task{ID: "new", ContextID: "ctx-0", Tenant: "tenant", Owner: "alice", Agent: "expense", State: a2a.TaskStateWorking}, nil)
+	ids = append(ids, "new")
+	if n, err := s.DeleteFinished(ctx(t), ListBenchStart.Add(20*time.Millisecond), 100); err != nil || n == 0 {
+		t.Fatalf("DeleteFinished = %d, %v; want some of the old finished tasks deleted", n, err)
+	}
+	check()
+}
+
+// a2aStates are store.TaskStates as a2a.TaskState values.
+func a2aStates() []a2a.TaskState {
+	out := make([]a2a.TaskState, len(store.TaskStates))
+	for i, s := range store.TaskStates {
+		out[i] = a2a.TaskState(s)
+	}
+	return out
 }
 
 // testListNoTotal: with NoTotal a page is the same page, with TotalSize 0.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
 	"github.com/askpoint/askpoint/store"
 )
 
@@ -28,6 +30,7 @@ var nodeCases = []nodeCase{
 	{"Nodes/UpdateTask/RetriedCompareAndSetOnTwoHandlesLosesNoUpdate", testNodesCounter},
 	{"Nodes/Notifier/EveryHandleHearsEveryHandlesWrites", testNodesNotify},
 	{"Nodes/Secret/HandlesRacingToCreateItGetTheSameBytes", testNodesSecretRace},
+	{"Nodes/ListTasks/TotalsStayExactUnderConcurrentWritersOnEveryHandle", testNodesTotals},
 }
 
 type nodeCase struct {
@@ -553,5 +556,98 @@ func expectHeard(t *testing.T, heard <-chan string, id, after string) {
 		case <-deadline:
 			t.Fatalf("no notification for %s within 10s of %s", id, after)
 		}
+	}
+}
+
+// testNodesTotals: writers on three handles at once create tasks, move
+// them between states (racing one another on the same tasks, with and
+// without a task lock) and delete the finished ones; then every listing's
+// TotalSize is that of the tasks it lists (CheckTotals), as it is for
+// a driver that keeps counts beside the tasks.
+func testNodesTotals(t *testing.T, open Open) {
+	handles := []store.Store{open(t), open(t), open(t)}
+	const tasks, writers, steps = 12, 6, 40
+	var created []string
+	for i := range tasks {
+		tk := bareTask(fmt.Sprintf("t%02d", i))
+		tk.Agent = []string{"expense", "script"}[i%2]
+		mustCreate(t, handles[i%3], tk, nil)
+		created = append(created, tk.ID)
+	}
+	states := a2aStates()
+	// transition moves task id to state (now and then the state it is in),
+	// under the task's lock if locked and s has them.
+	transition := func(s store.Store, id string, state a2a.TaskState, locked bool) error {
+		c := ctx(t)
+		if l, ok := s.(store.Locker); ok && locked {
+			lock := l.LockTask(id)
+			defer lock.Unlock()
+			c = store.WithLock(c, lock)
+		}
+		loaded, err := s.LoadTask(c, id, store.LoadParams{})
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted
+		}
+		if err != nil {
+			return fmt.Errorf("LoadTask(%q) = %v, want nil", id, err)
+		}
+		next := *loaded.Task
+		next.State = state
+		if _, err := s.UpdateTask(c, &next, nil); err != nil && !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("UpdateTask(%q) = %v, want nil, %v or %v", id, err, store.ErrConflict, store.ErrNotFound)
+		}
+		return nil
+	}
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		mu    sync.Mutex // guards created
+	)
+	for w := range writers {
+		s := handles[w%3]
+		wg.Go(func() {
+			<-start
+			for i := range steps {
+				n := w*steps + i
+				switch {
+				case n%13 == 0:
+					tk := bareTask(fmt.Sprintf("new-%d", n))
+					tk.State = states[n%len(states)]
+					if _, err := s.CreateTask(ctx(t), tk, nil); err != nil {
+						t.Errorf("CreateTask(%q) = %v, want nil", tk.ID, err)
+						return
+					}
+					mu.Lock()
+					created = append(created, tk.ID)
+					mu.Unlock()
+				case n%17 == 0:
+					if _, err := s.DeleteFinished(ctx(t), time.Now().Add(time.Hour), 2); err != nil {
+						t.Errorf("DeleteFinished = %v, want nil", err)
+						return
+					}
+				default:
+					if err := transition(s, fmt.Sprintf("t%02d", (n*7)%tasks), states[(n/3)%len(states)], n%2 == 0); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	var stored []*store.Task
+	for _, id := range created {
+		tk, err := handles[0].GetTask(ctx(t), id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("GetTask(%q) = %v, want nil", id, err)
+		}
+		stored = append(stored, tk)
+	}
+	for _, s := range handles {
+		CheckTotals(t, s, stored)
 	}
 }

@@ -7,13 +7,22 @@
 // first does); a listing of every state merges the first rows of each
 // state's range (store.TaskStates), each of them in the listing's order. A
 // listing in a context reads the context's index (its tasks are few) and
-// sorts them. The total is the sum of task_counts rows (per tenant, owner
-// and agent) when the driver keeps them and the listing names no state,
-// context or time; otherwise the tasks are counted, from the same ranges,
-// without reading a task's row.
+// sorts them.
+//
+// The drivers keep in task_counts, per tenant, owner and agent (on
+// PostgreSQL in several rows of each, its shards, summed), how many tasks
+// are in each of the states they count (Dialect.Counted), one column a
+// state (CountColumn), in the transaction of every write that creates a
+// task, moves it into or out of one of those states, or deletes it. The
+// total of a listing that names no context and no time is read from there
+// for the counted states, and counted from the index ranges of the others
+// (by state, or each state not counted when the listing names none); any
+// other listing is counted from the same ranges as its page. A count from
+// the index reads no task's row.
 package listing
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,10 +45,19 @@ type Dialect struct {
 	Int string
 	// Cols are the columns of a page's rows.
 	Cols string
-	// Counts says the driver keeps task_counts (SQLite: triggers in the
-	// transaction that creates or deletes a task); without it a total is
-	// counted from the index.
-	Counts bool
+	// Counted are the states of store.TaskStates whose tasks task_counts
+	// counts.
+	Counted []string
+}
+
+// CountColumn is the task_counts column that counts the tasks in state, one
+// of store.TaskStates ("TASK_STATE_INPUT_REQUIRED": "input_required"), and
+// "" for any other state, whose tasks are not counted there.
+func CountColumn(state string) string {
+	if !slices.Contains(store.TaskStates, state) {
+		return ""
+	}
+	return strings.ToLower(strings.TrimPrefix(state, "TASK_STATE_"))
 }
 
 // Queries are the statements of one ListTasks call and their arguments.
@@ -85,24 +103,49 @@ func Build(d Dialect, p store.ListParams) Queries {
 		return strings.Join(w, " AND ")
 	}
 
-	var q Queries
-	switch {
-	case d.Counts && p.State == "" && len(filters) == 0:
-		q.Count = "SELECT coalesce(sum(n), 0)" + d.Int + " FROM task_counts WHERE " + strings.Join(base, " AND ")
-	case len(states) <= 1:
-		state := ""
-		if len(states) == 1 {
-			state = states[0]
+	// rangeCount counts the tasks of the given states' ranges (all states,
+	// in a context) from the index.
+	rangeCount := func(states []string) string {
+		if len(states) <= 1 {
+			state := ""
+			if len(states) == 1 {
+				state = states[0]
+			}
+			return "SELECT count(*) FROM " + from + " WHERE " + where(state)
 		}
-		q.Count = "SELECT count(*) FROM " + from + " WHERE " + where(state)
-	default:
 		counts := make([]string, len(states))
 		for i, s := range states {
 			counts[i] = "SELECT count(*) AS n FROM tasks WHERE " + where(s)
 		}
-		q.Count = "SELECT coalesce(sum(n), 0)" + d.Int + " FROM (" + strings.Join(counts, " UNION ALL ") + ") AS c"
+		return "SELECT coalesce(sum(n), 0)" + d.Int + " FROM (" + strings.Join(counts, " UNION ALL ") + ") AS c"
 	}
-	q.CountArgs = append([]any(nil), args...)
+	var q Queries
+	switch {
+	case len(filters) == 0 && (p.State == "" || slices.Contains(d.Counted, string(p.State))):
+		// From task_counts, and for a listing of every state the states
+		// it does not count from their ranges.
+		counted, uncounted := []string{CountColumn(string(p.State))}, []string(nil)
+		if p.State == "" {
+			counted = nil
+			for _, s := range store.TaskStates {
+				if slices.Contains(d.Counted, s) {
+					counted = append(counted, CountColumn(s))
+				} else {
+					uncounted = append(uncounted, "'"+s+"'")
+				}
+			}
+		}
+		q.Count = "SELECT coalesce(sum(" + strings.Join(counted, " + ") + "), 0)" + d.Int + " FROM task_counts WHERE " + strings.Join(base, " AND ")
+		if len(uncounted) > 0 {
+			q.Count = "SELECT (" + q.Count + ") + (" + rangeCount(uncounted) + ")"
+		}
+		q.CountArgs = append([]any(nil), args[:len(base)]...) // not the state's
+	default:
+		q.Count = rangeCount(states)
+	}
+	if q.CountArgs == nil {
+		q.CountArgs = append([]any(nil), args...)
+	}
 
 	var after []string
 	if c := p.After; c != nil {
