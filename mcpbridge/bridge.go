@@ -1,6 +1,7 @@
 // Package mcpbridge serves A2A agents as MCP tools: one tool per agent,
 // whose call sends the agent a message and whose agent's questions come
-// back to the MCP client as forms to fill in.
+// back to the MCP client as forms to fill in; and MCP tools as askpoint
+// agents (ToolAgent).
 //
 // A tools/call sends the arguments to the agent (message as a text part,
 // data as a data part) and drives the task with package client's loop.
@@ -26,6 +27,12 @@
 // state is spent when its question is no longer open at the agent, which
 // is where a restart of the bridge finds it. docs/mcp.md has the mapping
 // field by field, and what is refused.
+//
+// The other direction is ToolAgent: an MCP server's tool (called through
+// MCPServer) served as an askpoint agent, whose elicitations become
+// durable questions of the A2A task (QuestionOf, built on the same form
+// code), the tool's requestState kept in the checkpoint; ToolAgents makes
+// one per tool of a server, as askpoint serve --mcp does.
 //
 //	b, err := mcpbridge.New(ctx, mcpbridge.Config{
 //		Agents: []mcpbridge.Agent{{URL: "http://127.0.0.1:8420/expense"}},

@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -238,4 +239,65 @@ func choices(fd question.Field) string {
 		out = append(out, question.DisplayValue(o.Value))
 	}
 	return strings.Join(out, ", ")
+}
+
+// ErrNotForm is returned (wrapped, saying what it is) for an elicitation
+// that is not a form: URL mode, which QuestionOf leaves to the caller
+// (ToolAgent makes it an auth-required pause).
+var ErrNotForm = errors.New("mcpbridge: the elicitation is not a form")
+
+// QuestionOf is the askpoint question for an MCP form elicitation, the
+// other direction of the form a question becomes: its message as the
+// text, its requestedSchema as the answer schema (read by
+// question.Question.Fields, the one model: oneOf const/title, or enum with
+// enumNames, are options with their titles as labels), and, when one
+// field is a choice, its options as the question's. The ID and the expiry
+// are left to the asker. A schema that is not MCP's flat subset (not an
+// object of single strings, numbers, booleans and choices) is refused
+// with ErrNotAForm, naming the field and why: it is the same check a
+// question passes before it is asked as a form.
+func QuestionOf(p *mcp.ElicitParams) (*question.Question, error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: there is none", ErrNotAForm)
+	}
+	if p.Mode == "url" || (p.Mode == "" && p.URL != "") {
+		return nil, fmt.Errorf("%w: it is in URL mode (%s)", ErrNotForm, p.URL)
+	}
+	if p.Mode != "" && p.Mode != "form" {
+		return nil, fmt.Errorf("%w: its mode is %q", ErrNotForm, p.Mode)
+	}
+	raw, err := json.Marshal(p.RequestedSchema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: its requestedSchema does not encode as JSON: %v", ErrNotAForm, err)
+	}
+	var top struct {
+		Type       any            `json:"type"`
+		Properties map[string]any `json:"properties"`
+	}
+	if json.Unmarshal(raw, &top) != nil || top.Type != "object" {
+		return nil, fmt.Errorf("%w: its requestedSchema is not an object schema (type \"object\" with properties)", ErrNotAForm)
+	}
+	q := &question.Question{Text: strings.TrimSpace(p.Message), Schema: raw}
+	if q.Text == "" {
+		return nil, fmt.Errorf("%w: it has no message for a person to read", ErrNotAForm)
+	}
+	if _, err := formOf(q); err != nil {
+		return nil, err
+	}
+	var choices []question.Field
+	for _, fd := range q.Fields() {
+		if fd.Kind == question.KindChoice {
+			choices = append(choices, fd)
+		}
+	}
+	if len(choices) == 1 {
+		q.OptionsFor = choices[0].Name
+		for _, o := range choices[0].Options {
+			q.Options = append(q.Options, question.Option{Value: o.Value, Label: o.Label})
+		}
+	}
+	if err := q.Check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotAForm, err)
+	}
+	return q, nil
 }

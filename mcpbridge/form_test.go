@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/askpoint/askpoint/question"
 )
 
@@ -91,5 +93,39 @@ func TestFormOfAQuestionInWords(t *testing.T) {
 	}
 	if _, text, errs := f.read(map[string]any{"answer": "Tuesday"}); text != "Tuesday" || len(errs) > 0 {
 		t.Errorf("text %q, errors %v", text, errs)
+	}
+}
+
+// An elicitation is a question whose schema is the requestedSchema as
+// given: a legacy titled enum's enumNames label its options, the one
+// choice field's options are the question's; what is not MCP's flat
+// subset, and URL mode, are refused by name.
+func TestQuestionOfAnElicitation(t *testing.T) {
+	q, err := QuestionOf(&mcp.ElicitParams{Mode: "form", Message: "Which size?", RequestedSchema: map[string]any{
+		"type": "object", "required": []any{"size"}, "properties": map[string]any{
+			"size":  map[string]any{"type": "string", "enum": []any{"s", "l"}, "enumNames": []any{"Small", "Large"}},
+			"count": map[string]any{"type": "integer", "minimum": 1},
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Text != "Which size?" || q.OptionsFor != "size" || len(q.Options) != 2 || q.Options[1].Label != "Large" || q.ID != "" {
+		t.Errorf("question %+v; want the message, the size's labelled options and no ID", q)
+	}
+	for _, c := range []struct {
+		p    *mcp.ElicitParams
+		want error
+		says string
+	}{
+		{&mcp.ElicitParams{Message: "Pick", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"tags": map[string]any{"type": "array", "items": map[string]any{"enum": []any{"a", "b"}}}}}}, ErrNotAForm, `field "tags" is of type array`},
+		{&mcp.ElicitParams{Message: "Pick", RequestedSchema: map[string]any{"type": "string"}}, ErrNotAForm, "not an object schema"},
+		{&mcp.ElicitParams{Message: "", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}, ErrNotAForm, "no message"},
+		{&mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: "https://x.example/"}, ErrNotForm, "URL mode"},
+	} {
+		_, err := QuestionOf(c.p)
+		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("QuestionOf(%+v) = %v; want %v saying %q", c.p, err, c.want, c.says)
+		}
 	}
 }

@@ -57,7 +57,8 @@ type Field struct {
 	Pattern     string
 	Format      string
 	// Options is the closed set of a choice field: the question's options
-	// for its option field, else the schema's enum, const, or oneOf/anyOf of
+	// for its option field, else the schema's enum (labelled by enumNames,
+	// MCP's legacy titles, when there is one per value), const, or oneOf/anyOf of
 	// consts (with their titles as labels).
 	Options []FieldOption
 	// Enum is the schema's "enum" as written.
@@ -315,6 +316,7 @@ type propSchema struct {
 	Pattern          string           `json:"pattern"`
 	Format           string           `json:"format"`
 	Enum             []any            `json:"enum"`
+	EnumNames        []string         `json:"enumNames"`
 	Const            *json.RawMessage `json:"const"`
 	OneOf            []constSchema    `json:"oneOf"`
 	AnyOf            []constSchema    `json:"anyOf"`
@@ -390,8 +392,18 @@ func closedSet(ps propSchema) []FieldOption {
 	var out []FieldOption
 	switch {
 	case len(ps.Enum) > 0:
-		for _, v := range ps.Enum {
-			out = append(out, FieldOption{Value: v})
+		// enumNames, one per value, are their labels (MCP's legacy
+		// titled enum); a list of another length labels nothing.
+		names := ps.EnumNames
+		if len(names) != len(ps.Enum) {
+			names = nil
+		}
+		for i, v := range ps.Enum {
+			o := FieldOption{Value: v}
+			if names != nil {
+				o.Label = names[i]
+			}
+			out = append(out, o)
 		}
 	case ps.Const != nil:
 		out = append(out, FieldOption{Value: genericJSON(json.RawMessage(*ps.Const))})

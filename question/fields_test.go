@@ -178,3 +178,17 @@ func TestFieldsSayThemselvesInWords(t *testing.T) {
 		t.Errorf("Explain of a choice: %q", got)
 	}
 }
+
+// MCP's legacy titled enum: enumNames, one per value, label the options;
+// a list of another length labels none of them.
+func TestFieldsLabelAnEnumByItsEnumNames(t *testing.T) {
+	fs := SchemaFields(json.RawMessage(`{"type":"object","properties":{
+		"size": {"type":"string","enum":["s","l"],"enumNames":["Small","Large"]},
+		"odd":  {"type":"string","enum":["a","b"],"enumNames":["Only one"]}}}`))
+	if len(fs) != 2 || fs[0].Kind != KindChoice || fs[0].Options[0].Text() != "Small" || fs[0].Options[1].Text() != "Large" {
+		t.Fatalf("size options %+v; want s/Small and l/Large", fs[0].Options)
+	}
+	if fs[1].Options[0].Label != "" || fs[1].Options[1].Label != "" {
+		t.Errorf("odd options %+v; want no labels from a list of another length", fs[1].Options)
+	}
+}

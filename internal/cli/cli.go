@@ -16,7 +16,8 @@ const usage = `askpoint: durable A2A agents that stop to ask a question and carr
 Usage:
   askpoint serve [--addr 127.0.0.1:8420] [--db askpoint.db]
       Serve the worked example (the expense agent) on the embedded SQLite store;
-      --metrics-addr serves Prometheus metrics, OTEL_* variables turn tracing on.
+      --metrics-addr serves Prometheus metrics, OTEL_* variables turn tracing on;
+      --mcp URL serves each tool of that MCP server as an agent (repeatable).
   askpoint send [--task ID] [--data JSON] [--stream] URL [TEXT]
       Send a message to any A2A 1.0 agent and print the task: its state and,
       for a question, the text, options, expiry and question ID.

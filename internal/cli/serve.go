@@ -25,6 +25,7 @@ import (
 	"github.com/askpoint/askpoint/examples/demo"
 	"github.com/askpoint/askpoint/inbox/web"
 	"github.com/askpoint/askpoint/internal/text"
+	"github.com/askpoint/askpoint/mcpbridge"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/postgres"
 	"github.com/askpoint/askpoint/store/sqlite"
@@ -67,6 +68,8 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	bodyTimeout := fs.Duration("body-timeout", 30*time.Second, "how long a client has to send a request's body once its headers are in (streams are not bounded by it)")
 	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "how long an idle keep-alive connection is kept open")
 	maxConns := fs.Int("max-connections", 0, "most connections open at once, HTTP and gRPC together; past it the one idle the longest is closed, or the new one answered 503 at once (default 1024, or fewer when the open-file limit is lower)")
+	var mcpServers tokenFlags
+	fs.Var(&mcpServers, "mcp", "`URL` of an MCP server's endpoint (http://HOST:PORT/mcp): serve each of its tools as an agent named after it, whose elicitations are questions of the task; repeat for more servers")
 	tokensFile := fs.String("tokens", "", "JSON `file` mapping principals to bearer tokens (mode 0600; also $"+EnvTokens+", the same JSON)")
 	if err := fs.Parse(args); err != nil {
 		return parseExit(err, 2)
@@ -232,6 +235,18 @@ func serve(args []string, stdout, stderr io.Writer) int {
 	}); err != nil {
 		fmt.Fprintf(stderr, "askpoint serve: %s\n", errText(err))
 		return 1
+	}
+	for _, u := range mcpServers {
+		specs, err := mcpbridge.ToolAgents(ctx, &mcpbridge.MCPServer{URL: u}, mcpbridge.ToolAgentConfig{})
+		for _, spec := range specs {
+			if err == nil {
+				err = srv.Register(spec)
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "askpoint serve: --mcp %s: %s\n", u, errText(err))
+			return 1
+		}
 	}
 	var stats func() ([]string, [][]string)
 	if tel != nil && tel.Metrics != nil {
