@@ -50,6 +50,6 @@ func Agent(agency Agency) askpoint.Agent {
 		if err != nil {
 			return askpoint.Outcome{}, err
 		}
-		return askpoint.Complete(&a2a.Artifact{ID: "booking", Parts: a2a.ContentParts{a2a.NewTextPart("Booked " + city + ": " + ref)}}), nil
+		return askpoint.Complete(&a2a.Artifact{ID: "booking", Name: "booking", Parts: a2a.ContentParts{a2a.NewTextPart("Booked " + city + ": " + ref)}}), nil
 	})
 }
