@@ -64,6 +64,9 @@ type ToolAgentConfig struct {
 // auth-required with the URL; the caller's follow-up accepts it. An MCP
 // server that cannot be reached is a step error, which the runtime tries
 // again with backoff: the answer stays in the task until it is sent.
+// While the task waits, it holds the call (HoldToolCall): a task that
+// ends without resuming (canceled, or its question expired) has the
+// call retried with cancel (Release).
 type ToolAgent struct {
 	cfg ToolAgentConfig
 	arg string // the one required string argument a message's text fills, "" when none
@@ -256,7 +259,7 @@ func (a *ToolAgent) next(ctx context.Context, call *askpoint.Call, cp *toolCheck
 		if a.cfg.Expiry > 0 {
 			out = out.ExpiresAt(a.cfg.Now().Add(a.cfg.Expiry))
 		}
-		return out, nil
+		return out.Hold(callHold(cp)), nil
 	}
 	if err != nil {
 		return askpoint.Fail(fmt.Sprintf("The MCP tool %s asked a question that cannot be asked here: %s.", a.cfg.Tool.Name, strings.TrimPrefix(err.Error(), "mcpbridge: "))), nil
@@ -264,7 +267,65 @@ func (a *ToolAgent) next(ctx context.Context, call *askpoint.Call, cp *toolCheck
 	if a.cfg.Expiry > 0 {
 		q.Expires = a.cfg.Now().Add(a.cfg.Expiry)
 	}
-	return askpoint.Ask(*q, cp), nil
+	return askpoint.Ask(*q, cp).Hold(callHold(cp)), nil
+}
+
+// HoldToolCall names the hold a ToolAgent's paused task declares for the
+// tool call that waits on its answer (see ToolAgent.Release).
+const HoldToolCall = "mcp tool call"
+
+// heldCall is what the hold of a waiting tool call carries to its
+// release: the call and the round's input request keys.
+type heldCall struct {
+	Args  map[string]any `json:"args"`
+	State string         `json:"state,omitempty"`
+	Keys  []string       `json:"keys"`
+}
+
+// callHold is the hold of the tool call cp waits on.
+func callHold(cp *toolCheckpoint) askpoint.Hold {
+	h := heldCall{Args: cp.Args, State: cp.State}
+	for k := range cp.Pending {
+		h.Keys = append(h.Keys, k)
+	}
+	for k := range cp.Responses {
+		h.Keys = append(h.Keys, k)
+	}
+	slices.Sort(h.Keys)
+	return askpoint.Hold{Name: HoldToolCall, Data: h}
+}
+
+// Release implements askpoint.Releaser: when the task ends without its
+// answer (the caller cancels it, or its question expires), the runtime
+// releases the tool call the task held, and Release retries it once with
+// a cancel for every input request of the round and the stored
+// requestState, so that the tool knows the call is over. The call carries
+// the release's idempotency key (call.Key, MetaIdempotencyKey), the same
+// on every try of the same release. A server that cannot be reached, or
+// does not answer within MCPServer.Timeout, is an error the runtime tries
+// again with the step backoff; an error the server answers is final, and
+// whatever result it gives is taken as heard.
+func (a *ToolAgent) Release(ctx context.Context, call *askpoint.Call, h askpoint.HoldStatus) error {
+	if h.Name != HoldToolCall {
+		return nil // not a hold of this agent's: nothing to tell the tool
+	}
+	var held heldCall
+	if err := json.Unmarshal(h.Data, &held); err != nil {
+		return askpoint.Permanent(fmt.Errorf("mcpbridge: read the held call of the MCP tool %s: %w", a.cfg.Tool.Name, err))
+	}
+	p := &mcp.CallToolParams{
+		Name: a.cfg.Tool.Name, Arguments: held.Args, RequestState: held.State,
+		InputResponses: mcp.InputResponseMap{},
+		Meta:           mcp.Meta{MetaTaskID: call.TaskID, MetaIdempotencyKey: call.Key},
+	}
+	for _, k := range held.Keys {
+		p.InputResponses[k] = &mcp.ElicitResult{Action: "cancel", Meta: mcp.Meta{MetaTaskID: call.TaskID}}
+	}
+	_, err := a.cfg.Server.CallTool(ctx, p)
+	if err == nil || errors.Is(err, ErrUnreachable) || errors.Is(err, ErrNoAnswer) || errors.Is(err, ErrOldRevision) {
+		return err
+	}
+	return askpoint.Permanent(fmt.Errorf("mcpbridge: tell the MCP tool %s that the call is canceled: %w", a.cfg.Tool.Name, err))
 }
 
 // round calls the tool (a first call, or a retry with the round's

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -51,12 +52,14 @@ type toolServer struct {
 	answers  []map[string]any // the accepted contents, in order
 	metas    []mcp.Meta       // the responses' _meta, in order
 	declined int
+	canceled []mcp.Meta    // the _meta of each call that came with a cancel, in order
+	cancels  chan string   // the requestState of each call that came with a cancel
 	release  chan struct{} // closed when the test ends: the hanging tool returns
 }
 
 func startToolServer(t *testing.T) *toolServer {
 	t.Helper()
-	ts := &toolServer{release: make(chan struct{})}
+	ts := &toolServer{release: make(chan struct{}), cancels: make(chan string, 10)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +87,9 @@ func (ts *toolServer) serve(ln net.Listener) {
 	s.AddTool(&mcp.Tool{Name: "link", InputSchema: in}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if r, ok := req.Params.InputResponses["signin"].(*mcp.ElicitResult); ok && r.Action == "accept" && req.Params.RequestState == "url-1" {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Linked."}}}, nil
+		} else if ok && r.Action == "cancel" {
+			ts.cancels <- req.Params.RequestState
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Not linked."}}}, nil
 		}
 		return &mcp.CallToolResult{RequestState: "url-1", InputRequests: mcp.InputRequestMap{"signin": &mcp.ElicitParams{Mode: "url",
 			Message: "Sign in to the airline.", URL: "https://airline.example/signin?s=1", ElicitationID: "e-1"}}}, nil
@@ -167,6 +173,10 @@ func (ts *toolServer) book(_ context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 	case "decline":
 		ts.declined++
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Nothing booked: you declined."}}}, nil
+	case "cancel":
+		ts.canceled = append(ts.canceled, req.Params.Meta)
+		ts.cancels <- req.Params.RequestState
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "Nothing booked: canceled."}}}, nil
 	case "accept":
 	default:
 		return nil, fmt.Errorf("action %q", r.Action)
@@ -191,16 +201,24 @@ type toolRig struct {
 	seen  chan error // every error the agents' HTTP client meets
 }
 
-func newToolRig(t *testing.T) *toolRig {
+func newToolRig(t *testing.T) *toolRig { return newToolRigOn(t, nil) }
+
+// newToolRigOn is newToolRig on a clock the test moves (nil: the real
+// clock).
+func newToolRigOn(t *testing.T, clock *askpointtest.Clock) *toolRig {
 	t.Helper()
 	r := &toolRig{ts: startToolServer(t), seen: make(chan error, 100)}
 	server := &mcpbridge.MCPServer{URL: r.ts.url, HTTPClient: &http.Client{Transport: watchTransport{r.seen}}}
-	specs, err := mcpbridge.ToolAgents(t.Context(), server, mcpbridge.ToolAgentConfig{Expiry: time.Hour})
+	cfg := mcpbridge.ToolAgentConfig{Expiry: time.Hour}
+	if clock != nil {
+		cfg.Now = clock.Now
+	}
+	specs, err := mcpbridge.ToolAgents(t.Context(), server, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.specs = specs
-	r.env = askpointtest.StartWith(t, askpointtest.Options{Quiet: true, Config: func(c *askpoint.Config) {
+	r.env = askpointtest.StartWith(t, askpointtest.Options{Quiet: true, Clock: clock, Config: func(c *askpoint.Config) {
 		c.StepRetries, c.StepRetryMin, c.StepRetryMax = 1000, 5*time.Millisecond, 20*time.Millisecond
 	}}, r.specs...)
 	return r
@@ -300,8 +318,8 @@ func TestToolAgentReAsksWhatDoesNotFitAndWhatTheToolRefuses(t *testing.T) {
 	}
 }
 
-// askpoint's decline is MCP's decline; cancel ends the task canceled
-// without a call.
+// askpoint's decline is MCP's decline; the caller's cancel of the
+// question ends the task canceled, and the tool hears a cancel.
 func TestToolAgentDeclineAndCancel(t *testing.T) {
 	r := newToolRig(t)
 	task := r.env.Send(t, "book-trip", "Braga")
@@ -315,8 +333,108 @@ func TestToolAgentDeclineAndCancel(t *testing.T) {
 	canceled := r.env.SendMessage(t, "book-trip", a2a.NewMessageForTask(a2a.MessageRoleUser, other,
 		dataPartOf(map[string]any{"questionId": q.ID, "action": "cancel"})))
 	wantState(t, canceled, a2a.TaskStateCanceled)
-	if n, _ := r.ts.counts(); n != 1 {
-		t.Errorf("the tool was retried %d times; a cancel sends nothing", n)
+	if state := r.ts.waitCancel(t); state != "round-1:Evora" {
+		t.Errorf("the cancel came with requestState %q; want the call's round-1:Evora", state)
+	}
+}
+
+// waitCancel waits for the tool to hear a cancel and returns the
+// requestState it came with.
+func (ts *toolServer) waitCancel(t *testing.T) string {
+	t.Helper()
+	select {
+	case s := <-ts.cancels:
+		return s
+	case <-time.After(time.Minute):
+		t.Fatal("the tool never heard a cancel")
+		return ""
+	}
+}
+
+func (ts *toolServer) cancelMetas() []mcp.Meta {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return slices.Clone(ts.canceled)
+}
+
+// A CancelTask over A2A while the tool's call waits on its elicitation:
+// the runtime releases the task's hold, and the tool's call is retried
+// once with cancel and the state, under the release's idempotency key.
+func TestToolAgentCancelTaskReachesTheTool(t *testing.T) {
+	r := newToolRig(t)
+	task := r.env.Send(t, "book-trip", "Lagos")
+	r.env.Question(t, task)
+	got, err := r.env.Client(t, "book-trip").CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: task.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantState(t, got, a2a.TaskStateCanceled)
+	if state := r.ts.waitCancel(t); state != "round-1:Lagos" {
+		t.Errorf("the cancel came with requestState %q; want the call's round-1:Lagos", state)
+	}
+	if err := r.env.Idle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	metas := r.ts.cancelMetas()
+	if len(metas) != 1 {
+		t.Fatalf("the tool heard %d cancels; want 1", len(metas))
+	}
+	if key, _ := metas[0][mcpbridge.MetaIdempotencyKey].(string); !strings.HasPrefix(key, string(task.ID)+"/") || !strings.Contains(key, "/hold/") || metas[0][mcpbridge.MetaTaskID] != string(task.ID) {
+		t.Errorf("the cancel's _meta %v; want task %s and its release's key", metas[0], task.ID)
+	}
+	link := r.env.Send(t, "link", "Lisbon") // auth-required (URL mode) holds the call too
+	wantState(t, link, a2a.TaskStateAuthRequired)
+	if _, err := r.env.Client(t, "link").CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: link.ID}); err != nil {
+		t.Fatal(err)
+	}
+	if state := r.ts.waitCancel(t); state != "url-1" {
+		t.Errorf("the URL-mode cancel came with requestState %q; want url-1", state)
+	}
+}
+
+// A question that expires unanswered: its task's tool call hears a
+// cancel; a task answered before the expiry sends none.
+func TestToolAgentExpiryReachesTheToolAndAnAnswerDoesNot(t *testing.T) {
+	clock := askpointtest.NewClock(time.Now())
+	r := newToolRigOn(t, clock)
+	answered := r.env.Send(t, "book-trip", "Beja")
+	wantState(t, r.env.Answer(t, answered, map[string]any{"class": "eco", "nights": 2}), a2a.TaskStateCompleted)
+	open := r.env.Send(t, "book-trip", "Elvas")
+	r.env.Question(t, open)
+	clock.Advance(t, 2*time.Hour)
+	if state := r.ts.waitCancel(t); state != "round-1:Elvas" {
+		t.Errorf("the cancel came with requestState %q; want the expired call's round-1:Elvas", state)
+	}
+	if err := r.env.Idle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.ts.cancelMetas()); n != 1 {
+		t.Errorf("the tool heard %d cancels; want 1 (the expired task's, not the answered one's)", n)
+	}
+}
+
+// A tool server that is down when the task is canceled: the release
+// fails and the runtime tries it again, so the cancel reaches the tool
+// once the server is back.
+func TestToolAgentCancelWaitsForTheToolServer(t *testing.T) {
+	r := newToolRig(t)
+	task := r.env.Send(t, "book-trip", "Viseu")
+	r.env.Question(t, task)
+	r.ts.stop()
+	for len(r.seen) > 0 {
+		<-r.seen
+	}
+	if _, err := r.env.Client(t, "book-trip").CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: task.ID}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.seen: // the release met the server down
+	case <-time.After(time.Minute):
+		t.Fatal("the release never tried the tool server")
+	}
+	r.ts.start(t)
+	if state := r.ts.waitCancel(t); state != "round-1:Viseu" {
+		t.Errorf("the cancel came with requestState %q; want round-1:Viseu", state)
 	}
 }
 
