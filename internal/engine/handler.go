@@ -494,7 +494,7 @@ func judgeAnswer(q *question.Question, msg *a2a.Message, taskID string, version 
 	case ans != nil && ans.Action == question.ActionCancel:
 		return verdict{end: a2a.TaskStateCanceled, text: withReason("The caller canceled the task instead of answering.", ans.Reason)}, nil
 	case q.Attempt >= q.MaxAttempts:
-		return verdict{end: a2a.TaskStateFailed, text: fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt, question.ErrorsText(fieldErrs))}, nil
+		return verdict{end: a2a.TaskStateFailed, text: noValidAnswer(q.Attempt, fieldErrs)}, nil
 	}
 	return verdict{reask: q.ReAsk(questionID(taskID, version), fieldErrs)}, nil
 }

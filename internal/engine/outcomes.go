@@ -109,7 +109,7 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		if q.Attempt > q.MaxAttempts {
 			// The agent re-asked (askpoint.Reask) past the cap: the end a
 			// re-ask after a validation error would have come to.
-			return oc.refuse(next, o, releases, fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", q.Attempt-1, question.ErrorsText(q.Errors)), now)
+			return oc.refuse(next, o, releases, noValidAnswer(q.Attempt-1, q.Errors), now)
 		}
 		cp, err := json.Marshal(o.Checkpoint())
 		if err != nil {
@@ -463,4 +463,10 @@ func (oc *outcomes) endRow(t *store.Task, state a2a.TaskState, text string, now 
 	}
 	next.State, next.Status = state, st
 	return &next, e, nil
+}
+
+// noValidAnswer is why a task fails at its question's attempt cap, after
+// a validation re-ask or the agent's own (askpoint.Reask) alike.
+func noValidAnswer(attempts int, last []question.FieldError) string {
+	return fmt.Sprintf("No valid answer after %d attempts. Last errors: %s", attempts, question.ErrorsText(last))
 }
