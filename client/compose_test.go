@@ -23,8 +23,8 @@ func TestTerminalOffersLabelledBooleanOptions(t *testing.T) {
 		request, input string
 		wantShown      []string
 	}{
-		{"Pay invoice INV-7: 80 EUR to ACME", "yes\n\n", []string{"Options for approve:", "1) Yes, pay", "2) No"}},
-		{"Pay invoice INV-9: 1200 EUR to ACME", "1\nbudgeted in Q4\n", []string{"Options for approve:", "1) Yes, pay", "reason"}},
+		{"Pay invoice INV-7: 80 EUR to ACME", "yes\n\n", []string{"Options for Approve:", "1) Yes, pay", "2) No"}},
+		{"Pay invoice INV-9: 1200 EUR to ACME", "1\nbudgeted in Q4\n", []string{"Options for Approve:", "1) Yes, pay", "reason"}},
 	} {
 		var out bytes.Buffer
 		term := client.NewTerminal(strings.NewReader(tc.input), &out, "pat")

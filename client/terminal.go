@@ -86,12 +86,7 @@ func (t *Terminal) Show(q *Query) {
 		if qq.Attempt > 1 {
 			fmt.Fprintf(w, "Your previous answer was not accepted (attempt %d of %d):\n", qq.Attempt, qq.MaxAttempts)
 			for _, e := range qq.Errors {
-				at := strings.TrimPrefix(e.Pointer, "/")
-				if at == "" {
-					fmt.Fprintf(w, "  - %s\n", e.Message)
-				} else {
-					fmt.Fprintf(w, "  - %s: %s\n", at, e.Message)
-				}
+				fmt.Fprintf(w, "  - %s\n", qq.ExplainError(e))
 			}
 		}
 		if !qq.Expires.IsZero() {
@@ -183,7 +178,7 @@ func (t *Terminal) prompt(ctx context.Context, q *Query) (*Answer, error) {
 				if f.Name != qq.OptionField() {
 					title = chooseTitle(f)
 				} else if len(fields) > 1 {
-					title = "Options for " + f.Name
+					title = "Options for " + f.Caption()
 				}
 				v, set, err = t.choose(ctx, f, title)
 			} else {
@@ -205,15 +200,14 @@ func (t *Terminal) prompt(ctx context.Context, q *Query) (*Answer, error) {
 		fmt.Fprintln(t.out, "That answer would not be accepted:")
 		again := map[string]bool{}
 		for _, e := range errs {
+			fmt.Fprintf(t.out, "  - %s\n", qq.ExplainError(e))
 			name := topField(e.Pointer)
 			if name == "" || !containsField(fields, name) {
-				fmt.Fprintf(t.out, "  - %s\n", e.Message)
 				for _, f := range fields {
 					again[f.Name] = true
 				}
 				continue
 			}
-			fmt.Fprintf(t.out, "  - %s: %s\n", strings.TrimPrefix(e.Pointer, "/"), e.Message)
 			again[name] = true
 		}
 		var next []string
@@ -254,16 +248,22 @@ func (t *Terminal) choose(ctx context.Context, f Field, title string) (v any, se
 		} else if v, ok := f.Choose(line); ok {
 			return v, true, nil
 		}
-		// The same words as the web form and the agent: Field.Parse's.
+		// The same words as the web form's: Field.Parse's error, explained.
 		_, perr := f.Parse(line)
-		fmt.Fprintf(t.out, "%s: %v. Choose a number from 1 to %d.\n", f.Name, perr, len(f.Options))
+		fmt.Fprintf(t.out, "%s: %s, or type its number, 1 to %d.\n", f.Caption(), f.Explain(perr.Error()), len(f.Options))
 	}
 }
 
 // chooseTitle heads the choice of a field other than the question's
 // option field: its name and description.
 func chooseTitle(f Field) string {
-	s := "Options for " + f.Label()
+	return "Options for " + f.Caption() + aside(f)
+}
+
+// aside is what follows a field's caption in a prompt: its description
+// and, when it may be left empty, how.
+func aside(f Field) string {
+	s := ""
 	if f.Description != "" {
 		s += " — " + f.Description
 	}
@@ -276,14 +276,12 @@ func chooseTitle(f Field) string {
 // field prompts for one field until the input parses as its type. set is
 // false when an optional field is left empty.
 func (t *Terminal) field(ctx context.Context, f Field) (v any, set bool, err error) {
-	prompt := f.Label()
-	if c := f.Constraints(); c != "" {
-		prompt += " (" + c + ")"
+	// The words of the web inbox's form: caption, rules, description.
+	prompt := f.Caption()
+	if r := f.Rules(); r != "" {
+		prompt += " (" + r + ")"
 	}
-	if f.Description != "" {
-		prompt += " — " + f.Description
-	}
-	prompt += "> "
+	prompt += aside(f) + "> "
 	for {
 		line, err := t.readLine(ctx, prompt)
 		if err != nil {
@@ -293,12 +291,12 @@ func (t *Terminal) field(ctx context.Context, f Field) (v any, set bool, err err
 			if !f.Required {
 				return nil, false, nil
 			}
-			fmt.Fprintf(t.out, "%s is required.\n", f.Name)
+			fmt.Fprintf(t.out, "%s: %s\n", f.Caption(), f.Explain("missing required field "+f.Name))
 			continue
 		}
 		v, perr := f.Parse(line)
 		if perr != nil {
-			fmt.Fprintf(t.out, "%s: %v\n", f.Name, perr)
+			fmt.Fprintf(t.out, "%s: %s\n", f.Caption(), f.Explain(perr.Error()))
 			continue
 		}
 		return v, true, nil

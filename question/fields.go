@@ -270,6 +270,29 @@ func (q *Question) ErrorsByField(errs []FieldError) map[string][]string {
 	return out
 }
 
+// ExplainError says an error about an answer in people's words, as every
+// face that asks a person shows it: the field's caption and
+// Field.Explain's wording ("Cost centre: Choose one of: CC-4410 —
+// Engineering, …"). A message that names no field of the question is kept
+// as it is.
+func (q *Question) ExplainError(e FieldError) string {
+	toks := pointerTokens(e.Pointer)
+	if len(toks) == 0 {
+		return e.Message
+	}
+	for _, f := range q.Fields() {
+		if f.Name != toks[0] {
+			continue
+		}
+		at := f.Caption()
+		if len(toks) > 1 {
+			at += " " + strings.Join(toks[1:], "/")
+		}
+		return at + ": " + f.Explain(e.Message)
+	}
+	return e.Message
+}
+
 // Proposed is the answer the agent proposes: the schema's defaults, nil when
 // no field has one.
 func (q *Question) Proposed() map[string]any {

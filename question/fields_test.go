@@ -166,6 +166,20 @@ func TestFieldsSayThemselvesInWords(t *testing.T) {
 			t.Errorf("%s: Explain(%q) = %q, want %q", c.field, c.msg, got, c.want)
 		}
 	}
+	for _, c := range []struct {
+		e    FieldError
+		want string
+	}{
+		{FieldError{Pointer: "/code", Message: `"abc" does not match ^[A-Z]{3}-[0-9]{3}$`}, `Code: "abc" is not in the expected format, for example ABC-123`},
+		{FieldError{Pointer: "/nights", Message: "missing required field nights"}, "Nights away: This is required."},
+		{FieldError{Pointer: "/reason/0", Message: "expected a string"}, "Reason 0: expected a string"},
+		{FieldError{Pointer: "/other", Message: "not allowed"}, "not allowed"},
+		{FieldError{Message: "expected an object"}, "expected an object"},
+	} {
+		if got := q.ExplainError(c.e); got != c.want {
+			t.Errorf("ExplainError(%+v) = %q, want %q", c.e, got, c.want)
+		}
+	}
 	if rf := q.ReasonField(); rf != "reason" {
 		t.Errorf("ReasonField = %q, want reason", rf)
 	}

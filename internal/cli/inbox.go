@@ -199,7 +199,19 @@ func details(it *inbox.Item) []string {
 			if f.Name == q.OptionField() && len(q.Options) > 0 {
 				continue
 			}
-			fields = append(fields, f.Name+" ("+f.Constraints()+")")
+			// In the web form's words: caption, rules, optional.
+			s := f.Caption()
+			var notes []string
+			if r := f.Rules(); r != "" {
+				notes = append(notes, r)
+			}
+			if !f.Required {
+				notes = append(notes, "optional")
+			}
+			if len(notes) > 0 {
+				s += " (" + strings.Join(notes, ", ") + ")"
+			}
+			fields = append(fields, s)
 		}
 		if len(fields) > 0 {
 			out = append(out, "fields:  "+strings.Join(fields, "; "))
@@ -207,7 +219,7 @@ func details(it *inbox.Item) []string {
 		if q.Attempt > 1 {
 			var errs []string
 			for _, e := range q.Errors {
-				errs = append(errs, e.Message)
+				errs = append(errs, q.ExplainError(e))
 			}
 			out = append(out, fmt.Sprintf("attempt %d of %d; not accepted before: %s", q.Attempt, q.MaxAttempts, strings.Join(errs, "; ")))
 		}
