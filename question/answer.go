@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/internal/text"
 )
 
 // Answer is a caller's reply, parsed.
@@ -259,19 +261,7 @@ func kindOfJSON(raw json.RawMessage) string {
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return "invalid JSON"
 	}
-	switch v.(type) {
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return "null"
+	return text.JSONKind(v)
 }
 
 // Decode decodes a valid answer's fields into T: the whole answer object,

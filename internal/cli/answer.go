@@ -83,9 +83,9 @@ func (f *loopFlags) openInbox(ctx context.Context) (*inbox.Inbox, error) {
 func (f *loopFlags) machineResolvers() ([]client.Resolver, error) {
 	var rs []client.Resolver
 	if *f.facts != "" {
-		var facts map[string]any
-		if err := json.Unmarshal([]byte(*f.facts), &facts); err != nil {
-			return nil, fmt.Errorf("--facts is not a JSON object: %v", err)
+		facts, err := jsonObject("--facts", *f.facts)
+		if err != nil {
+			return nil, err
 		}
 		rs = append(rs, client.Facts(facts))
 	}
@@ -215,23 +215,10 @@ func ask(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	url, text := fs.Arg(0), fs.Arg(1)
-	if text == "" && *data == "" {
-		fmt.Fprintln(stderr, "askpoint ask: nothing to send: give TEXT, --data, or both")
+	parts, err := requestParts(text, *data)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint ask: %v\n", err)
 		return exitUsage
-	}
-	var parts a2a.ContentParts
-	if text != "" {
-		parts = append(parts, a2a.NewTextPart(text))
-	}
-	if *data != "" {
-		var v map[string]any
-		if err := json.Unmarshal([]byte(*data), &v); err != nil {
-			fmt.Fprintf(stderr, "askpoint ask: --data is not a JSON object: %v\n", err)
-			return exitUsage
-		}
-		p := a2a.NewDataPart(v)
-		p.MediaType = question.MediaTypeJSON
-		parts = append(parts, p)
 	}
 	resolvers, err := lf.machineResolvers()
 	if err != nil {
@@ -347,9 +334,9 @@ func answer(args []string, stdout, stderr io.Writer) int {
 		}
 		ans = &client.Answer{Action: act, Reason: *reason}
 	case *data != "":
-		var fields map[string]any
-		if err := json.Unmarshal([]byte(*data), &fields); err != nil {
-			fmt.Fprintf(stderr, "askpoint answer: --data is not a JSON object: %v\n", err)
+		fields, err := jsonObject("--data", *data)
+		if err != nil {
+			fmt.Fprintf(stderr, "askpoint answer: %v\n", err)
 			return exitUsage
 		}
 		delete(fields, "questionId")

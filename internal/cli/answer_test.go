@@ -293,7 +293,8 @@ func TestAskAndAnswerUsageErrors(t *testing.T) {
 	}{
 		{[]string{"ask"}, 2, "Usage: askpoint ask"},
 		{[]string{"ask", "http://127.0.0.1:1/x"}, 2, "nothing to send"},
-		{[]string{"ask", "--facts", "[1]", "http://127.0.0.1:1/x", "hi"}, 2, "--facts is not a JSON object"},
+		{[]string{"ask", "--facts", "[1]", "http://127.0.0.1:1/x", "hi"}, 2, "--facts is not a JSON object: it is an array"},
+		{[]string{"ask", "--data", `"x"`, "http://127.0.0.1:1/x"}, 2, "--data is not a JSON object: it is a string"},
 		{[]string{"ask", "--policy", filepath.Join(dir, "missing.json"), "http://127.0.0.1:1/x", "hi"}, 2, "missing.json"},
 		{[]string{"answer"}, 2, "Usage: askpoint answer"},
 		{[]string{"answer", "abc"}, 2, "not an inbox item ID"},

@@ -105,7 +105,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"explode"}, 2, `unknown command "explode"`},
 		{[]string{"send"}, 2, "Usage: askpoint send"},
 		{[]string{"send", "http://127.0.0.1:1/x"}, 2, "nothing to send"},
-		{[]string{"send", "--data", "[1]", "http://127.0.0.1:1/x"}, 2, "--data is not a JSON object"},
+		{[]string{"send", "--data", "[1]", "http://127.0.0.1:1/x"}, 2, "--data is not a JSON object: it is an array"},
+		{[]string{"send", "--data", `{"a":1`, "http://127.0.0.1:1/x"}, 2, "--data is not JSON: unexpected end of JSON input"},
 		{[]string{"serve", "--streams", "sideways"}, 2, "use close or open"},
 		{[]string{"serve", "--log-format", "xml"}, 2, `--log-format "xml": use text or json`},
 		{[]string{"serve", "--addr", "127.0.0.1:8420", "--metrics-addr", "127.0.0.1:8420"}, 2, "is the A2A address"},
@@ -120,6 +121,9 @@ func TestUsageErrors(t *testing.T) {
 		_, stderr, code := run(t, tt.args...)
 		if code != tt.code || !strings.Contains(stderr, tt.mentions) {
 			t.Errorf("askpoint %v: exit %d, stderr %q; want %d mentioning %q", tt.args, code, stderr, tt.code, tt.mentions)
+		}
+		if strings.Contains(stderr, "Go value") || strings.Contains(stderr, "interface {}") {
+			t.Errorf("askpoint %v: stderr names Go's types: %q", tt.args, stderr)
 		}
 	}
 }

@@ -49,23 +49,10 @@ func send(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	url, text := fs.Arg(0), fs.Arg(1)
-	if text == "" && *data == "" {
-		fmt.Fprintln(stderr, "askpoint send: nothing to send: give TEXT, --data, or both")
+	parts, err := requestParts(text, *data)
+	if err != nil {
+		fmt.Fprintf(stderr, "askpoint send: %v\n", err)
 		return 2
-	}
-	var parts a2a.ContentParts
-	if text != "" {
-		parts = append(parts, a2a.NewTextPart(text))
-	}
-	if *data != "" {
-		var v map[string]any
-		if err := json.Unmarshal([]byte(*data), &v); err != nil {
-			fmt.Fprintf(stderr, "askpoint send: --data is not a JSON object: %v\n", err)
-			return 2
-		}
-		p := a2a.NewDataPart(v)
-		p.MediaType = "application/json"
-		parts = append(parts, p)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -6,6 +6,7 @@ package text
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -144,4 +145,22 @@ func CheckID(field, id string, maxID int) error {
 
 func invalidID(format string, args ...any) error {
 	return a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf(format, args...))
+}
+
+// JSONKind names a decoded JSON value's kind for people: "a string", "a
+// number", "a boolean", "an array", "an object" or "null".
+func JSONKind(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case float64, json.Number:
+		return "a number"
+	case bool:
+		return "a boolean"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return "null"
 }
