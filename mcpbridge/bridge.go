@@ -19,6 +19,12 @@
 // parts). Clients of older revisions (2025-11-25 and before) are asked
 // the same forms with server-initiated elicitation/create instead.
 //
+// A host that declares MCP's tasks extension (TasksExtension) on a
+// tools/call gets a task instead: tasks/get reads the A2A task and shows
+// its question as input_required with the same form, tasks/update answers
+// it, tasks/cancel cancels the A2A task. The taskId is signed like a
+// requestState and names the A2A task, so a restart loses no task.
+//
 // The requestState is signed with Config.Key (HMAC-SHA256) and carries
 // the tool, the task and question IDs, the MCP caller it was issued to and
 // the question's expiry; a forged, foreign, expired or spent state is

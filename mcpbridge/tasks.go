@@ -210,7 +210,7 @@ func (t *tool) createTask(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	if err != nil {
 		return nil, err
 	}
-	caller := t.b.cfg.Caller(req)
+	caller, now := t.b.cfg.Caller(req), t.b.cfg.Now()
 	c, err := t.b.cfg.Dial(ctx, t.url)
 	if err != nil {
 		return toolError(nil, "The agent %s at %s cannot be reached: %v", t.card.Name, t.url, err), nil
@@ -226,7 +226,6 @@ func (t *tool) createTask(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 		m, _ := sent.(*a2a.Message)
 		return completed(&client.Result{Message: m}, nil), nil
 	}
-	now := t.b.cfg.Now()
 	ref := taskRef{V: taskRefVersion, Tool: t.name, Task: string(task.ID), Caller: caller, Created: now.UnixMilli(), Nonce: text.RandomHex(9)}
 	res := t.seed(sign(t.b.cfg.Key, taskLabel, ref), ref, task)
 	res.ResultType = "task"
