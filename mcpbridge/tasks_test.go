@@ -371,3 +371,36 @@ func TestTheServerDeclaresTheTasksExtension(t *testing.T) {
 		t.Errorf("capabilities %s do not declare %s", dump(caps), mcpbridge.TasksExtension)
 	}
 }
+
+// While the agent is down, tasks/get and tasks/update are errors that
+// say so, and nothing is lost: once it is back, the question is still
+// outstanding under its key and is answered.
+func TestATaskWaitsOutAnAgentThatIsDown(t *testing.T) {
+	r := newRig(t, nil)
+	w := wire{url: r.url, user: "alice", tasks: true}
+	created := w.create(t, "payment_approval", "Pay invoice INV-9: 70 EUR to ACME")
+	id := created["taskId"].(string)
+	a2aID := created["_meta"].(map[string]any)[mcpbridge.MetaTaskID].(string)
+	r.env.WaitState(t, a2aID, a2a.TaskStateInputRequired)
+	key, _, _ := asked(t, w.get(t, id))
+
+	r.env.Stop()
+	if _, err := w.rpc(t, "tasks/get", map[string]any{"taskId": id}); err == nil || err.Code != jsonrpc.CodeInternalError || !strings.Contains(err.Message, "cannot be reached") {
+		t.Errorf("tasks/get while the agent is down: %v, want an internal error saying it cannot be reached", err)
+	}
+	if err := w.update(t, id, key, accepted(map[string]any{"approve": "true"})); err == nil || err.Code != jsonrpc.CodeInternalError || !strings.Contains(err.Message, "cannot be reached") {
+		t.Errorf("tasks/update while the agent is down: %v, want an internal error saying it cannot be reached", err)
+	}
+
+	r.env.Restart(t, agents(r.desk)...)
+	if k, _, _ := asked(t, w.get(t, id)); k != key {
+		t.Fatalf("after the agent is back the task asks %s, want %s", k, key)
+	}
+	if err := w.update(t, id, key, accepted(map[string]any{"approve": "true"})); err != nil {
+		t.Fatal(err)
+	}
+	r.env.WaitState(t, a2aID, a2a.TaskStateCompleted)
+	if done := w.get(t, id); done["status"] != "completed" || done["result"].(map[string]any)["isError"] == true {
+		t.Errorf("task %s, want completed with the payment", dump(done))
+	}
+}
