@@ -19,6 +19,12 @@
 // parts). Clients of older revisions (2025-11-25 and before) are asked
 // the same forms with server-initiated elicitation/create instead.
 //
+// A host that declares MCP's tasks extension (TasksExtension) on a
+// tools/call gets a task instead: tasks/get reads the A2A task and shows
+// its question as input_required with the same form, tasks/update answers
+// it, tasks/cancel cancels the A2A task. The taskId is signed like a
+// requestState and names the A2A task, so a restart loses no task.
+//
 // The requestState is signed with Config.Key (HMAC-SHA256) and carries
 // the tool, the task and question IDs, the MCP caller it was issued to and
 // the question's expiry; a forged, foreign, expired or spent state is
@@ -171,7 +177,10 @@ func New(ctx context.Context, cfg Config) (*Bridge, error) {
 		cfg.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
 	b := &Bridge{cfg: cfg}
-	b.server = mcp.NewServer(&mcp.Implementation{Name: "askpoint", Title: "askpoint: A2A agents as tools", Version: "1"}, &mcp.ServerOptions{Logger: cfg.Logger})
+	caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+	caps.AddExtension(TasksExtension, nil)
+	b.server = mcp.NewServer(&mcp.Implementation{Name: "askpoint", Title: "askpoint: A2A agents as tools", Version: "1"}, &mcp.ServerOptions{Logger: cfg.Logger, Capabilities: caps})
+	b.addTasks()
 	seen := map[string]string{}
 	for _, a := range cfg.Agents {
 		card, err := client.Card(ctx, a.URL, cfg.HTTPClient)
@@ -297,18 +306,24 @@ func modern(ss *mcp.ServerSession) bool {
 	return ip == nil || ip.ProtocolVersion >= firstModernRevision
 }
 
+// viaOf is what the decision record says an answer was given in: MCP,
+// and the client's name when it gave one.
+func viaOf(ss *mcp.ServerSession) string {
+	if ss != nil {
+		if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil && ip.ClientInfo.Name != "" {
+			return Via + " (" + ip.ClientInfo.Name + ")"
+		}
+	}
+	return Via
+}
+
 // maxLegacyRounds bounds the forms one tools/call of an older client
 // fills in.
 const maxLegacyRounds = 20
 
 // handle is the tools/call handler.
 func (t *tool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	caller, via := t.b.cfg.Caller(req), Via
-	if req.Session != nil {
-		if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil && ip.ClientInfo.Name != "" {
-			via = Via + " (" + ip.ClientInfo.Name + ")"
-		}
-	}
+	caller, via := t.b.cfg.Caller(req), viaOf(req.Session)
 	if modern(req.Session) {
 		return t.round(ctx, req.Params, caller, via)
 	}
@@ -352,6 +367,23 @@ type arguments struct {
 }
 
 func (t *tool) start(ctx context.Context, raw json.RawMessage, caller string) (*mcp.CallToolResult, error) {
+	msg, err := t.message(raw)
+	if err != nil {
+		return nil, err
+	}
+	c, err := t.b.cfg.Dial(ctx, t.url)
+	if err != nil {
+		return toolError(nil, "The agent %s at %s cannot be reached: %v", t.card.Name, t.url, err), nil
+	}
+	defer c.Destroy()
+	res, err := client.Run(ctx, c, msg, t.options(caller)...)
+	return t.outcome(res, err, caller), nil
+}
+
+// message is the first message to the agent: the arguments' message as
+// a text part, their data as a data part; bad arguments are a JSON-RPC
+// error.
+func (t *tool) message(raw json.RawMessage) (*a2a.Message, error) {
 	var args arguments
 	if len(raw) > 0 {
 		if err := json.Unmarshal(raw, &args); err != nil {
@@ -370,13 +402,7 @@ func (t *tool) start(ctx context.Context, raw json.RawMessage, caller string) (*
 	if len(parts) == 0 {
 		return nil, invalidParams(fmt.Sprintf("nothing to send to %s: give message, data or both", t.name))
 	}
-	c, err := t.b.cfg.Dial(ctx, t.url)
-	if err != nil {
-		return toolError(nil, "The agent %s at %s cannot be reached: %v", t.card.Name, t.url, err), nil
-	}
-	defer c.Destroy()
-	res, err := client.Run(ctx, c, a2a.NewMessage(a2a.MessageRoleUser, parts...), t.options(caller)...)
-	return t.outcome(res, err, caller), nil
+	return a2a.NewMessage(a2a.MessageRoleUser, parts...), nil
 }
 
 func (t *tool) options(caller string) []client.Option {
@@ -424,9 +450,33 @@ func (t *tool) resume(ctx context.Context, p *mcp.CallToolParamsRaw, caller, via
 		}
 		return nil, invalidParams(fmt.Sprintf("%v: question %s of task %s was answered already or closed (%s); nothing was sent", ErrStateSpent, st.Key, st.Task, why))
 	}
-	q, _, err := question.FromMessage(task.Status.Message)
+	query, err := t.openQuery(task, caller)
 	if err != nil {
 		return toolError(nil, "Task %s asks a question that cannot be read: %v", st.Task, err), nil
+	}
+	res, refused, err := t.send(ctx, query, st.Key, resp, caller, via)
+	var unask *unaskableError
+	switch {
+	case errors.As(err, &unask):
+		return t.unaskable(task.ID, st.Key, unask.err), nil
+	case len(refused) > 0:
+		// Refused before it was sent, as the agent would refuse it: the
+		// same question again, with why.
+		return t.ask(query, refused, caller), nil
+	case errors.Is(err, client.ErrStale):
+		return nil, invalidParams(fmt.Sprintf("%v: %v; nothing was sent", ErrStateSpent, err))
+	case isRPCError(err):
+		return nil, err
+	}
+	return t.outcome(res, err, caller), nil
+}
+
+// openQuery is the open question of an input-required task as the
+// resolvers see it.
+func (t *tool) openQuery(task *a2a.Task, caller string) (*client.Query, error) {
+	q, _, err := question.FromMessage(task.Status.Message)
+	if err != nil {
+		return nil, err
 	}
 	query := &client.Query{
 		Agent: t.url, Caller: caller, TaskID: task.ID, ContextID: task.ContextID,
@@ -435,35 +485,49 @@ func (t *tool) resume(ctx context.Context, p *mcp.CallToolParamsRaw, caller, via
 	if q != nil {
 		query.Text = q.Text
 	}
+	return query, nil
+}
+
+// unaskableError: the question cannot be a form (see formOf).
+type unaskableError struct{ err error }
+
+func (e *unaskableError) Error() string { return e.err.Error() }
+
+// send answers the open question query (key) with resp, a person's
+// elicitation result, and drives the task on with client.Continue.
+// refused lists why an accepted answer was not sent (it does not fit the
+// form or the question); the error is an *unaskableError, a JSON-RPC
+// error for an unknown action, or Continue's.
+func (t *tool) send(ctx context.Context, query *client.Query, key string, resp *mcp.ElicitResult, caller, via string) (*client.Result, []question.FieldError, error) {
 	ans := client.Answer{By: client.ByPerson, Person: caller, Via: via}
 	switch resp.Action {
 	case "accept":
-		f, err := formOf(q)
+		f, err := formOf(query.Question)
 		if err != nil {
-			return t.unaskable(task.ID, st.Key, err), nil
+			return nil, nil, &unaskableError{err}
 		}
 		fields, words, errs := f.read(resp.Content)
 		if len(errs) > 0 {
-			return t.ask(query, errs, caller), nil
+			return nil, errs, nil
 		}
 		ans.Fields, ans.Text = fields, words
 	case question.ActionDecline, question.ActionCancel:
 		ans.Action = resp.Action
 	default:
-		return nil, invalidParams(fmt.Sprintf("inputResponses[%q].action is %q; it must be accept, decline or cancel", st.Key, resp.Action))
+		return nil, nil, invalidParams(fmt.Sprintf("inputResponses[%q].action is %q; it must be accept, decline or cancel", key, resp.Action))
 	}
-	paused := &client.Paused{Query: query, Key: st.Key, Name: "question " + st.Key + " of task " + st.Task, Record: noRecord{}}
+	paused := &client.Paused{Query: query, Key: key, Name: "question " + key + " of task " + string(query.TaskID), Record: noRecord{}}
 	res, err := client.Continue(ctx, paused, ans, t.options(caller)...)
-	if errors.Is(err, client.ErrStale) {
-		return nil, invalidParams(fmt.Sprintf("%v: %v; nothing was sent", ErrStateSpent, err))
-	}
 	var invalid *client.InvalidAnswerError
 	if errors.As(err, &invalid) {
-		// Refused before it was sent, as the agent would refuse it: the
-		// same question again, with why.
-		return t.ask(query, invalid.Errors, caller), nil
+		return nil, invalid.Errors, nil
 	}
-	return t.outcome(res, err, caller), nil
+	return res, nil, err
+}
+
+func isRPCError(err error) bool {
+	var re *jsonrpc.Error
+	return errors.As(err, &re)
 }
 
 // oneResponse is the response to the one input request key, or why the

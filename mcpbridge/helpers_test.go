@@ -33,6 +33,8 @@ type rig struct {
 	bridge *mcpbridge.Bridge
 	url    string // the bridge's /mcp endpoint
 	desk   *travel.Desk
+	cfg    mcpbridge.Config
+	srv    *httptest.Server
 }
 
 // agents are the example agents every rig serves.
@@ -59,6 +61,14 @@ func newRig(t *testing.T, tune func(*mcpbridge.Config), extra ...askpoint.AgentS
 	if tune != nil {
 		tune(&cfg)
 	}
+	b, srv := serveBridge(t, cfg)
+	return &rig{env: env, bridge: b, url: srv.URL + "/mcp", desk: desk, cfg: cfg, srv: srv}
+}
+
+// serveBridge builds a bridge and serves it at /mcp on 127.0.0.1, behind
+// a bearer token that names the caller.
+func serveBridge(t *testing.T, cfg mcpbridge.Config) (*mcpbridge.Bridge, *httptest.Server) {
+	t.Helper()
 	b, err := mcpbridge.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +83,7 @@ func newRig(t *testing.T, tune func(*mcpbridge.Config), extra ...askpoint.AgentS
 	mux.Handle("/mcp", auth.RequireBearerToken(verify, nil)(b.Handler()))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &rig{env: env, bridge: b, url: srv.URL + "/mcp", desk: desk}
+	return b, srv
 }
 
 func testKey(t *testing.T) []byte {

@@ -40,16 +40,46 @@ func seal(key []byte, s state) string {
 	if s.Nonce == "" {
 		s.Nonce = text.RandomHex(9)
 	}
-	body, _ := json.Marshal(s)
-	enc := base64.RawURLEncoding.EncodeToString(body)
-	return enc + "." + base64.RawURLEncoding.EncodeToString(mac(key, enc))
+	return sign(key, stateLabel, s)
 }
 
-func mac(key []byte, body string) []byte {
+// Labels that say what a signed value is, so that one kind cannot pass
+// for another (a requestState for a task ID).
+const (
+	stateLabel = "askpoint mcp requestState"
+	taskLabel  = "askpoint mcp taskId"
+)
+
+// sign encodes v and signs it under label.
+func sign(key []byte, label string, v any) string {
+	body, _ := json.Marshal(v)
+	enc := base64.RawURLEncoding.EncodeToString(body)
+	return enc + "." + base64.RawURLEncoding.EncodeToString(mac(key, label, enc))
+}
+
+func mac(key []byte, label, body string) []byte {
 	m := hmac.New(sha256.New, key)
-	m.Write([]byte("askpoint mcp requestState\x00"))
+	m.Write([]byte(label + "\x00"))
 	m.Write([]byte(body))
 	return m.Sum(nil)
+}
+
+// verify checks raw's signature under label and decodes it into v; the
+// error wraps forged and says why raw is not this server's.
+func verify(key []byte, label, raw string, forged error, v any) error {
+	body, sig, ok := strings.Cut(raw, ".")
+	if !ok || body == "" {
+		return fmt.Errorf("%w: it is not in the form this server issues", forged)
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, mac(key, label, body)) {
+		return fmt.Errorf("%w: its signature does not match", forged)
+	}
+	js, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil || json.Unmarshal(js, v) != nil {
+		return fmt.Errorf("%w: its body does not decode", forged)
+	}
+	return nil
 }
 
 // Errors of a requestState. Each is returned wrapped, with the words that
@@ -70,20 +100,11 @@ var (
 // open checks raw's signature, format, tool, caller and expiry, and
 // returns what it carries.
 func open(key []byte, raw, tool, caller string, now time.Time) (state, error) {
-	body, sig, ok := strings.Cut(raw, ".")
-	if !ok || body == "" {
-		return state{}, fmt.Errorf("%w: it is not in the form this server issues", ErrStateForged)
-	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, mac(key, body)) {
-		return state{}, fmt.Errorf("%w: its signature does not match", ErrStateForged)
-	}
-	js, err := base64.RawURLEncoding.DecodeString(body)
-	if err != nil {
-		return state{}, fmt.Errorf("%w: its body does not decode", ErrStateForged)
-	}
 	var s state
-	if err := json.Unmarshal(js, &s); err != nil || s.Task == "" || s.Key == "" {
+	if err := verify(key, stateLabel, raw, ErrStateForged, &s); err != nil {
+		return state{}, err
+	}
+	if s.Task == "" || s.Key == "" {
 		return state{}, fmt.Errorf("%w: its body does not decode", ErrStateForged)
 	}
 	if s.V != stateVersion {
