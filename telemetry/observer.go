@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -217,8 +218,15 @@ func (o *Observer) StartStep(ctx context.Context, s api.StepInfo) (context.Conte
 	name := o.names.get("", s.Agent, stepSpan)
 	var span trace.Span
 	if sc := o.linked(s.Link); sc.IsValid() {
-		ctx, span = o.Tracer.Start(ctx, name, internalKind,
-			trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{askedLink}}))
+		// The link is given at the start, where a sampler sees it, in a
+		// pooled list (the SDK copies it into the span), with attributes
+		// every link shares (the SDK keeps them as they are: they need no
+		// normalising, and nothing writes to them).
+		l := linkPool.Get().(*[1]trace.Link)
+		l[0] = trace.Link{SpanContext: sc, Attributes: askedLinkAttrs}
+		ctx, span = o.Tracer.Start(ctx, name, internalKind, trace.WithLinks(l[:]...))
+		l[0] = trace.Link{}
+		linkPool.Put(l)
 	} else {
 		ctx, span = o.Tracer.Start(ctx, name, internalKind)
 	}
@@ -253,8 +261,13 @@ var (
 	internalKind = trace.WithSpanKind(trace.SpanKindInternal)
 	serverKind   = trace.WithSpanKind(trace.SpanKindServer)
 	clientKind   = trace.WithSpanKind(trace.SpanKindClient)
-	askedLink    = attribute.String("askpoint.link", "asked")
+	// askedLinkAttrs are the attributes of a step's link to the request
+	// that asked the question it resumes from.
+	askedLinkAttrs = []attribute.KeyValue{attribute.String("askpoint.link", "asked")}
 )
+
+// linkPool keeps the one-link lists a resumed step's span starts with.
+var linkPool = sync.Pool{New: func() any { return new([1]trace.Link) }}
 
 // linked is the span context of a kept traceparent, invalid when there is
 // none or it does not parse.
@@ -538,6 +551,13 @@ func (s *statusWriter) Flush() {
 	}
 }
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// WriteString writes str as the server's writer does, without the copy
+// io.WriteString makes of it for a writer that has no WriteString (the
+// engine writes its replies so).
+func (s *statusWriter) WriteString(str string) (int, error) {
+	return io.WriteString(s.ResponseWriter, str)
+}
 
 // agentOf is the first segment of an A2A path (the agent's name): a
 // bounded span name, never a task ID.
