@@ -73,6 +73,11 @@ func TestBenchPrintsTheTableForSDKAndSQLite(t *testing.T) {
 		if strings.HasPrefix(line, "| (b) | askpoint, SQLite (WAL, synchronous=FULL) | ") && !strings.Contains(line, "×)") && !strings.Contains(line, "| 1,000 |") && !strings.Contains(line, "| 0 |") {
 			t.Errorf("row (b) has no ratio to (a): %s", line)
 		}
+		// Its spread: per second, per CPU-second, and the ratio to (a) in each round.
+		if strings.HasPrefix(line, "| (b) | askpoint, SQLite (WAL, synchronous=FULL) | ") && !strings.Contains(line, "| 1,000 |") && !strings.Contains(line, "| 0 |") &&
+			!regexp.MustCompile(`\| [0-9,.]+-[0-9,.]+ /s; [0-9,.]+-[0-9,.]+ per CPU-second; [0-9.]+×-[0-9.]+× \|$`).MatchString(line) {
+			t.Errorf("row (b) has no spread over its windows: %s", line)
+		}
 	}
 }
 
@@ -267,7 +272,7 @@ func TestBenchInterleavesTheTable(t *testing.T) {
 	)
 	// Each row's spread over its windows; (b0) against (a), absent here, has none.
 	for line := range strings.SplitSeq(out.String(), "\n") {
-		if strings.HasPrefix(line, "| (b") && !regexp.MustCompile(`\| [0-9,]+-[0-9,]+ \|$`).MatchString(line) {
+		if strings.HasPrefix(line, "| (b") && !regexp.MustCompile(`\| [0-9,.]+-[0-9,.]+ /s; [0-9,.]+-[0-9,.]+ per CPU-second \|$`).MatchString(line) {
 			t.Errorf("row without its spread: %s", line)
 		}
 	}

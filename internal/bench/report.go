@@ -51,7 +51,7 @@ func (rep *Report) Markdown(w io.Writer) {
 		}
 	}
 
-	fmt.Fprintln(w, "| | server | round trips/s | round trips per server CPU-second | ask p50 / p99 | answer p50 / p99 | allocated per round trip (server) | resume p50 / p99: answer arrived -> agent resumed | spread over the windows, min-max: round trips per server CPU-second; ×(a) in the same round |")
+	fmt.Fprintln(w, "| | server | round trips/s | round trips per server CPU-second | ask p50 / p99 | answer p50 / p99 | allocated per round trip (server) | resume p50 / p99: answer arrived -> agent resumed | spread over the windows, min-max: round trips per second; per server CPU-second; ×(a) per CPU-second, in the same round |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Results {
 		name := r.Name()
@@ -330,18 +330,20 @@ func (rep *Report) orderText() string {
 	return b.String()
 }
 
-// spread is r's windows' lowest and highest round trips per server
-// CPU-second, and, against a, the lowest and highest ratio of two windows
+// spread is r's windows' lowest and highest round trips per second and
+// per server CPU-second, and, against a, the lowest and highest ratio of two windows
 // of the same round.
 func spread(r, a *KindResult) string {
 	if len(r.Windows) < 2 {
 		return ""
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
+	slo, shi := math.Inf(1), math.Inf(-1)
 	for _, w := range r.Windows {
 		lo, hi = math.Min(lo, w.rtPerCPU()), math.Max(hi, w.rtPerCPU())
+		slo, shi = math.Min(slo, w.rtPerSec()), math.Max(shi, w.rtPerSec())
 	}
-	out := num(lo) + "-" + num(hi)
+	out := num(slo) + "-" + num(shi) + " /s; " + num(lo) + "-" + num(hi) + " per CPU-second"
 	if a == nil || a == r {
 		return out
 	}
