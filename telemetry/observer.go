@@ -211,7 +211,10 @@ func (o *Observer) StartStep(ctx context.Context, s api.StepInfo) (context.Conte
 	if rs, _ := ctxValue(s.Request).(*served); rs != nil {
 		// A step run within its request: a child of the request's span,
 		// and what it writes is the request's to tell (Transition).
-		ctx = &servedBy{Context: trace.ContextWithSpan(ctx, rs.span), rs: rs}
+		if spanKey == nil { // a trace package that reads the span otherwise
+			ctx = trace.ContextWithSpan(ctx, rs.span)
+		}
+		ctx = &servedBy{Context: ctx, rs: rs}
 	} else if s.Parent != "" && !trace.SpanContextFromContext(ctx).IsValid() {
 		ctx = o.extract(ctx, s.Parent)
 	}
@@ -409,8 +412,10 @@ type served struct {
 
 type servedKey struct{}
 
-// servedBy is a context that has the request s under servedKey, for a step
-// run within that request from a context of the engine's own.
+// servedBy is a context that has the request rs under servedKey and its
+// span as the current span, for a step run within that request from a
+// context of the engine's own: one allocation where the span's own context
+// and this would be two.
 type servedBy struct {
 	context.Context
 	rs *served
@@ -420,7 +425,30 @@ func (c *servedBy) Value(key any) any {
 	if _, ok := key.(servedKey); ok {
 		return c.rs
 	}
+	if key == spanKey && spanKey != nil {
+		return c.rs.span
+	}
 	return c.Context.Value(key)
+}
+
+// spanKey is the key under which the trace package keeps a context's span,
+// read by asking trace.SpanFromContext of a context that notes the key it
+// is asked for (nil if it asks for none: servedBy then wraps the span's
+// own context).
+var spanKey = func() any {
+	p := &keyProbe{Context: context.Background()}
+	trace.SpanFromContext(p)
+	return p.key
+}()
+
+type keyProbe struct {
+	context.Context
+	key any
+}
+
+func (p *keyProbe) Value(key any) any {
+	p.key = key
+	return nil
 }
 
 // ctxValue is ctx's servedKey value, nil without a ctx.
