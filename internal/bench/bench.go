@@ -55,11 +55,11 @@ type Options struct {
 	Exe          string // the binary to run servers with
 	ExeArgs      []string
 	// Compare, when set, is another askpoint binary (the commit before a
-	// change): its SQLite and PostgreSQL servers are measured too, right
-	// after this binary's, in the same run.
+	// change): its askpoint servers are measured too, in the same rounds
+	// as this binary's.
 	Compare string
 	// Telemetry: the askpoint servers are measured again with metrics and
-	// tracing on (--telemetry on the bench server), in the same run.
+	// tracing on (--telemetry on the bench server), in the same rounds.
 	Telemetry bool
 	// TelemetryRounds, with Telemetry, is how many windows of Duration
 	// the SQLite server is measured with metrics and tracing on, alternating
@@ -82,7 +82,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 Runs the expense agent's ask -> answer -> complete round trip over JSON-RPC
 on 127.0.0.1 against (a) the a2a-go SDK's default handler, (b) askpoint on
 SQLite and (c) askpoint on PostgreSQL (with --pg or TEST_DATABASE_URL), each
-server in its own process, and prints a markdown table.
+server in its own process, all running at once and taking the load in turn in
+rounds whose order rotates and reverses (so none is favoured by running first),
+and prints a markdown table.
 
 Flags:
 `)
