@@ -375,7 +375,7 @@ func telemetryCost(w io.Writer, rep *Report) {
 				continue
 			}
 			offCPU, onCPU := 1/off.rtPerCPU(), 1/on.rtPerCPU()
-			fmt.Fprintf(w, "Metrics and tracing on, %s vs %s (the table's rows, one run each): server CPU per round trip %.0f against %.0f µs (%+.1f%%).\n\n",
+			fmt.Fprintf(w, "Metrics and tracing on, %s vs %s (the table's rows, measured in the same rounds): server CPU per round trip %.0f against %.0f µs (%+.1f%%).\n\n",
 				on.Name(), off.Name(), onCPU*1e6, offCPU*1e6, (onCPU/offCPU-1)*100)
 		}
 	}
