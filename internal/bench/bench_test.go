@@ -277,3 +277,35 @@ func TestBenchInterleavesTheTable(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchGoesOnWithoutAServerThatFails: rows whose server does not start
+// (here a --compare binary that exits at once) are reported failed, and
+// the others are measured in rounds of their own, said by their names.
+func TestBenchGoesOnWithoutAServerThatFails(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	rep, err := Run(t.Context(), Options{
+		Callers: 2, Duration: 400 * time.Millisecond, Kinds: []string{KindSQLite, KindSQLiteGRPC},
+		Exe: exe, ExeArgs: []string{"bench", "server"}, Compare: "/bin/false", CommandLine: "askpoint bench", Progress: &progress,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.Markdown(&out)
+	wantOutput(t, out.String(), progress.String(),
+		"| (b0) | askpoint, SQLite (WAL, synchronous=FULL), false | failed: ",
+		"| (b′0) | askpoint, SQLite, over gRPC (one HTTP/2 connection), false | failed: ",
+		"in 4 rounds, each giving every server a window of 100ms",
+		"round 1 (b) (b′); round 2 (b′) (b); round 3 (b′) (b); round 4 (b) (b′).",
+		"(first in 2, last in 2)",
+	)
+	for _, r := range rep.Results {
+		if !r.Before && (!r.ok() || len(r.Windows) != 4) {
+			t.Errorf("%s: %d windows, error %v; want 4 and none", r.Name(), len(r.Windows), r.Err)
+		}
+	}
+}

@@ -322,7 +322,17 @@ func (rep *Report) orderText() string {
 		fmt.Fprintf(&b, "%sround %d %s", sep, i+1, strings.Join(names, " "))
 	}
 	b.WriteString(".")
-	if balanced(rep.Order, n) {
+	dense := map[int]int{} // row index -> its server's index in the rounds
+	for _, j := range rep.Order[0] {
+		dense[j] = len(dense)
+	}
+	order := make([][]int, k)
+	for i, round := range rep.Order {
+		for _, j := range round {
+			order[i] = append(order[i], dense[j])
+		}
+	}
+	if balanced(order, n) {
 		fmt.Fprintf(&b, " Every server held each place in the order in %d of the %d rounds (first in %d, last in %d).", k/n, k, k/n, k/n)
 	} else {
 		fmt.Fprintf(&b, " The order is not balanced (%d rounds for %d servers): not every server was first and last equally often; a multiple of %d rounds balances it.", k, n, defaultRounds(n))

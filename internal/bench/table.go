@@ -90,16 +90,17 @@ type tableServer struct {
 
 // runTable measures the rows' round trips, interleaved (see above), and
 // returns the order the rounds ran in (indexes into rows). A row whose
-// server fails gets its Err and leaves the rounds; the error returned is
-// ctx's only.
+// server fails gets its Err and leaves the rounds (one that did not start
+// is in none); the error returned is ctx's only.
 func runTable(ctx context.Context, o Options, dir string, rows []*KindResult) ([][]int, error) {
 	var servers []*tableServer
+	var rowOf []int // servers[i] is rows[rowOf[i]]
 	defer func() {
 		for _, s := range servers {
 			s.stop(ctx, o)
 		}
 	}()
-	for _, r := range rows {
+	for i, r := range rows {
 		s, err := startTableServer(ctx, o, dir, r)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -110,6 +111,7 @@ func runTable(ctx context.Context, o Options, dir string, rows []*KindResult) ([
 			continue
 		}
 		servers = append(servers, s)
+		rowOf = append(rowOf, i)
 	}
 	if len(servers) == 0 {
 		return nil, nil
@@ -180,6 +182,11 @@ func runTable(ctx context.Context, o Options, dir string, rows []*KindResult) ([
 				return nil, ctx.Err()
 			}
 			s.fail(ctx, o, err)
+		}
+	}
+	for _, seq := range order {
+		for pos, i := range seq {
+			seq[pos] = rowOf[i]
 		}
 	}
 	return order, nil
