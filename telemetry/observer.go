@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -210,15 +211,25 @@ func (o *Observer) StartStep(ctx context.Context, s api.StepInfo) (context.Conte
 	if rs, _ := ctxValue(s.Request).(*served); rs != nil {
 		// A step run within its request: a child of the request's span,
 		// and what it writes is the request's to tell (Transition).
-		ctx = &servedBy{Context: trace.ContextWithSpan(ctx, rs.span), rs: rs}
+		if spanKey == nil { // a trace package that reads the span otherwise
+			ctx = trace.ContextWithSpan(ctx, rs.span)
+		}
+		ctx = &servedBy{Context: ctx, rs: rs}
 	} else if s.Parent != "" && !trace.SpanContextFromContext(ctx).IsValid() {
 		ctx = o.extract(ctx, s.Parent)
 	}
 	name := o.names.get("", s.Agent, stepSpan)
 	var span trace.Span
 	if sc := o.linked(s.Link); sc.IsValid() {
-		ctx, span = o.Tracer.Start(ctx, name, internalKind,
-			trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{askedLink}}))
+		// The link is given at the start, where a sampler sees it, in a
+		// pooled list (the SDK copies it into the span), with attributes
+		// every link shares (the SDK keeps them as they are: they need no
+		// normalising, and nothing writes to them).
+		l := linkPool.Get().(*[1]trace.Link)
+		l[0] = trace.Link{SpanContext: sc, Attributes: askedLinkAttrs}
+		ctx, span = o.Tracer.Start(ctx, name, internalKind, trace.WithLinks(l[:]...))
+		l[0] = trace.Link{}
+		linkPool.Put(l)
 	} else {
 		ctx, span = o.Tracer.Start(ctx, name, internalKind)
 	}
@@ -253,8 +264,13 @@ var (
 	internalKind = trace.WithSpanKind(trace.SpanKindInternal)
 	serverKind   = trace.WithSpanKind(trace.SpanKindServer)
 	clientKind   = trace.WithSpanKind(trace.SpanKindClient)
-	askedLink    = attribute.String("askpoint.link", "asked")
+	// askedLinkAttrs are the attributes of a step's link to the request
+	// that asked the question it resumes from.
+	askedLinkAttrs = []attribute.KeyValue{attribute.String("askpoint.link", "asked")}
 )
+
+// linkPool keeps the one-link lists a resumed step's span starts with.
+var linkPool = sync.Pool{New: func() any { return new([1]trace.Link) }}
 
 // linked is the span context of a kept traceparent, invalid when there is
 // none or it does not parse.
@@ -396,8 +412,10 @@ type served struct {
 
 type servedKey struct{}
 
-// servedBy is a context that has the request s under servedKey, for a step
-// run within that request from a context of the engine's own.
+// servedBy is a context that has the request rs under servedKey and its
+// span as the current span, for a step run within that request from a
+// context of the engine's own: one allocation where the span's own context
+// and this would be two.
 type servedBy struct {
 	context.Context
 	rs *served
@@ -407,7 +425,30 @@ func (c *servedBy) Value(key any) any {
 	if _, ok := key.(servedKey); ok {
 		return c.rs
 	}
+	if key == spanKey && spanKey != nil {
+		return c.rs.span
+	}
 	return c.Context.Value(key)
+}
+
+// spanKey is the key under which the trace package keeps a context's span,
+// read by asking trace.SpanFromContext of a context that notes the key it
+// is asked for (nil if it asks for none: servedBy then wraps the span's
+// own context).
+var spanKey = func() any {
+	p := &keyProbe{Context: context.Background()}
+	trace.SpanFromContext(p)
+	return p.key
+}()
+
+type keyProbe struct {
+	context.Context
+	key any
+}
+
+func (p *keyProbe) Value(key any) any {
+	p.key = key
+	return nil
 }
 
 // ctxValue is ctx's servedKey value, nil without a ctx.
@@ -538,6 +579,13 @@ func (s *statusWriter) Flush() {
 	}
 }
 func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// WriteString writes str as the server's writer does, without the copy
+// io.WriteString makes of it for a writer that has no WriteString (the
+// engine writes its replies so).
+func (s *statusWriter) WriteString(str string) (int, error) {
+	return io.WriteString(s.ResponseWriter, str)
+}
 
 // agentOf is the first segment of an A2A path (the agent's name): a
 // bounded span name, never a task ID.

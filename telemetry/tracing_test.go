@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -58,6 +59,48 @@ func TestTracingExportsWhatTheSDKWould(t *testing.T) {
 	// answer's step (third) links to the asking step (first).
 	if l := got[2].Links; len(l) != 1 || l[0].SpanContext.SpanID() != got[0].SpanContext.SpanID() {
 		t.Errorf("the answer's step links to %v, want the asking step %v", l, got[0].SpanContext.SpanID())
+	} else if a := l[0].Attributes; len(a) != 1 || a[0] != attribute.String("askpoint.link", "asked") {
+		t.Errorf("the answer's step's link has attributes %v, want askpoint.link=asked", a)
+	}
+}
+
+// TestObserveHTTPKeepsWriteString: the writer a handler under ObserveHTTP
+// gets writes strings as the server's does (the engine writes its replies
+// with io.WriteString, which otherwise copies each into a new []byte),
+// and the status it records is still the one written.
+func TestObserveHTTPKeepsWriteString(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	obs := &telemetry.Observer{Tracer: tp.Tracer(telemetry.TracerName)}
+	h := obs.ObserveHTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw, ok := w.(io.StringWriter)
+		if !ok {
+			t.Errorf("the handler's writer %T has no WriteString", w)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+		if _, err := sw.WriteString(`{"ok":true}`); err != nil {
+			t.Error(err)
+		}
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/expense/jsonrpc", nil))
+	if rec.Code != http.StatusAccepted || rec.Body.String() != `{"ok":true}` {
+		t.Errorf("reply %d %q, want 202 {\"ok\":true}", rec.Code, rec.Body.String())
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want the request's", len(spans))
+	}
+	found := false
+	for _, a := range spans[0].Attributes {
+		if a.Key == "http.response.status_code" {
+			found = a.Value.AsInt64() == http.StatusAccepted
+		}
+	}
+	if !found {
+		t.Errorf("the request's span does not say 202: %v", spans[0].Attributes)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package bench is `askpoint bench`: the same ask -> answer -> complete
 // workload (the expense agent: a receipt, a cost-centre question with a data
 // part, a data answer, an artifact) driven over JSON-RPC on 127.0.0.1
-// against, one after another:
+// against these servers, all running at once and taking the load in turn,
+// in rounds whose order rotates and reverses (table.go):
 //
 //	(a) the a2a-go SDK's default request handler (a2asrv.NewHandler, its
 //	    in-memory task store) running the same agent;
@@ -34,9 +35,14 @@ import (
 
 // Options configure a run.
 type Options struct {
-	Callers      int
-	Duration     time.Duration
-	Warmup       time.Duration
+	Callers int
+	// Duration is each server's measured time, over all its windows.
+	Duration time.Duration
+	// Rounds is how many windows of Duration/Rounds each server of the
+	// table is measured in, interleaved (schedule); 0: 2 per server, which
+	// balances the order.
+	Rounds       int
+	Warmup       time.Duration // each server's, once, before the rounds
 	Probe        time.Duration // 1-caller run at each paused level
 	Paused       []int         // paused-task levels, ascending
 	SDKMaxPaused int           // SDK levels above this are extrapolated; 0: none are
@@ -49,11 +55,11 @@ type Options struct {
 	Exe          string // the binary to run servers with
 	ExeArgs      []string
 	// Compare, when set, is another askpoint binary (the commit before a
-	// change): its SQLite and PostgreSQL servers are measured too, right
-	// after this binary's, in the same run.
+	// change): its askpoint servers are measured too, in the same rounds
+	// as this binary's.
 	Compare string
 	// Telemetry: the askpoint servers are measured again with metrics and
-	// tracing on (--telemetry on the bench server), in the same run.
+	// tracing on (--telemetry on the bench server), in the same rounds.
 	Telemetry bool
 	// TelemetryRounds, with Telemetry, is how many windows of Duration
 	// the SQLite server is measured with metrics and tracing on, alternating
@@ -76,15 +82,18 @@ func Main(args []string, stdout, stderr io.Writer) int {
 Runs the expense agent's ask -> answer -> complete round trip over JSON-RPC
 on 127.0.0.1 against (a) the a2a-go SDK's default handler, (b) askpoint on
 SQLite and (c) askpoint on PostgreSQL (with --pg or TEST_DATABASE_URL), each
-server in its own process, and prints a markdown table.
+server in its own process, all running at once and taking the load in turn in
+rounds whose order rotates and reverses (so none is favoured by running first),
+and prints a markdown table.
 
 Flags:
 `)
 		fs.PrintDefaults()
 	}
 	callers := fs.Int("callers", 32, "concurrent callers")
-	duration := fs.Duration("duration", 10*time.Second, "measured load per server")
-	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured load before each measurement")
+	duration := fs.Duration("duration", 10*time.Second, "measured load per server, over all its windows")
+	rounds := fs.Int("rounds", 0, "measure the servers in this many rounds, each giving every server a window of --duration/rounds, the order rotated and reversed round by round (0: twice the number of servers, which puts every server first and last equally often)")
+	warmup := fs.Duration("warmup", 2*time.Second, "unmeasured load on each server, once, before the rounds (and before each telemetry round)")
 	probe := fs.Duration("probe", 2*time.Second, "one-caller run at each paused level (resume latency)")
 	paused := fs.String("paused", "100000,1000000", "paused-task levels to measure memory at (comma-separated; \"\" for none)")
 	sdkMax := fs.Int("sdk-max-paused", 100000, "measure the SDK up to this many paused tasks and extrapolate above (0: measure every level)")
@@ -116,8 +125,8 @@ Flags:
 		fmt.Fprintf(stderr, "askpoint bench: --sdk-seed %q: use copy or handler\n", *sdkSeed)
 		return 2
 	}
-	if *callers < 1 || *duration <= 0 {
-		fmt.Fprintln(stderr, "askpoint bench: --callers must be at least 1 and --duration positive")
+	if *callers < 1 || *duration <= 0 || *rounds < 0 {
+		fmt.Fprintln(stderr, "askpoint bench: --callers must be at least 1, --duration positive and --rounds at least 0")
 		return 2
 	}
 	exe, err := os.Executable()
@@ -126,7 +135,7 @@ Flags:
 		return 1
 	}
 	opts := Options{
-		Callers: *callers, Duration: *duration, Warmup: *warmup, Probe: *probe,
+		Callers: *callers, Duration: *duration, Rounds: *rounds, Warmup: *warmup, Probe: *probe,
 		Paused: levels, SDKMaxPaused: *sdkMax, PGMaxPaused: *pgMax,
 		Kinds: strings.Split(*kinds, ","), PG: *pg, Dir: *dir, ProfileDir: *profile, SDKSeed: *sdkSeed,
 		Exe: exe, ExeArgs: []string{"bench", "server"}, Compare: *compare, Telemetry: *telemetry, TelemetryRounds: *telemetryRounds,
@@ -215,19 +224,33 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				switch {
 				case o.PG == "":
 					r.Skipped = "not configured: give --pg URL or set TEST_DATABASE_URL"
-					continue
 				case OpenPostgres == nil:
 					r.Skipped = "not available: this build has no PostgreSQL driver (store/postgres has no Open yet)"
-					continue
 				}
 			}
-			if err := runKind(ctx, o, dir, r); err != nil {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				r.Err = err
-				o.progress("%s: %v", kind, err)
+		}
+	}
+	var measured []*KindResult
+	for _, r := range rep.Results {
+		if r.Skipped == "" {
+			measured = append(measured, r)
+		}
+	}
+	order, err := runTable(ctx, o, dir, measured)
+	if err != nil {
+		return nil, err // only when ctx ended
+	}
+	rep.Order = order
+	for _, r := range measured {
+		if r.Err != nil {
+			continue
+		}
+		if err := runPausedKind(ctx, o, dir, r); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
 			}
+			r.Err = err
+			o.progress("%s: %v", r.Kind, err)
 		}
 	}
 	if o.Telemetry && contains(o.Kinds, KindSQLite) && o.TelemetryRounds > 0 {
@@ -301,156 +324,43 @@ func (r *KindResult) serverArgs(o Options, where string) []string {
 	return args
 }
 
-// runKind measures one server: throughput in one process, then paused
-// tasks in a fresh one.
-func runKind(ctx context.Context, o Options, dir string, r *KindResult) error {
-	// where gives each server process its own database: a new SQLite file,
-	// or a new schema in the PostgreSQL database (dropped afterwards).
-	where := func(phase string) (string, *pgScratch, error) {
-		if r.Kind != KindPostgres {
-			return filepath.Join(dir, r.fileName()+"-"+phase+".db"), nil, nil
-		}
-		pg, err := newPGScratch(o.PG)
-		if err != nil {
-			return "", nil, err
-		}
-		return pg.url, pg, nil
+// runPaused measures one server's memory with paused tasks, in a fresh
+// process with a database of its own.
+func runPausedKind(ctx context.Context, o Options, dir string, r *KindResult) error {
+	if len(o.Paused) == 0 || r.Kind == KindSQLiteGRPC { // paused tasks are (b)'s: the store does not know the binding
+		return nil
 	}
-	drop := func(pg *pgScratch) {
-		if pg == nil {
-			return
-		}
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := pg.drop(dctx); err != nil {
-			o.progress("%s: drop schema %s: %v", r.Kind, pg.schema, err)
-		}
-	}
-	w, pg, err := where("load")
+	db, pg, err := serverDB(o, dir, r, "paused")
 	if err != nil {
 		return err
 	}
-	err = runThroughput(ctx, o, w, pg, r)
-	drop(pg)
-	if err != nil {
-		return err
-	}
-	if len(o.Paused) > 0 && r.Kind != KindSQLiteGRPC { // paused tasks are (b)'s: the store does not know the binding
-		w, pg, err := where("paused")
-		if err != nil {
-			return err
-		}
-		err = runPaused(ctx, o, w, r)
-		drop(pg)
-		return err
-	}
-	return nil
+	defer dropScratch(ctx, o, r, pg)
+	return runPaused(ctx, o, db, r)
 }
 
-func runThroughput(ctx context.Context, o Options, db string, pg *pgScratch, r *KindResult) error {
-	o.progress("%s: starting the server", r.Kind)
-	p, err := startServer(ctx, r.binary(o), r.serverArgs(o, db), o.Progress)
+// serverDB gives a server process its own database: a new SQLite file, or
+// a new schema in the PostgreSQL database (pg, dropped afterwards).
+func serverDB(o Options, dir string, r *KindResult, phase string) (string, *pgScratch, error) {
+	if r.Kind != KindPostgres {
+		return filepath.Join(dir, r.fileName()+"-"+phase+".db"), nil, nil
+	}
+	pg, err := newPGScratch(o.PG)
 	if err != nil {
-		return err
+		return "", nil, err
 	}
-	defer p.stop()
-	url := p.base + "/expense/jsonrpc"
-	c, closeClient, err := newClient(ctx, url, o.Callers)
-	if r.Kind == KindSQLiteGRPC {
-		c, closeClient, err = newGRPCClient(ctx, p.base)
-	}
-	if err != nil {
-		return err
-	}
-	defer closeClient()
-	if _, _, err := roundTrip(ctx, c); err != nil {
-		return fmt.Errorf("first round trip: %w", err)
-	}
-	if o.Warmup > 0 {
-		o.progress("%s: warm-up, %d callers for %v", r.Kind, o.Callers, o.Warmup)
-		runLoad(ctx, c, o.Callers, o.Warmup)
-	}
-	s0, err := p.stats(ctx, true)
-	if err != nil {
-		return err
-	}
-	cpu0, err := p.cpu()
-	if err != nil {
-		return err
-	}
-	var pids []int
-	var pgCPU0 time.Duration
-	if pg != nil {
-		if pids, err = pg.backends(ctx); err == nil {
-			pgCPU0, err = backendCPU(pids)
-		}
-		if err != nil {
-			o.progress("%s: PostgreSQL's CPU will not be counted: %v", r.Kind, err)
-			pids = nil
-		}
-	}
-	o.progress("%s: measuring, %d callers for %v", r.Kind, o.Callers, o.Duration)
-	res := runLoad(ctx, c, o.Callers, o.Duration)
-	cpu1, err := p.cpu()
-	if err != nil {
-		return err
-	}
-	if len(pids) > 0 {
-		if pgCPU1, err := backendCPU(pids); err == nil {
-			r.DBCPU = pgCPU1 - pgCPU0
-		}
-	}
-	s1, err := p.stats(ctx, true)
-	if err != nil {
-		return err
-	}
-	r.Load = res
-	r.CPU = cpu1 - cpu0
-	if res.roundTrips > 0 {
-		r.AllocPerRT = float64(s1.TotalAlloc-s0.TotalAlloc) / float64(res.roundTrips)
-		r.MallocsPerRT = float64(s1.Mallocs-s0.Mallocs) / float64(res.roundTrips)
-	}
-	r.ResumeP50, r.ResumeP99 = time.Duration(s1.ResumeP50), time.Duration(s1.ResumeP99)
-	r.CommitP50, r.CommitP99 = time.Duration(s1.CommitP50), time.Duration(s1.CommitP99)
-	r.HasCommit = s1.CommitCount > 0
-	if res.roundTrips > 0 && s1.Commits > s0.Commits {
-		r.CommitsPerRT = float64(s1.Commits-s0.Commits) / float64(res.roundTrips)
-		r.WritesPerCommit = float64(s1.Writes-s0.Writes) / float64(s1.Commits-s0.Commits)
-	}
-	if res.roundTrips > 0 && s1.StoreCalls != nil {
-		r.StoreCalls = map[string]float64{}
-		for k, v := range s1.StoreCalls {
-			if d := v - s0.StoreCalls[k]; d > 0 {
-				r.StoreCalls[k] = float64(d) / float64(res.roundTrips)
-			}
-		}
-	}
-	if rss, err := p.rss(); err == nil {
-		r.LoadRSS = rss
-	}
-	r.LoadGoroutines = s1.Goroutines
-	o.progress("%s: %d round trips in %v (%d errors), server CPU %v", r.Kind, res.roundTrips, res.elapsed.Round(time.Millisecond), res.errors, r.CPU)
-	if res.roundTrips == 0 {
-		return fmt.Errorf("no round trip succeeded: %v", res.firstErr)
-	}
+	return pg.url, pg, nil
+}
 
-	if o.ProfileDir != "" {
-		o.progress("%s: profiling (an extra %v run, not measured)", r.Kind, o.Duration)
-		secs := max(1, int(o.Duration.Seconds()))
-		errc := make(chan error, 1)
-		go func() {
-			errc <- p.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), filepath.Join(o.ProfileDir, r.fileName()+".cpu.pprof"))
-		}()
-		time.Sleep(100 * time.Millisecond)
-		runLoad(ctx, c, o.Callers, time.Duration(secs)*time.Second+500*time.Millisecond)
-		if err := <-errc; err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		if err := p.profile(ctx, "/debug/pprof/allocs", filepath.Join(o.ProfileDir, r.fileName()+".allocs.pprof")); err != nil {
-			return fmt.Errorf("alloc profile: %w", err)
-		}
+// dropScratch drops pg's schema (nothing when pg is nil).
+func dropScratch(ctx context.Context, o Options, r *KindResult, pg *pgScratch) {
+	if pg == nil {
+		return
 	}
-	return nil
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := pg.drop(dctx); err != nil {
+		o.progress("%s: drop schema %s: %v", r.Kind, pg.schema, err)
+	}
 }
 
 func runPaused(ctx context.Context, o Options, db string, r *KindResult) error {
@@ -573,6 +483,9 @@ type KindResult struct {
 	WritesPerCommit float64
 
 	Paused []*PausedResult
+	// Windows are the row's measured windows, in the order run; the
+	// figures above are their sums.
+	Windows []window
 }
 
 // binary is the askpoint binary r's servers run.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -57,6 +59,10 @@ func TestBenchPrintsTheTableForSDKAndSQLite(t *testing.T) {
 		"| (a) | a2a-go v2.4.0 default handler (in-memory store) | 1,000 | ",
 		"| (b) | askpoint, SQLite (WAL, synchronous=FULL) | 1,000 | ",
 		"Store calls per round trip, (b): ",
+		// Three servers, measured in turn in six rounds of 1s/6.
+		"in 6 rounds, each giving every server a window of 167ms (1s per server in all",
+		"round 1 (a) (b) (b′); round 2 (b′) (b) (a); round 3 (b) (b′) (a);",
+		"(first in 2, last in 2)",
 		"Sweep cost (question expiry, reminders): measured by BenchmarkDueTasks",
 	)
 	if strings.Contains(got, "failed") || strings.Contains(got, "error:") {
@@ -66,6 +72,11 @@ func TestBenchPrintsTheTableForSDKAndSQLite(t *testing.T) {
 	for line := range strings.SplitSeq(got, "\n") {
 		if strings.HasPrefix(line, "| (b) | askpoint, SQLite (WAL, synchronous=FULL) | ") && !strings.Contains(line, "×)") && !strings.Contains(line, "| 1,000 |") && !strings.Contains(line, "| 0 |") {
 			t.Errorf("row (b) has no ratio to (a): %s", line)
+		}
+		// Its spread: per second, per CPU-second, and the ratio to (a) in each round.
+		if strings.HasPrefix(line, "| (b) | askpoint, SQLite (WAL, synchronous=FULL) | ") && !strings.Contains(line, "| 1,000 |") && !strings.Contains(line, "| 0 |") &&
+			!regexp.MustCompile(`\| [0-9,.]+-[0-9,.]+ /s; [0-9,.]+-[0-9,.]+ per CPU-second; [0-9.]+×-[0-9.]+× \|$`).MatchString(line) {
+			t.Errorf("row (b) has no spread over its windows: %s", line)
 		}
 	}
 }
@@ -99,6 +110,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		{"--paused", "100,10"},
 		{"--paused", "x"},
 		{"--callers", "0"},
+		{"--rounds", "-1"},
 		{"--sdk-seed", "other"},
 		{"extra"},
 	} {
@@ -141,5 +153,159 @@ func TestHelpers(t *testing.T) {
 	}
 	if got := commandLine([]string{"--pg", "", "--x", "a b", "postgres://u@h:5432/db?sslmode=disable", "it's"}); got != `askpoint bench --pg '' --x 'a b' 'postgres://u@h:5432/db?sslmode=disable' 'it'\''s'` {
 		t.Errorf("commandLine = %s", got)
+	}
+}
+
+// TestScheduleIsBalanced: over 2n rounds every one of n servers is first
+// twice, last twice and in every other place twice; each round runs every
+// server once; in each pair of rounds every server's two windows have the
+// same mean place (so a steady drift of the machine's load over the pair
+// weighs on all alike).
+func TestScheduleIsBalanced(t *testing.T) {
+	for n := 1; n <= 8; n++ {
+		for _, rounds := range []int{defaultRounds(n), 2 * defaultRounds(n)} {
+			order := schedule(n, rounds)
+			if len(order) != rounds {
+				t.Fatalf("schedule(%d, %d) has %d rounds", n, rounds, len(order))
+			}
+			first, last := make([]int, n), make([]int, n)
+			for r, round := range order {
+				seen := map[int]bool{}
+				for _, s := range round {
+					if s < 0 || s >= n || seen[s] {
+						t.Fatalf("schedule(%d, %d) round %d = %v: not every server once", n, rounds, r+1, round)
+					}
+					seen[s] = true
+				}
+				if len(round) != n {
+					t.Fatalf("schedule(%d, %d) round %d = %v: not every server once", n, rounds, r+1, round)
+				}
+				first[round[0]]++
+				last[round[n-1]]++
+			}
+			for s := range n {
+				if want := rounds / n; first[s] != want || last[s] != want {
+					t.Errorf("schedule(%d, %d): server %d first in %d rounds and last in %d, want %d each", n, rounds, s, first[s], last[s], want)
+				}
+			}
+			if !balanced(order, n) {
+				t.Errorf("balanced(schedule(%d, %d)) = false", n, rounds)
+			}
+			for p := 0; p+1 < rounds; p += 2 {
+				place := make([]int, n) // summed over the pair
+				for i, s := range order[p] {
+					place[s] += i
+				}
+				for i, s := range order[p+1] {
+					place[s] += i
+				}
+				for s := range n {
+					if place[s] != n-1 {
+						t.Errorf("schedule(%d, %d), rounds %d-%d: server %d at places summing to %d, want %d", n, rounds, p+1, p+2, s, place[s], n-1)
+					}
+				}
+			}
+		}
+	}
+	if got := schedule(2, 4); !slices.Equal(slices.Concat(got...), []int{0, 1, 1, 0, 1, 0, 0, 1}) {
+		t.Errorf("schedule(2, 4) = %v, want ABBA BAAB", got)
+	}
+	// Too few rounds to balance three servers: said so.
+	if balanced(schedule(3, 2), 3) {
+		t.Error("balanced(schedule(3, 2)) = true: (b) cannot have been first")
+	}
+}
+
+// TestBenchInterleavesTheTable runs two servers of this binary, one as
+// --compare, in four rounds: both rows are each measured in four windows,
+// first and last in two rounds each, and the report says the order.
+func TestBenchInterleavesTheTable(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	rep, err := Run(t.Context(), Options{
+		Callers: 2, Duration: 800 * time.Millisecond, Rounds: 4, Warmup: 100 * time.Millisecond,
+		Kinds: []string{KindSQLite}, Exe: exe, ExeArgs: []string{"bench", "server"}, Compare: exe,
+		CommandLine: "askpoint bench", Progress: &progress,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 2 {
+		t.Fatalf("%d rows, want (b) and (b0)", len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		if r.Err != nil || !r.ok() {
+			t.Fatalf("%s: %v\n%s", r.Name(), r.Err, progress.String())
+		}
+		if len(r.Windows) != 4 {
+			t.Fatalf("%s: %d windows, want 4", r.Name(), len(r.Windows))
+		}
+		var rts int
+		var cpu time.Duration
+		firsts := 0
+		for i, w := range r.Windows {
+			if w.Round != i || w.load.roundTrips == 0 || w.CPU <= 0 {
+				t.Errorf("%s window %d: round %d, %d round trips, CPU %v", r.Name(), i, w.Round+1, w.load.roundTrips, w.CPU)
+			}
+			if w.Position == 0 {
+				firsts++
+			}
+			rts += w.load.roundTrips
+			cpu += w.CPU
+		}
+		if firsts != 2 {
+			t.Errorf("%s first in %d of 4 rounds, want 2", r.Name(), firsts)
+		}
+		if r.Load.roundTrips != rts || r.CPU != cpu {
+			t.Errorf("%s: %d round trips and CPU %v, want its windows' sums %d and %v", r.Name(), r.Load.roundTrips, r.CPU, rts, cpu)
+		}
+	}
+	var out bytes.Buffer
+	rep.Markdown(&out)
+	wantOutput(t, out.String(), progress.String(),
+		"then the load moves from one to the next in 4 rounds, each giving every server a window of 200ms (800ms per server in all",
+		"round 1 (b) (b0); round 2 (b0) (b); round 3 (b0) (b); round 4 (b) (b0).",
+		"Every server held each place in the order in 2 of the 4 rounds (first in 2, last in 2).",
+	)
+	// Each row's spread over its windows; (b0) against (a), absent here, has none.
+	for line := range strings.SplitSeq(out.String(), "\n") {
+		if strings.HasPrefix(line, "| (b") && !regexp.MustCompile(`\| [0-9,.]+-[0-9,.]+ /s; [0-9,.]+-[0-9,.]+ per CPU-second \|$`).MatchString(line) {
+			t.Errorf("row without its spread: %s", line)
+		}
+	}
+}
+
+// TestBenchGoesOnWithoutAServerThatFails: rows whose server does not start
+// (here a --compare binary that exits at once) are reported failed, and
+// the others are measured in rounds of their own, said by their names.
+func TestBenchGoesOnWithoutAServerThatFails(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress bytes.Buffer
+	rep, err := Run(t.Context(), Options{
+		Callers: 2, Duration: 400 * time.Millisecond, Kinds: []string{KindSQLite, KindSQLiteGRPC},
+		Exe: exe, ExeArgs: []string{"bench", "server"}, Compare: "/bin/false", CommandLine: "askpoint bench", Progress: &progress,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.Markdown(&out)
+	wantOutput(t, out.String(), progress.String(),
+		"| (b0) | askpoint, SQLite (WAL, synchronous=FULL), false | failed: ",
+		"| (b′0) | askpoint, SQLite, over gRPC (one HTTP/2 connection), false | failed: ",
+		"in 4 rounds, each giving every server a window of 100ms",
+		"round 1 (b) (b′); round 2 (b′) (b); round 3 (b′) (b); round 4 (b) (b′).",
+		"(first in 2, last in 2)",
+	)
+	for _, r := range rep.Results {
+		if !r.Before && (!r.ok() || len(r.Windows) != 4) {
+			t.Errorf("%s: %d windows, error %v; want 4 and none", r.Name(), len(r.Windows), r.Err)
+		}
 	}
 }

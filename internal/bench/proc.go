@@ -153,6 +153,8 @@ func (p *serverProc) call(ctx context.Context, method, path string, out any) err
 	return nil
 }
 
+// stats reads the server's figures and with reset starts its resume
+// latencies again.
 func (p *serverProc) stats(ctx context.Context, reset bool) (Stats, error) {
 	var st Stats
 	path := "/debug/bench/stats"
@@ -160,6 +162,14 @@ func (p *serverProc) stats(ctx context.Context, reset bool) (Stats, error) {
 		path += "?reset=1"
 	}
 	err := p.call(ctx, http.MethodGet, path, &st)
+	return st, err
+}
+
+// counters reads the server's figures without its resume latencies, as a
+// window starts and ends.
+func (p *serverProc) counters(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := p.call(ctx, http.MethodGet, "/debug/bench/stats?counters=1", &st)
 	return st, err
 }
 

@@ -22,6 +22,9 @@ type Report struct {
 	// order run (off, on, ..., off); RoundsErr why they stopped short.
 	Rounds    []telemetryRound
 	RoundsErr error
+	// Order is the table's rounds: each the servers measured in it, as
+	// indexes into the measured rows (Results less the skipped ones).
+	Order [][]int
 }
 
 var rowNames = map[string]string{KindSDK: "(a)", KindSQLite: "(b)", KindSQLiteGRPC: "(b′)", KindPostgres: "(c)"}
@@ -32,13 +35,14 @@ func (rep *Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "### askpoint bench, %s\n\n", rep.Start.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(w, "Command: `%s` (%s)\n\n", o.CommandLine, rep.End.Sub(rep.Start).Round(time.Second))
 	fmt.Fprintf(w, "Machine: %s; load average %s at the start, %s at the end.\n\n", rep.Machine, rep.LoadStart, rep.LoadEnd)
-	fmt.Fprintf(w, "Workload: %d concurrent callers for %v (after %v of warm-up), each repeating ask -> answer -> complete "+
+	fmt.Fprintf(w, "Workload: %d concurrent callers, each repeating ask -> answer -> complete "+
 		"(the expense agent: receipt -> cost-centre question with a data part -> data answer -> artifact) over JSON-RPC on 127.0.0.1 "+
 		"(row (b′): the same server as (b) driven over the gRPC binding, a2a-go's gRPC client on one HTTP/2 connection); "+
 		"each server in its own process, the load generator in another. "+
-		"CPU and RSS are the server process's, read from /proc; allocations from the server's runtime.MemStats. "+
+		"%s "+
+		"CPU and RSS are the server process's (its own getrusage, or /proc for a binary that does not report it); allocations from the server's runtime.MemStats. "+
 		"×(a) is the ratio to row (a): higher is better for round trips, lower for latency, memory and allocations.\n\n",
-		o.Callers, o.Duration, o.Warmup)
+		o.Callers, rep.orderText())
 
 	var a *KindResult
 	for _, r := range rep.Results {
@@ -47,16 +51,16 @@ func (rep *Report) Markdown(w io.Writer) {
 		}
 	}
 
-	fmt.Fprintln(w, "| | server | round trips/s | round trips per server CPU-second | ask p50 / p99 | answer p50 / p99 | allocated per round trip (server) | resume p50 / p99: answer arrived -> agent resumed |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| | server | round trips/s | round trips per server CPU-second | ask p50 / p99 | answer p50 / p99 | allocated per round trip (server) | resume p50 / p99: answer arrived -> agent resumed | spread over the windows, min-max: round trips per second; per server CPU-second; ×(a) per CPU-second, in the same round |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rep.Results {
 		name := r.Name()
 		switch {
 		case r.Skipped != "":
-			fmt.Fprintf(w, "| %s | %s | %s | | | | | |\n", name, r.Label, r.Skipped)
+			fmt.Fprintf(w, "| %s | %s | %s | | | | | | |\n", name, r.Label, r.Skipped)
 			continue
 		case r.Err != nil && r.Load.roundTrips == 0:
-			fmt.Fprintf(w, "| %s | %s | failed: %s | | | | | |\n", name, r.Label, oneLine(r.Err.Error()))
+			fmt.Fprintf(w, "| %s | %s | failed: %s | | | | | | |\n", name, r.Label, oneLine(r.Err.Error()))
 			continue
 		}
 		rt, cpu := r.rtPerSec(), r.rtPerCPU()
@@ -86,14 +90,14 @@ func (rep *Report) Markdown(w io.Writer) {
 			both := float64(r.Load.roundTrips) / (r.CPU + r.DBCPU).Seconds()
 			withDB = fmt.Sprintf("; %s%s counting PostgreSQL's backends", num(both), ratio(both, aCPU))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s%s%s | %s%s%s | %s / %s%s | %s / %s%s | %s, %s allocs%s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %s%s%s | %s%s%s | %s / %s%s | %s / %s%s | %s, %s allocs%s | %s | %s |\n",
 			name, r.Label,
 			num(rt), ratio(rt, aRT), errs,
 			num(cpu), ratio(cpu, aCPU), withDB,
 			ms(askP50), ms(quantile(r.Load.ask, 0.99)), ratio(float64(askP50), aAskP50),
 			ms(ansP50), ms(quantile(r.Load.answer, 0.99)), ratio(float64(ansP50), aAnsP50),
 			bytesSI(r.AllocPerRT), num(r.MallocsPerRT), ratio(r.AllocPerRT, aAlloc),
-			resume)
+			resume, spread(r, a))
 	}
 	fmt.Fprintln(w)
 	telemetryCost(w, rep)
@@ -286,6 +290,88 @@ func bytesIEC(f float64) string {
 	}
 }
 
+// orderText says how the table's servers shared the load: the rounds,
+// their order, and whether it was balanced.
+func (rep *Report) orderText() string {
+	o := rep.Opts
+	var rows []*KindResult
+	for _, r := range rep.Results {
+		if r.Skipped == "" {
+			rows = append(rows, r)
+		}
+	}
+	if len(rep.Order) == 0 || len(rows) == 0 {
+		return fmt.Sprintf("No server was measured (%v each was asked for).", o.Duration)
+	}
+	n, k := len(rep.Order[0]), len(rep.Order)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Every server runs for the whole measurement; each is warmed up once (%v), then the load moves from one to the next in %d rounds, "+
+		"each giving every server a window of %v (%v per server in all; a row is the sum of its windows), in an order that rotates by one every two rounds, the second of each two reversed:",
+		o.Warmup, k, (o.Duration / time.Duration(k)).Round(time.Millisecond), o.Duration)
+	for i, round := range rep.Order {
+		sep := "; "
+		if i == 0 {
+			sep = " "
+		}
+		var names []string
+		for _, j := range round {
+			if j < len(rows) {
+				names = append(names, rows[j].Name())
+			}
+		}
+		fmt.Fprintf(&b, "%sround %d %s", sep, i+1, strings.Join(names, " "))
+	}
+	b.WriteString(".")
+	dense := map[int]int{} // row index -> its server's index in the rounds
+	for _, j := range rep.Order[0] {
+		dense[j] = len(dense)
+	}
+	order := make([][]int, k)
+	for i, round := range rep.Order {
+		for _, j := range round {
+			order[i] = append(order[i], dense[j])
+		}
+	}
+	if balanced(order, n) {
+		fmt.Fprintf(&b, " Every server held each place in the order in %d of the %d rounds (first in %d, last in %d).", k/n, k, k/n, k/n)
+	} else {
+		fmt.Fprintf(&b, " The order is not balanced (%d rounds for %d servers): not every server was first and last equally often; a multiple of %d rounds balances it.", k, n, defaultRounds(n))
+	}
+	return b.String()
+}
+
+// spread is r's windows' lowest and highest round trips per second and
+// per server CPU-second, and, against a, the lowest and highest ratio of two windows
+// of the same round.
+func spread(r, a *KindResult) string {
+	if len(r.Windows) < 2 {
+		return ""
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	slo, shi := math.Inf(1), math.Inf(-1)
+	for _, w := range r.Windows {
+		lo, hi = math.Min(lo, w.rtPerCPU()), math.Max(hi, w.rtPerCPU())
+		slo, shi = math.Min(slo, w.rtPerSec()), math.Max(shi, w.rtPerSec())
+	}
+	out := num(slo) + "-" + num(shi) + " /s; " + num(lo) + "-" + num(hi) + " per CPU-second"
+	if a == nil || a == r {
+		return out
+	}
+	rlo, rhi := math.Inf(1), math.Inf(-1)
+	for _, w := range r.Windows {
+		for _, aw := range a.Windows {
+			if aw.Round == w.Round && aw.rtPerCPU() > 0 {
+				f := w.rtPerCPU() / aw.rtPerCPU()
+				rlo, rhi = math.Min(rlo, f), math.Max(rhi, f)
+			}
+		}
+	}
+	if !math.IsInf(rlo, 1) {
+		out += "; " + times(rlo) + "-" + times(rhi)
+	}
+	return out
+}
+
 // telemetryCost says, for each server measured with metrics and tracing
 // on, how much more server CPU a round trip cost than with them off in the
 // table's two rows, then the interleaved rounds.
@@ -299,7 +385,7 @@ func telemetryCost(w io.Writer, rep *Report) {
 				continue
 			}
 			offCPU, onCPU := 1/off.rtPerCPU(), 1/on.rtPerCPU()
-			fmt.Fprintf(w, "Metrics and tracing on, %s vs %s (the table's rows, one run each): server CPU per round trip %.0f against %.0f µs (%+.1f%%).\n\n",
+			fmt.Fprintf(w, "Metrics and tracing on, %s vs %s (the table's rows, measured in the same rounds): server CPU per round trip %.0f against %.0f µs (%+.1f%%).\n\n",
 				on.Name(), off.Name(), onCPU*1e6, offCPU*1e6, (onCPU/offCPU-1)*100)
 		}
 	}

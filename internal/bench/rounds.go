@@ -72,14 +72,6 @@ func runTelemetryRounds(ctx context.Context, o Options, dir string, n int) ([]te
 		if o.Warmup > 0 {
 			load(o.Warmup)
 		}
-		s0, err := p.stats(ctx, false)
-		if err != nil {
-			return nil, err
-		}
-		cpu0, err := p.cpu()
-		if err != nil {
-			return nil, err
-		}
 		var profiled chan error
 		if o.ProfileDir != "" {
 			// A CPU profile of each window, to compare the two servers under
@@ -90,25 +82,18 @@ func runTelemetryRounds(ctx context.Context, o Options, dir string, n int) ([]te
 				profiled <- p.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(o.Duration.Seconds()))), file)
 			}()
 		}
-		res := load(o.Duration)
+		w, err := measureWindow(ctx, p, load, o.Duration, nil)
 		if profiled != nil {
-			if err := <-profiled; err != nil {
-				return nil, fmt.Errorf("telemetry round %d: cpu profile: %w", i+1, err)
+			if perr := <-profiled; perr != nil && err == nil {
+				err = fmt.Errorf("telemetry round %d: cpu profile: %w", i+1, perr)
 			}
 		}
-		cpu1, err := p.cpu()
 		if err != nil {
 			return nil, err
 		}
-		s1, err := p.stats(ctx, false)
-		if err != nil {
-			return nil, err
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+		s0, s1, res := w.s0, w.s1, w.load
 		r := telemetryRound{On: side == 1, RoundTrips: res.roundTrips, Errors: res.errors, Elapsed: res.elapsed,
-			CPU: cpu1 - cpu0, Alloc: s1.TotalAlloc - s0.TotalAlloc, Mallocs: s1.Mallocs - s0.Mallocs,
+			CPU: w.CPU, Alloc: s1.TotalAlloc - s0.TotalAlloc, Mallocs: s1.Mallocs - s0.Mallocs,
 			GCs: s1.NumGC - s0.NumGC, Heap: s1.HeapAlloc, Commits: s1.Commits - s0.Commits, Writes: s1.Writes - s0.Writes}
 		o.progress("telemetry round %d (%s): %d round trips (%d errors), server CPU %v, %.0f µs per round trip",
 			i+1, onOff(r.On), r.RoundTrips, r.Errors, r.CPU, r.cpuPerRT()*1e6)

@@ -43,7 +43,8 @@ import (
 // load generator reads (never used during the timed run except before and
 // after it):
 //
-//	GET  /debug/bench/stats[?reset=1]  memory, goroutines, resume latencies
+//	GET  /debug/bench/stats[?reset=1]  memory, goroutines, CPU, resume latencies
+//	GET  /debug/bench/stats?counters=1 the same without the resume latencies
 //	POST /debug/bench/seed?n=N         add N paused tasks, in process
 //	POST /debug/bench/gc               runtime.GC + debug.FreeOSMemory
 //	/debug/pprof/...                   the usual profiles
@@ -329,9 +330,14 @@ type Stats struct {
 	// writes they held (store/sqlite's group commit).
 	Commits int64 `json:"commits,omitempty"`
 	Writes  int64 `json:"writes,omitempty"`
+	// CPUNanos is the process's user and system CPU time so far
+	// (getrusage), read last.
+	CPUNanos int64 `json:"cpuNs,omitempty"`
 }
 
-func (bs *benchServer) readStats(reset bool) Stats {
+// readStats reads the server's figures; without samples, not its resume
+// latencies (which take a sort of every sample).
+func (bs *benchServer) readStats(reset, samples bool) Stats {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	st := Stats{
@@ -344,20 +350,27 @@ func (bs *benchServer) readStats(reset bool) Stats {
 	if ws, ok := bs.store.(writerStats); ok {
 		st.Commits, st.Writes = ws.WriterStats()
 	}
-	fromStart, fromCommit := bs.tracker.samples(reset)
-	st.ResumeCount, st.ResumeP50, st.ResumeP99 = len(fromStart), int64(quantile(fromStart, 0.50)), int64(quantile(fromStart, 0.99))
-	st.CommitCount, st.CommitP50, st.CommitP99 = len(fromCommit), int64(quantile(fromCommit, 0.50)), int64(quantile(fromCommit, 0.99))
+	if samples || reset {
+		fromStart, fromCommit := bs.tracker.samples(reset)
+		st.ResumeCount, st.ResumeP50, st.ResumeP99 = len(fromStart), int64(quantile(fromStart, 0.50)), int64(quantile(fromStart, 0.99))
+		st.CommitCount, st.CommitP50, st.CommitP99 = len(fromCommit), int64(quantile(fromCommit, 0.50)), int64(quantile(fromCommit, 0.99))
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		st.CPUNanos = ru.Utime.Nano() + ru.Stime.Nano()
+	}
 	return st
 }
 
 func (bs *benchServer) stats(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, bs.readStats(r.URL.Query().Get("reset") != ""))
+	q := r.URL.Query()
+	writeJSON(w, bs.readStats(q.Get("reset") != "", q.Get("counters") == ""))
 }
 
 func (bs *benchServer) gc(w http.ResponseWriter, r *http.Request) {
 	runtime.GC()
 	debug.FreeOSMemory()
-	writeJSON(w, bs.readStats(false))
+	writeJSON(w, bs.readStats(false, true))
 }
 
 func (bs *benchServer) seedHandler(w http.ResponseWriter, r *http.Request) {
@@ -376,7 +389,7 @@ func (bs *benchServer) seedHandler(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	bs.seeded.Add(int64(n))
-	st := bs.readStats(false)
+	st := bs.readStats(false, true)
 	st.SeedSeconds = time.Since(start).Seconds()
 	writeJSON(w, st)
 }
