@@ -55,8 +55,8 @@ func TestExpenseRoundTripToTheArtifact(t *testing.T) {
 		t.Fatalf("the form asked %+v, want the cost centre question", asked)
 	}
 	cc := properties(t, asked)["properties"].(map[string]any)["costCentre"].(map[string]any)
-	if dump(cc["oneOf"]) != `[{"const":"CC-4410","title":"CC-4410"},{"const":"CC-4420","title":"CC-4420"}]` {
-		t.Errorf("costCentre = %s, want the two options as oneOf", dump(cc))
+	if dump(cc["enum"]) != `["CC-4410","CC-4420"]` || cc["oneOf"] != nil {
+		t.Errorf("costCentre = %s, want the two unlabelled options as an untitled enum", dump(cc))
 	}
 	sc, ok := res.StructuredContent.(map[string]any)
 	if !ok || sc["costCentre"] != "CC-4420" || sc["expenseId"] == nil {

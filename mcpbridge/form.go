@@ -33,6 +33,8 @@ type form struct {
 	// option's value (an option may be any JSON value; a form's choice is
 	// a string).
 	consts map[string]map[string]any
+	// multi marks the choice fields that take several options (an array).
+	multi map[string]bool
 }
 
 // formats are the string formats an MCP form knows.
@@ -41,7 +43,7 @@ var formats = map[string]bool{"email": true, "uri": true, "date": true, "date-ti
 // formOf builds the form for q; q is nil for a question in words only,
 // which is asked as one required text field, "answer".
 func formOf(q *question.Question) (*form, error) {
-	f := &form{q: q, consts: map[string]map[string]any{}}
+	f := &form{q: q, consts: map[string]map[string]any{}, multi: map[string]bool{}}
 	props := map[string]any{}
 	required := []string{}
 	if q == nil {
@@ -84,24 +86,50 @@ func (f *form) property(fd question.Field) (map[string]any, error) {
 	}
 	switch fd.Kind {
 	case question.KindChoice:
-		consts := map[string]any{}
-		var alts []any
-		def, hasDef := "", false
-		for _, o := range fd.Options {
-			c := question.DisplayValue(o.Value)
-			if _, dup := consts[c]; dup {
-				return nil, fmt.Errorf("%w: field %q has two options that read %q", ErrNotAForm, fd.Name, c)
-			}
-			consts[c] = o.Value
-			alts = append(alts, map[string]any{"const": c, "title": o.Text()})
-			if fd.HasDefault && question.SameValue(fd.Default, o.Value) {
-				def, hasDef = c, true
-			}
+		consts, alts, err := choiceSet(fd.Name, fd.Options)
+		if err != nil {
+			return nil, err
 		}
 		f.consts[fd.Name] = consts
-		p["type"], p["oneOf"] = "string", alts
-		if hasDef {
-			p["default"] = def
+		p["type"] = "string"
+		setAlternatives(p, "oneOf", alts)
+		if c, ok := constOf(consts, fd.Default); ok && fd.HasDefault {
+			p["default"] = c
+		}
+	case question.KindJSON:
+		if len(fd.Items) == 0 || !fd.Is("array") {
+			return nil, notFlat(fd)
+		}
+		// A multi-choice: an array of some of the options, as MCP's
+		// multi-select (items of enum, or of anyOf const/title).
+		consts, alts, err := choiceSet(fd.Name, fd.Items)
+		if err != nil {
+			return nil, err
+		}
+		f.consts[fd.Name] = consts
+		f.multi[fd.Name] = true
+		items := map[string]any{}
+		setAlternatives(items, "anyOf", alts)
+		if _, untitled := items["enum"]; untitled {
+			items["type"] = "string"
+		}
+		p["type"], p["items"] = "array", items
+		if fd.MinItems != nil {
+			p["minItems"] = *fd.MinItems
+		}
+		if fd.MaxItems != nil {
+			p["maxItems"] = *fd.MaxItems
+		}
+		if vals, ok := fd.Default.([]any); ok && fd.HasDefault {
+			def := []string{}
+			for _, v := range vals {
+				if c, ok := constOf(consts, v); ok {
+					def = append(def, c)
+				}
+			}
+			if len(def) == len(vals) {
+				p["default"] = def
+			}
 		}
 	case question.KindText, question.KindDate:
 		p["type"] = "string"
@@ -153,16 +181,85 @@ func (f *form) property(fd question.Field) (map[string]any, error) {
 			p["default"] = b
 		}
 	default:
-		what := "of no single type"
-		if len(fd.Types) > 0 {
-			what = "of type " + strings.Join(fd.Types, " or ")
-		}
-		return nil, fmt.Errorf("%w: field %q is %s, and an MCP form has only single strings, numbers, booleans and choices", ErrNotAForm, fd.Name, what)
+		return nil, notFlat(fd)
 	}
 	if len(notes) > 0 {
 		p["description"] = strings.Join(notes, "; ")
 	}
 	return p, nil
+}
+
+// notFlat is why fd cannot be a form's field.
+func notFlat(fd question.Field) error {
+	what := "of no single type"
+	if len(fd.Types) > 0 {
+		what = "of type " + strings.Join(fd.Types, " or ")
+	}
+	return fmt.Errorf("%w: field %q is %s, and an MCP form has only single strings, numbers, booleans, choices and arrays of choices", ErrNotAForm, fd.Name, what)
+}
+
+// alternative is one option of a choice as a form has it: its const (the
+// value as text) and its title ("" when it has no label of its own).
+type alternative struct{ c, title string }
+
+// choiceSet is a closed set of options as a form's consts: the map from
+// const back to the option's value, and the alternatives in order. Two
+// options that read alike cannot be told apart on a form.
+func choiceSet(name string, opts []question.FieldOption) (map[string]any, []alternative, error) {
+	consts := map[string]any{}
+	var alts []alternative
+	for _, o := range opts {
+		c := question.DisplayValue(o.Value)
+		if _, dup := consts[c]; dup {
+			return nil, nil, fmt.Errorf("%w: field %q has two options that read %q", ErrNotAForm, name, c)
+		}
+		consts[c] = o.Value
+		title := o.Label
+		if title == c {
+			title = ""
+		}
+		alts = append(alts, alternative{c, title})
+	}
+	return consts, alts, nil
+}
+
+// setAlternatives writes alts into p as MCP's enum schemas have it: when
+// no option has a label of its own, a plain "enum" of the consts (the
+// untitled enum); otherwise key ("oneOf" for a single choice, "anyOf" for
+// a multi-select's items) of {const, title}, a title for every option
+// (its value where it has no label).
+func setAlternatives(p map[string]any, key string, alts []alternative) {
+	titled := false
+	for _, a := range alts {
+		titled = titled || a.title != ""
+	}
+	if !titled {
+		enum := make([]string, len(alts))
+		for i, a := range alts {
+			enum[i] = a.c
+		}
+		p["enum"] = enum
+		return
+	}
+	list := make([]any, len(alts))
+	for i, a := range alts {
+		title := a.title
+		if title == "" {
+			title = a.c
+		}
+		list[i] = map[string]any{"const": a.c, "title": title}
+	}
+	p[key] = list
+}
+
+// constOf is the const of the option whose value is v.
+func constOf(consts map[string]any, v any) (string, bool) {
+	for c, val := range consts {
+		if question.SameValue(val, v) {
+			return c, true
+		}
+	}
+	return "", false
 }
 
 // explain rewords errors about the form's fields for people, as every
@@ -219,11 +316,25 @@ func (f *form) read(content map[string]any) (fields map[string]any, text string,
 		if s, isStr := v.(string); isStr && s == "" && !fd.Required {
 			continue
 		}
-		if consts, choice := f.consts[k]; choice {
+		if consts, choice := f.consts[k]; choice && f.multi[k] {
+			picked, ok := v.([]any)
+			vals := make([]any, 0, len(picked))
+			for _, c := range picked {
+				s, _ := c.(string)
+				val, known := consts[s]
+				ok = ok && known
+				vals = append(vals, val)
+			}
+			if !ok {
+				errs = append(errs, question.FieldError{Pointer: fd.Pointer(), Message: "expected a list of some of " + choices(fd.Items)})
+				continue
+			}
+			v = vals
+		} else if choice {
 			s, _ := v.(string)
 			val, ok := consts[s]
 			if !ok {
-				errs = append(errs, question.FieldError{Pointer: fd.Pointer(), Message: "expected one of " + choices(fd)})
+				errs = append(errs, question.FieldError{Pointer: fd.Pointer(), Message: "expected one of " + choices(fd.Options)})
 				continue
 			}
 			v = val
@@ -233,9 +344,9 @@ func (f *form) read(content map[string]any) (fields map[string]any, text string,
 	return fields, "", errs
 }
 
-func choices(fd question.Field) string {
+func choices(opts []question.FieldOption) string {
 	var out []string
-	for _, o := range fd.Options {
+	for _, o := range opts {
 		out = append(out, question.DisplayValue(o.Value))
 	}
 	return strings.Join(out, ", ")

@@ -40,7 +40,7 @@ func TestFormOfEveryKindOfField(t *testing.T) {
 		`"code":{"description":"a cost centre; 7 to 7 characters","maxLength":7,"minLength":7,"title":"Code","type":"string"},` +
 		`"count":{"default":2,"maximum":9,"minimum":1,"title":"Count","type":"integer"},` +
 		`"mail":{"default":"a@b.c","format":"email","title":"Mail","type":"string"},` +
-		`"mood":{"default":"bad","oneOf":[{"const":"good","title":"good"},{"const":"bad","title":"bad"}],"title":"Mood","type":"string"},` +
+		`"mood":{"default":"bad","enum":["good","bad"],"title":"Mood","type":"string"},` +
 		`"ok":{"default":true,"title":"Ok","type":"boolean"},` +
 		`"size":{"oneOf":[{"const":"1","title":"Small"},{"const":"2","title":"Large"}],"title":"Size","type":"string"},` +
 		`"when":{"format":"date","title":"Day","type":"string"}},` +
@@ -112,13 +112,24 @@ func TestQuestionOfAnElicitation(t *testing.T) {
 	if q.Text != "Which size?" || q.OptionsFor != "size" || len(q.Options) != 2 || q.Options[1].Label != "Large" || q.ID != "" {
 		t.Errorf("question %+v; want the message, the size's labelled options and no ID", q)
 	}
+	multi, err := QuestionOf(&mcp.ElicitParams{Message: "Which days?", RequestedSchema: map[string]any{
+		"type": "object", "properties": map[string]any{
+			"days": map[string]any{"type": "array", "items": map[string]any{"anyOf": []any{
+				map[string]any{"const": "mon", "title": "Monday"}, map[string]any{"const": "tue", "title": "Tuesday"}}}},
+		}}})
+	if err != nil {
+		t.Fatalf("a multi-select: %v", err)
+	}
+	if fs := multi.Fields(); len(fs) != 1 || len(fs[0].Items) != 2 || fs[0].Items[1].Label != "Tuesday" {
+		t.Errorf("fields %+v, want days with its two labelled items", fs)
+	}
 	for _, c := range []struct {
 		p    *mcp.ElicitParams
 		want error
 		says string
 	}{
 		{&mcp.ElicitParams{Message: "Pick", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
-			"tags": map[string]any{"type": "array", "items": map[string]any{"enum": []any{"a", "b"}}}}}}, ErrNotAForm, `field "tags" is of type array`},
+			"tags": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}}}, ErrNotAForm, `field "tags" is of type array`},
 		{&mcp.ElicitParams{Message: "Pick", RequestedSchema: map[string]any{"type": "string"}}, ErrNotAForm, "not an object schema"},
 		{&mcp.ElicitParams{Message: "", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}}}}, ErrNotAForm, "no message"},
 		{&mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: "https://x.example/"}, ErrNotForm, "URL mode"},
@@ -127,5 +138,82 @@ func TestQuestionOfAnElicitation(t *testing.T) {
 		if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("QuestionOf(%+v) = %v; want %v saying %q", c.p, err, c.want, c.says)
 		}
+	}
+}
+
+// An option set without labels of its own is an untitled enum, "enum" and
+// nothing else; one with labels is oneOf const/title, a title for every
+// option (MCP 2025-11-25's enum schemas, SEP-1330). A label that is the
+// value itself is no label.
+func TestUntitledEnumsAreEnumsAndTitledOnesOneOf(t *testing.T) {
+	q := &question.Question{ID: "q", Text: "Pick", Schema: json.RawMessage(`{"type":"object","properties":{
+		"plain":{"type":"string","enum":["a","b"]},
+		"same":{"oneOf":[{"const":"a","title":"a"},{"const":"b"}]},
+		"legacy":{"type":"string","enum":["s","l"],"enumNames":["Small","Large"]},
+		"some":{"oneOf":[{"const":"x","title":"Ex"},{"const":"y"}]}
+	}}`)}
+	f, err := formOf(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := f.schema["properties"].(map[string]any)
+	for name, want := range map[string]string{
+		"plain":  `{"enum":["a","b"],"title":"Plain","type":"string"}`,
+		"same":   `{"enum":["a","b"],"title":"Same","type":"string"}`,
+		"legacy": `{"oneOf":[{"const":"s","title":"Small"},{"const":"l","title":"Large"}],"title":"Legacy","type":"string"}`,
+		"some":   `{"oneOf":[{"const":"x","title":"Ex"},{"const":"y","title":"y"}],"title":"Some","type":"string"}`,
+	} {
+		if got, _ := json.Marshal(props[name]); string(got) != want {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
+	}
+	fields, _, errs := f.read(map[string]any{"plain": "b", "legacy": "l"})
+	if len(errs) > 0 || fields["plain"] != "b" || fields["legacy"] != "l" {
+		t.Errorf("fields %v, errors %v", fields, errs)
+	}
+}
+
+// An array whose items are a closed set is MCP's multi-select: items of
+// enum when untitled, of anyOf const/title when titled, with minItems,
+// maxItems and a default; the picked consts come back as the options'
+// values, of their own type, and a pick that is none of them is an error
+// at the field.
+func TestAMultiChoiceIsAMultiSelect(t *testing.T) {
+	q := &question.Question{ID: "q", Text: "Pick", Schema: json.RawMessage(`{"type":"object","required":["days"],"properties":{
+		"days":{"type":"array","items":{"type":"string","enum":["mon","tue","wed"]},"minItems":1,"maxItems":2,"default":["mon"]},
+		"rooms":{"type":"array","title":"Rooms","items":{"anyOf":[{"const":1,"title":"Single"},{"const":2,"title":"Double"}]}}
+	}}`)}
+	f, err := formOf(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := f.schema["properties"].(map[string]any)
+	for name, want := range map[string]string{
+		"days":  `{"default":["mon"],"items":{"enum":["mon","tue","wed"],"type":"string"},"maxItems":2,"minItems":1,"title":"Days","type":"array"}`,
+		"rooms": `{"items":{"anyOf":[{"const":"1","title":"Single"},{"const":"2","title":"Double"}]},"title":"Rooms","type":"array"}`,
+	} {
+		if got, _ := json.Marshal(props[name]); string(got) != want {
+			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
+		}
+	}
+	fields, _, errs := f.read(map[string]any{"days": []any{"tue", "wed"}, "rooms": []any{"2", "1"}})
+	if got, _ := json.Marshal(fields); len(errs) > 0 || string(got) != `{"days":["tue","wed"],"rooms":[2,1]}` {
+		t.Errorf("fields %s, errors %v", got, errs)
+	}
+	raw, _ := json.Marshal(fields)
+	if errs := q.Validate(raw); len(errs) > 0 {
+		t.Errorf("the answer read back fails the question: %v", errs)
+	}
+	for _, bad := range []any{[]any{"mon", "fri"}, "mon", []any{1.0}} {
+		_, _, errs = f.read(map[string]any{"days": bad})
+		if len(errs) != 1 || errs[0].Pointer != "/days" || !strings.Contains(errs[0].Message, "mon, tue, wed") {
+			t.Errorf("days %v: errors %v, want one at /days naming the options", bad, errs)
+		}
+	}
+	// Too many is the question's own check, before anything is sent.
+	fields, _, _ = f.read(map[string]any{"days": []any{"mon", "tue", "wed"}})
+	raw, _ = json.Marshal(fields)
+	if errs := q.Validate(raw); len(errs) == 0 {
+		t.Errorf("three days passed maxItems 2")
 	}
 }

@@ -72,6 +72,15 @@ type Field struct {
 	ExclMaximum *float64
 	MinLength   *int
 	MaxLength   *int
+	// Items is the closed set of an array field's items (the schema's
+	// "items" with an enum, a const, or a oneOf/anyOf of consts, labelled
+	// as Options are): a multi-choice, answered with an array of some of
+	// these values, at least MinItems and at most MaxItems of them. Its
+	// Kind stays KindJSON: the terminal and the web form take it as
+	// JSON, an MCP form as a multi-select.
+	Items    []FieldOption
+	MinItems *int
+	MaxItems *int
 }
 
 // Pointer is the field's JSON pointer in the answer ("/costCentre").
@@ -351,6 +360,9 @@ type propSchema struct {
 	ExclusiveMaximum *float64         `json:"exclusiveMaximum"`
 	MinLength        *int             `json:"minLength"`
 	MaxLength        *int             `json:"maxLength"`
+	Items            json.RawMessage  `json:"items"`
+	MinItems         *int             `json:"minItems"`
+	MaxItems         *int             `json:"maxItems"`
 }
 
 type constSchema struct {
@@ -402,6 +414,13 @@ func SchemaFields(raw json.RawMessage) []Field {
 					f.Default, f.HasDefault = genericJSON(json.RawMessage(*ps.Default)), true
 				}
 				f.Options = closedSet(ps)
+				if slices.Equal(f.Types, []string{"array"}) && len(ps.Items) > 0 {
+					var is propSchema
+					if json.Unmarshal(ps.Items, &is) == nil {
+						f.Items = closedSet(is)
+						f.MinItems, f.MaxItems = ps.MinItems, ps.MaxItems
+					}
+				}
 			}
 		}
 		f.Kind = kindOf(f)

@@ -206,3 +206,25 @@ func TestFieldsLabelAnEnumByItsEnumNames(t *testing.T) {
 		t.Errorf("odd options %+v; want no labels from a list of another length", fs[1].Options)
 	}
 }
+
+// An array of a closed set is a multi-choice: its items' options, labelled
+// as a choice's are, and its bounds; an array of free values has none.
+func TestFieldsReadAnArrayOfChoices(t *testing.T) {
+	fs := SchemaFields(json.RawMessage(`{"type":"object","properties":{
+		"days": {"type":"array","items":{"type":"string","enum":["mon","tue"]},"minItems":1,"maxItems":2},
+		"rooms":{"type":"array","items":{"anyOf":[{"const":1,"title":"Single"},{"const":2,"title":"Double"}]}},
+		"tags": {"type":"array","items":{"type":"string"}}}}`))
+	if len(fs) != 3 {
+		t.Fatalf("fields %+v", fs)
+	}
+	days, rooms, tags := fs[0], fs[1], fs[2]
+	if days.Kind != KindJSON || len(days.Items) != 2 || days.Items[1].Value != "tue" || *days.MinItems != 1 || *days.MaxItems != 2 {
+		t.Errorf("days %+v; want the items mon and tue, 1 to 2 of them", days)
+	}
+	if len(rooms.Items) != 2 || rooms.Items[0].Value != 1.0 || rooms.Items[0].Label != "Single" || rooms.MinItems != nil {
+		t.Errorf("rooms %+v; want 1/Single and 2/Double", rooms)
+	}
+	if tags.Items != nil {
+		t.Errorf("tags items %+v; want none", tags.Items)
+	}
+}
