@@ -287,9 +287,8 @@ func (t *tool) describe() *mcp.Tool {
 			"type": "object",
 			"properties": map[string]any{
 				"message": msg,
-				"data":    map[string]any{"type": "object", "description": "Structured input for the agent, sent as a data part (application/json); optional."},
+				"data":    map[string]any{"type": "object", "description": "Structured input for the agent, sent as a data part (application/json); optional. A call with neither sends an empty one."},
 			},
-			"anyOf": []any{map[string]any{"required": []string{"message"}}, map[string]any{"required": []string{"data"}}},
 		},
 		Meta: mcp.Meta{"dev.askpoint/agentUrl": t.url},
 	}
@@ -394,13 +393,15 @@ func (t *tool) message(raw json.RawMessage) (*a2a.Message, error) {
 	if strings.TrimSpace(args.Message) != "" {
 		parts = append(parts, a2a.NewTextPart(args.Message))
 	}
-	if args.Data != nil {
+	if args.Data != nil || len(parts) == 0 {
+		// A call without arguments is an empty data part: the agent asks
+		// for what it needs (an A2A message has at least one part).
+		if args.Data == nil {
+			args.Data = map[string]any{}
+		}
 		dp := a2a.NewDataPart(args.Data)
 		dp.MediaType = question.MediaTypeJSON
 		parts = append(parts, dp)
-	}
-	if len(parts) == 0 {
-		return nil, invalidParams(fmt.Sprintf("nothing to send to %s: give message, data or both", t.name))
 	}
 	return a2a.NewMessage(a2a.MessageRoleUser, parts...), nil
 }
