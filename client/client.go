@@ -260,6 +260,23 @@ func Run(ctx context.Context, c *a2aclient.Client, msg *a2a.Message, opts ...Opt
 	return l.run(ctx, &m)
 }
 
+// Follow drives task id on from where it is now, like Run after its
+// first message: for a task someone else answers (a person in the web
+// inbox) while this caller waits for what follows. The task's next
+// questions go through the resolver chain; a terminal task is its result
+// at once. Nothing is sent to the agent but what the resolvers answer.
+func Follow(ctx context.Context, c *a2aclient.Client, id a2a.TaskID, opts ...Option) (*Result, error) {
+	if c == nil {
+		return nil, errors.New("client: Follow needs an a2aclient.Client")
+	}
+	l := newLoop(c, newConfig(opts), nil)
+	t, err := l.getTask(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("client: read task %s: %w", id, err)
+	}
+	return l.drive(ctx, onceSource(ctx, "GetTask", t))
+}
+
 // Paused is a question that waited on someone and is answered now with
 // Continue: the question as the resolvers saw it when it was deferred, and
 // where to record what became of it. A deferring resolver keeps what it

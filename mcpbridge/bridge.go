@@ -127,6 +127,13 @@ type Config struct {
 	// HTTPClient fetches the agents' cards at New (default: a client with
 	// a 30s timeout).
 	HTTPClient *http.Client
+	// InboxURL, when set, is the web inbox page where a person answers a
+	// task's question that no MCP form can ask (ServeInbox makes one for
+	// askpoint serve's /inbox/); "" when no inbox answers that agent's
+	// tasks. Such a question is then asked as URL-mode elicitation of
+	// clients that declare it (see urlmode.go); without it, or to other
+	// clients, it is refused.
+	InboxURL func(agentURL string, task a2a.TaskID) string
 }
 
 // Bridge is an MCP server whose tools are A2A agents.
@@ -143,6 +150,9 @@ type tool struct {
 	name string
 	url  string
 	card *a2a.AgentCard
+	// urlMode: this call's client takes URL-mode elicitation (set on the
+	// call's copy of the tool, forCall).
+	urlMode bool
 }
 
 // New fetches each agent's card and builds the server. An agent whose
@@ -322,6 +332,7 @@ const maxLegacyRounds = 20
 
 // handle is the tools/call handler.
 func (t *tool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	t = t.forCall(req)
 	caller, via := t.b.cfg.Caller(req), viaOf(req.Session)
 	if modern(req.Session) {
 		return t.round(ctx, req.Params, caller, via)
@@ -425,7 +436,7 @@ func (t *tool) resume(ctx context.Context, p *mcp.CallToolParamsRaw, caller, via
 	if err != nil {
 		return nil, invalidParams(err.Error())
 	}
-	resp, err := oneResponse(p.InputResponses, st.Key)
+	resp, err := oneResponse(p.InputResponses, st.Key, !st.Inbox)
 	if err != nil {
 		return nil, invalidParams(err.Error())
 	}
@@ -449,11 +460,19 @@ func (t *tool) resume(ctx context.Context, p *mcp.CallToolParamsRaw, caller, via
 		if task.Status.State == a2a.TaskStateInputRequired {
 			why = "the task asks question " + now + " now"
 		}
+		if st.Inbox && resp.Action == "accept" {
+			// Answered in the web inbox: the task goes on from there.
+			return t.afterInbox(ctx, task.ID, caller), nil
+		}
 		return nil, invalidParams(fmt.Sprintf("%v: question %s of task %s was answered already or closed (%s); nothing was sent", ErrStateSpent, st.Key, st.Task, why))
 	}
 	query, err := t.openQuery(task, caller)
 	if err != nil {
 		return toolError(nil, "Task %s asks a question that cannot be read: %v", st.Task, err), nil
+	}
+	if st.Inbox && resp.Action == "accept" {
+		// Not answered in the web inbox yet: the same question.
+		return t.ask(query, nil, caller), nil
 	}
 	res, refused, err := t.send(ctx, query, st.Key, resp, caller, via)
 	var unask *unaskableError
@@ -532,8 +551,9 @@ func isRPCError(err error) bool {
 }
 
 // oneResponse is the response to the one input request key, or why the
-// responses are malformed.
-func oneResponse(responses mcp.InputResponseMap, key string) (*mcp.ElicitResult, error) {
+// responses are malformed; a form's accept has content (a URL-mode
+// round's has none).
+func oneResponse(responses mcp.InputResponseMap, key string, form bool) (*mcp.ElicitResult, error) {
 	for k := range responses {
 		if k != key {
 			return nil, fmt.Errorf("inputResponses has a response for %q, which this requestState did not ask; it asked %q", k, key)
@@ -547,7 +567,7 @@ func oneResponse(responses mcp.InputResponseMap, key string) (*mcp.ElicitResult,
 	if !ok {
 		return nil, fmt.Errorf("inputResponses[%q] is not an elicitation result (an action, and content with accept)", key)
 	}
-	if er.Action == "accept" && er.Content == nil {
+	if er.Action == "accept" && er.Content == nil && form {
 		return nil, fmt.Errorf("inputResponses[%q] accepts with no content", key)
 	}
 	return er, nil
@@ -585,6 +605,9 @@ func (t *tool) ask(q *client.Query, errs []question.FieldError, caller string) *
 	key := client.QuestionKey(q.Status)
 	f, err := formOf(q.Question)
 	if err != nil {
+		if res := t.askAtInbox(q, key, caller, err); res != nil {
+			return res
+		}
 		return t.unaskable(q.TaskID, key, err)
 	}
 	msg := q.Text
@@ -597,16 +620,21 @@ func (t *tool) ask(q *client.Query, errs []question.FieldError, caller string) *
 	if len(errs) > 0 {
 		msg += "\n\nThat answer was not sent: " + strings.TrimSuffix(question.ErrorsText(f.explain(errs)), ".") + "."
 	}
-	exp := t.b.cfg.Now().Add(t.b.cfg.MaxStateAge)
-	if q.Question != nil && !q.Question.Expires.IsZero() {
-		exp = q.Question.Expires
-	}
-	st := seal(t.b.cfg.Key, state{Tool: t.name, Task: string(q.TaskID), Key: key, Caller: caller, Expires: exp.Unix()})
+	st := seal(t.b.cfg.Key, state{Tool: t.name, Task: string(q.TaskID), Key: key, Caller: caller, Expires: t.stateExpiry(q).Unix()})
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{key: f.elicit(msg)},
 		RequestState:  st,
 		Meta:          mcp.Meta{MetaTaskID: string(q.TaskID), MetaQuestionID: key},
 	}
+}
+
+// stateExpiry is when a requestState for q expires: with the question,
+// else MaxStateAge from now.
+func (t *tool) stateExpiry(q *client.Query) time.Time {
+	if q.Question != nil && !q.Question.Expires.IsZero() {
+		return q.Question.Expires
+	}
+	return t.b.cfg.Now().Add(t.b.cfg.MaxStateAge)
 }
 
 // unaskable is the tool error for a question no form can ask.

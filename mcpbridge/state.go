@@ -32,6 +32,9 @@ type state struct {
 	Caller  string `json:"caller"` // the MCP caller it was issued to ("" when the caller has no identity)
 	Expires int64  `json:"exp"`    // Unix seconds: the question's expiry, or the issue time plus Config.MaxStateAge
 	Nonce   string `json:"n"`      // makes two states for one question differ
+	// Inbox marks a URL-mode round: the question is answered in the web
+	// inbox, and the retry only reads the task (it sends nothing).
+	Inbox bool `json:"inbox,omitempty"`
 }
 
 // seal encodes and signs s: base64url(JSON) "." base64url(HMAC-SHA256).

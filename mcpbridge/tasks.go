@@ -356,7 +356,7 @@ func (t *tool) taskUpdate(ctx context.Context, ref taskRef, p *taskParams, calle
 	if err := json.Unmarshal(fmt.Appendf(nil, `{%q:%s}`, key, raw), &responses); err != nil {
 		return nil, invalidParams(fmt.Sprintf("inputResponses[%q] is not an elicitation result (an action, and content with accept): %v", key, err))
 	}
-	resp, err := oneResponse(responses, key)
+	resp, err := oneResponse(responses, key, true)
 	if err != nil {
 		return nil, invalidParams(err.Error())
 	}

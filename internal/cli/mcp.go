@@ -33,6 +33,7 @@ func mcpCmd(args []string, stdout, stderr io.Writer) int {
 	fset.Var(&agents, "agent", "an A2A agent's `URL` (its base URL or its card's); repeat for more, one tool each")
 	token := fset.String("token", "", "bearer `token` for agents that require one (default $ASKPOINT_TOKEN)")
 	tokensFile := fset.String("tokens", "", "JSON `file` mapping MCP callers (principals) to the bearer tokens they present (mode 0600; also $"+EnvTokens+", the same JSON); a requestState is then good for its caller only")
+	inbox := fset.String("inbox", "", "the `URL` of the web inbox of askpoint serve whose agents these are (http://HOST:PORT/inbox): a question no MCP form can ask is then asked there, as URL-mode elicitation, of clients that take it")
 	keyFile := fset.String("key-file", "askpoint-mcp.key", "`file` holding the key requestStates are signed with (created, mode 0600, when missing; keep it across restarts)")
 	fset.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: askpoint mcp [--listen HOST:PORT | --stdio] --agent URL [--agent URL]...")
@@ -70,6 +71,12 @@ func mcpCmd(args []string, stdout, stderr io.Writer) int {
 	cfg := mcpbridge.Config{Key: key, Token: *token, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	for _, a := range agents {
 		cfg.Agents = append(cfg.Agents, mcpbridge.Agent{URL: a})
+	}
+	if *inbox != "" {
+		if cfg.InboxURL, err = mcpbridge.ServeInbox(*inbox, ""); err != nil {
+			fmt.Fprintf(stderr, "askpoint mcp: --inbox: %s\n", errText(err))
+			return 2
+		}
 	}
 	b, err := mcpbridge.New(ctx, cfg)
 	if err != nil {

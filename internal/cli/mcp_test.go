@@ -124,6 +124,7 @@ func TestMCPRefusesWhatItCannotServeSafely(t *testing.T) {
 		{[]string{"--key-file", open, "--agent", "http://127.0.0.1:1/x"}, 1, "readable by group or others"},
 		{[]string{"--key-file", short, "--agent", "http://127.0.0.1:1/x"}, 1, "holds 3 bytes"},
 		{[]string{"--key-file", filepath.Join(dir, "new.key"), "--agent", "http://127.0.0.1:1/x"}, 1, "fetch the agent card from http://127.0.0.1:1/x"},
+		{[]string{"--key-file", filepath.Join(dir, "inbox.key"), "--inbox", "127.0.0.1:8420/inbox", "--agent", "http://127.0.0.1:1/x"}, 2, "--inbox: "},
 		{[]string{}, 2, "Usage: askpoint mcp"},
 	} {
 		var out, errb bytes.Buffer
