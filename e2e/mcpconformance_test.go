@@ -29,8 +29,14 @@ var conformanceScenarios = []struct {
 	{name: "ping"},
 	{name: "logging-set-level"},
 	{name: "tools-list"},
+	{name: "resources-list"},
+	{name: "prompts-list"},
 	{name: "tools-call-simple-text"},
 	{name: "tools-call-error"},
+	{name: "tools-call-image"},
+	{name: "tools-call-audio"},
+	{name: "tools-call-embedded-resource"},
+	{name: "tools-call-mixed-content"},
 	{name: "tools-call-elicitation"},
 	{name: "elicitation-sep1034-defaults"},
 	{name: "elicitation-sep1330-enums", fail: map[string]string{
@@ -148,6 +154,11 @@ func conformanceFixtures() []askpoint.AgentSpec {
 		ends("test_simple_text", askpoint.Complete(&a2a.Artifact{ID: a2a.NewArtifactID(), Name: "text",
 			Parts: a2a.ContentParts{a2a.NewTextPart("This is a simple text response for testing.")}})),
 		ends("test_error_handling", askpoint.Fail("This tool intentionally returns an error for testing")),
+		ends("test_image_content", askpoint.Complete(artifact(file("image/png", pngPixel)))),
+		ends("test_audio_content", askpoint.Complete(artifact(file("audio/wav", wavSilence)))),
+		ends("test_embedded_resource", askpoint.Complete(artifact(file("text/plain", []byte("This is an embedded resource content."))))),
+		ends("test_multiple_content_types", askpoint.Complete(artifact(a2a.NewTextPart("Multiple content types test:"),
+			file("image/png", pngPixel), file("application/json", []byte(`{"test":"data","value":123}`))))),
 		asks("test_elicitation", "Please provide your information", `{"type":"object","required":["username","email"],"properties":{
 			"username":{"type":"string","description":"Your username"},
 			"email":{"type":"string","format":"email","description":"Your email address"}}}`),
@@ -165,3 +176,21 @@ func conformanceFixtures() []askpoint.AgentSpec {
 			"titledMulti":{"type":"array","description":"Select multiple options with titles","minItems":1,"maxItems":3,"items":{"anyOf":[{"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},{"const":"value3","title":"Third Choice"}]}}}}`),
 	}
 }
+
+// artifact is one artifact of parts.
+func artifact(parts ...*a2a.Part) *a2a.Artifact {
+	return &a2a.Artifact{ID: a2a.NewArtifactID(), Name: "content", Parts: parts}
+}
+
+// file is a part of raw bytes of a media type.
+func file(mediaType string, data []byte) *a2a.Part {
+	p := a2a.NewRawPart(data)
+	p.MediaType = mediaType
+	return p
+}
+
+// pngPixel is a 1x1 PNG; wavSilence a WAV header with no samples.
+var (
+	pngPixel   = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00\x00\x00\x00IEND\xaeB`\x82")
+	wavSilence = []byte("RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00D\xac\x00\x00\x88X\x01\x00\x02\x00\x10\x00data\x00\x00\x00\x00")
+)

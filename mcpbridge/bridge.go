@@ -675,6 +675,10 @@ func completed(res *client.Result, meta mcp.Meta) *mcp.CallToolResult {
 					out.Content = append(out.Content, &mcp.ImageContent{Data: v, MIMEType: p.MediaType})
 					continue
 				}
+				if strings.HasPrefix(p.MediaType, "audio/") {
+					out.Content = append(out.Content, &mcp.AudioContent{Data: v, MIMEType: p.MediaType})
+					continue
+				}
 				uri := "a2a:task/" + string(res.Task.ID) + "/artifact/" + string(art.ID)
 				out.Content = append(out.Content, &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: uri, MIMEType: p.MediaType, Blob: v}})
 			}
