@@ -72,3 +72,20 @@ func TestMultiChoiceAndUntitledEnumRoundTrip(t *testing.T) {
 		t.Errorf("the agent received %s", got)
 	}
 }
+
+// A call without arguments (an MCP tool may take none) sends the agent
+// one empty data part, and the agent asks for what it needs.
+func TestACallWithoutArgumentsSendsAnEmptyDataPart(t *testing.T) {
+	r := newRig(t, nil, roomsAgent())
+	cs := r.connect(t, "alice", "", nil)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "rooms", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	form(t, res)
+	task := r.task(t, "rooms", res.Meta["dev.askpoint/taskId"])
+	first := task.History[0]
+	if len(first.Parts) != 1 || dump(first.Parts[0].Data()) != `{}` {
+		t.Errorf("the first message is %s; want one empty data part", dump(first))
+	}
+}
