@@ -340,6 +340,10 @@ func (t *tool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	// An older client cannot retry with inputResponses: ask it each form
 	// with elicitation/create and retry here.
 	p := *req.Params
+	version := ""
+	if ip := req.Session.InitializeParams(); ip != nil {
+		version = ip.ProtocolVersion
+	}
 	for range maxLegacyRounds {
 		res, err := t.round(ctx, &p, caller, via)
 		if err != nil || res.InputRequests == nil {
@@ -347,7 +351,7 @@ func (t *tool) handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 		}
 		responses := mcp.InputResponseMap{}
 		for key, ir := range res.InputRequests {
-			er, err := req.Session.Elicit(ctx, ir.(*mcp.ElicitParams))
+			er, err := req.Session.Elicit(ctx, forRevision(ir.(*mcp.ElicitParams), version))
 			if err != nil {
 				return toolError(res.Meta, "The agent asked a question this MCP client could not be asked (%v); task %s stays paused at the agent.", err, res.Meta[MetaTaskID]), nil
 			}

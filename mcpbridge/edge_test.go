@@ -48,14 +48,28 @@ func TestANestedQuestionIsRefusedClearly(t *testing.T) {
 
 // A client of revision 2025-11-25 has no multi round-trip requests: it
 // is asked each form with elicitation/create, the answers go to the
-// agent, and the call returns the result.
+// agent, and the call returns the result. A client of 2025-06-18 reads a
+// choice's titles from enumNames.
 func TestAnOlderClientIsAskedWithElicitationCreate(t *testing.T) {
 	for _, version := range []string{"2025-11-25", "2025-06-18"} {
 		t.Run(version, func(t *testing.T) {
 			r := newRig(t, nil)
-			var messages []string
+			var (
+				messages []string
+				first    map[string]any // the city's property, as this client was asked it
+			)
 			answers := []map[string]any{{"answer": "Oslo"}, {"start": "2027-06-01", "end": "2027-06-03", "travellers": 1}, {"answer": "true"}}
 			cs := r.connect(t, "alice", version, func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				if messages == nil {
+					raw, _ := json.Marshal(req.Params.RequestedSchema)
+					var schema struct {
+						Properties map[string]map[string]any `json:"properties"`
+					}
+					if err := json.Unmarshal(raw, &schema); err != nil {
+						t.Errorf("requestedSchema %s: %v", raw, err)
+					}
+					first = schema.Properties["answer"]
+				}
 				messages = append(messages, req.Params.Message)
 				a := answers[0]
 				answers = answers[1:]
@@ -70,6 +84,17 @@ func TestAnOlderClientIsAskedWithElicitationCreate(t *testing.T) {
 			}
 			if len(messages) != 3 || !strings.Contains(messages[2], "Book Oslo") {
 				t.Errorf("asked %q, want the three questions", messages)
+			}
+			// The labelled cities as this revision says a titled choice:
+			// oneOf const/title from 2025-11-25 (SEP-1330), enum with
+			// enumNames before it.
+			got, _ := json.Marshal(first)
+			want := `"oneOf":[{"const":"Lisbon","title":"Lisbon, Portugal"}`
+			if version < "2025-11-25" {
+				want = `"enum":["Lisbon","Oslo","Rome","Kyoto"],"enumNames":["Lisbon, Portugal","Oslo, Norway","Rome, Italy","Kyoto, Japan"]`
+			}
+			if !strings.Contains(string(got), want) || (version < "2025-11-25") == strings.Contains(string(got), "oneOf") {
+				t.Errorf("the city was asked as %s; want it with %s", got, want)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 
@@ -250,6 +251,46 @@ func setAlternatives(p map[string]any, key string, alts []alternative) {
 		list[i] = map[string]any{"const": a.c, "title": title}
 	}
 	p[key] = list
+}
+
+// titledEnumsRevision is the MCP revision whose forms say a titled choice
+// as oneOf const/title (SEP-1330). A client of an earlier revision reads an
+// option's title from enumNames, and is asked so.
+const titledEnumsRevision = "2025-11-25"
+
+// forRevision is p as a client of revision v reads it: before 2025-11-25,
+// each titled single choice is an enum with its enumNames. p is not
+// changed.
+func forRevision(p *mcp.ElicitParams, v string) *mcp.ElicitParams {
+	schema, ok := p.RequestedSchema.(map[string]any)
+	if v >= titledEnumsRevision || !ok {
+		return p
+	}
+	props, _ := schema["properties"].(map[string]any)
+	legacy := make(map[string]any, len(props))
+	for name, raw := range props {
+		legacy[name] = raw
+		prop, _ := raw.(map[string]any)
+		alts, _ := prop["oneOf"].([]any)
+		if len(alts) == 0 {
+			continue
+		}
+		enum, names := make([]string, len(alts)), make([]string, len(alts))
+		for i, a := range alts {
+			alt, _ := a.(map[string]any)
+			enum[i], _ = alt["const"].(string)
+			names[i], _ = alt["title"].(string)
+		}
+		lp := maps.Clone(prop)
+		delete(lp, "oneOf")
+		lp["enum"], lp["enumNames"] = enum, names
+		legacy[name] = lp
+	}
+	out := *p
+	ls := maps.Clone(schema)
+	ls["properties"] = legacy
+	out.RequestedSchema = ls
+	return &out
 }
 
 // constOf is the const of the option whose value is v.
