@@ -117,6 +117,8 @@ type Store struct {
 
 	locks     keylock.Locks // LockTask's in-process half
 	lockSlots chan struct{} // one per transaction task locks may hold open
+
+	list listing.Dialect // listDialect; its bounds moved by tests
 }
 
 var (
@@ -224,6 +226,7 @@ func OpenWith(ctx context.Context, connURL string, o Options) (*Store, error) {
 		pool: pool, listen: cfg.ConnConfig.Copy(), schema: schema, log: log,
 		notes:     startNotifier(pool, ChannelFor(schema), log),
 		lockSlots: make(chan struct{}, max(1, cfg.MaxConns/2)),
+		list:      listDialect,
 	}, nil
 }
 
@@ -348,10 +351,11 @@ func insertLog(src, first string, p int) string {
 }
 
 // createTaskSQL is CreateTask's statement, and createCountedSQL the same
-// with the count of the task, for a task created in a counted state.
+// with the count of the task, for a task created in a state task_counts
+// counts (countColumn).
 var (
 	createTaskSQL    = createTask("")
-	createCountedSQL = createTask(`, c AS (` + addCounts(func(state string) string { return isState("t.state", state) }, "FROM t") + `
+	createCountedSQL = createTask(`, c AS (` + addCounts(func(c countCol) string { return c.is("t.state") }, "FROM t") + `
 		)`)
 )
 
@@ -381,7 +385,7 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 	}
 	la := entryArgs(entries)
 	q := createTaskSQL
-	if counted(string(t.State)) {
+	if countColumn(string(t.State)) != "" {
 		q = createCountedSQL
 	}
 	got, err := scanTask(s.pool.QueryRow(ctx, q,
@@ -483,25 +487,30 @@ func updateSQL(where, counts string) string {
 }
 
 // The statements of UpdateTask, by what the task's counts need: a task in
-// a state task_counts does not count ($4 its new state) that stays in such
-// a state (updateOpenSQL: no count) or moves into a counted one
-// (updateFinishingSQL: one more in the new state's count), or any task
-// (updateAnySQL: the state it had, o, read from the statement's snapshot,
-// leaves its count and the new one gets it). o is the state the row had at
-// $2: u changes the row only if the version it reads in the snapshot is $2
-// and is still $2 once it holds the row (a caller knows of version $2 only
-// once it was committed, so before the snapshot), and every write that
-// changes the state moves the version. A round trip writes one count, as
-// it finishes its task.
+// an open state ($4 its new state) that stays in one (updateOpenSQL: no
+// count) or finishes (updateFinishingSQL: one more in the new state's
+// count, one less in the open tasks'), or any task (updateAnySQL: the
+// state it had, o, read from the statement's snapshot, leaves its count
+// and the new one gets it). o is the state the row had at $2: u changes
+// the row only if the version it reads in the snapshot is $2 and is still
+// $2 once it holds the row (a caller knows of version $2 only once it was
+// committed, so before the snapshot), and every write that changes the
+// state moves the version. A round trip writes one count as it finishes
+// its task (and one as CreateTask creates it).
 var (
-	updateOpenSQL      = updateSQL(" AND state NOT IN "+countedIn, "")
-	updateFinishingSQL = updateSQL(" AND state NOT IN "+countedIn, `, c AS (`+
-		addCounts(func(state string) string { return isState("u.state", state) }, "FROM u")+`
+	updateOpenSQL      = updateSQL(" AND state IN "+openIn, "")
+	updateFinishingSQL = updateSQL(" AND state IN "+openIn, `, c AS (`+
+		addCounts(func(c countCol) string {
+			if c.name == openColumn {
+				return "-1"
+			}
+			return c.is("u.state")
+		}, "FROM u")+`
 		)`)
 	updateAnySQL = updateSQL("", `, o AS (
 			SELECT state FROM tasks WHERE id = $1 AND version = $2
-		), c AS (`+addCounts(func(state string) string { return isState("u.state", state) + " - " + isState("o.state", state) },
-		"FROM u, o WHERE u.state <> o.state AND (u.state IN "+countedIn+" OR o.state IN "+countedIn+")")+`
+		), c AS (`+addCounts(func(c countCol) string { return c.is("u.state") + " - " + c.is("o.state") },
+		"FROM u, o WHERE u.state <> o.state AND "+countsMove("o.state", "u.state"))+`
 		)`)
 )
 
@@ -566,20 +575,22 @@ type querier interface {
 // updateOn is UpdateTask through q; commit ends the transaction q holds
 // open (a task lock's) in the same round trip. was is the state the task
 // is in at t.Version when the caller knows it (a task lock that read it
-// holds the row), else "": the write then first takes the task to be in a
-// state not counted, and only if that matched no row writes again as for
-// any state (updateAnySQL).
+// holds the row), else "": the write then first takes the task to be in an
+// open state, and only if that matched no row writes again as for any
+// state (updateAnySQL).
 func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries []store.LogEntry, was string, commit bool) (*store.Task, error) {
-	sql := updateOpenSQL
-	switch {
-	case was != "" && counted(was):
-		sql = updateAnySQL
-	case counted(string(t.State)):
-		sql = updateFinishingSQL
+	sql := updateAnySQL
+	if was == "" || isOpen(was) {
+		switch {
+		case isOpen(string(t.State)):
+			sql = updateOpenSQL
+		case counted(string(t.State)):
+			sql = updateFinishingSQL
+		}
 	}
 	got, err := s.updateWith(ctx, q, sql, t, entries, commit)
 	if errors.Is(err, pgx.ErrNoRows) && was == "" && !commit && sql != updateAnySQL {
-		// Not at that version, or in a counted state.
+		// Not at that version, or not in an open state.
 		got, err = s.updateWith(ctx, q, updateAnySQL, t, entries, commit)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -734,7 +745,7 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) (*store.ListR
 	if p.PageSize <= 0 {
 		return nil, fmt.Errorf("postgres: ListTasks: page size %d, want > 0", p.PageSize)
 	}
-	q := listQuery(p)
+	q := listQuery(s.list, p)
 	rows, err := s.pool.Query(ctx, q.Page, q.PageArgs...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: ListTasks: %w", err)
@@ -776,13 +787,16 @@ var listDialect = listing.Dialect{
 	Int:       "::bigint",
 	Cols:      taskCols,
 	Counted:   countedStates,
+	Open:      openColumn,
+	// docs/decisions/0160.
+	Bounds: []listing.Bound{{Own: 10_000, Others: 10_000}, {Own: 100_000, Others: 100_000}},
 }
 
 // listQuery is ListTasks's statement: its page, each row carrying the
 // count of the matching tasks (0 with NoTotal), so that a page is one
 // round trip; and the count alone, for a page with no rows.
-func listQuery(p store.ListParams) listing.Queries {
-	q := listing.Build(listDialect, p)
+func listQuery(d listing.Dialect, p store.ListParams) listing.Queries {
+	q := listing.Build(d, p)
 	total := "(" + q.Count + ")"
 	if p.NoTotal {
 		total = "0"
