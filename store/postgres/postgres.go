@@ -465,12 +465,20 @@ func (s *Store) loadFrom(row pgx.Row, id string) (*store.Loaded, error) {
 	return &store.Loaded{Task: t, Message: raw(msg), Request: raw(req)}, nil
 }
 
+// update is one of UpdateTask's statements, in its two forms: sql, and
+// held, the same statement for a task lock's transaction (which holds the
+// task's row since before the statement's snapshot) that also moves the
+// task's push configurations to its newest notify entry (pushTargetSQL's
+// work, in a CTE) and returns after the task's columns whether it moved
+// any (store.Task.PushDue).
+type update struct{ sql, held string }
+
 // updateSQL is UpdateTask's compare-and-set with its log append: $1 ID,
 // $2 version, $3.. the mutable columns, $13..$18 the entries; where is
 // what else the row must match, counts the CTEs of its counts (each
 // ", name AS (...)").
-func updateSQL(where, counts string) string {
-	return `
+func updateSQL(where, counts string) update {
+	head := `
 		WITH u AS (
 			UPDATE tasks SET
 				context_id = $3, state = $4,
@@ -482,8 +490,25 @@ func updateSQL(where, counts string) string {
 			WHERE id = $1 AND version = $2` + where + `
 			RETURNING ` + taskCols + `
 		), l AS (` + insertLog("u", "u.last_seq - cardinality($13::text[]) + 1", 13) + `
-		)` + counts + `
-		SELECT ` + taskCols + ` FROM u`
+		)` + counts
+	return update{
+		sql: head + `
+		SELECT ` + taskCols + ` FROM u`,
+		// The newest notify entry is the last of this write's that
+		// notifies; the statement writes held only when one does.
+		held: head + `, p AS (
+			UPDATE push_configs p SET target_seq = n.seq, due_at = coalesce(p.due_at, ` + nowMS + `)
+			FROM (
+				SELECT u.last_seq - cardinality($13::text[]) + max(e.ord) AS seq
+				FROM u, unnest($16::boolean[]) WITH ORDINALITY AS e(notify, ord)
+				WHERE e.notify
+				GROUP BY u.last_seq
+			) n
+			WHERE p.task_id = $1 AND p.target_seq < n.seq
+			RETURNING 1
+		)
+		SELECT ` + taskCols + `, EXISTS (SELECT FROM p) FROM u`,
+	}
 }
 
 // The statements of UpdateTask, by what the task's counts need: a task in
@@ -552,7 +577,10 @@ var pushTargetSQL = `
 // that lock. (PutPushConfig holds a share lock on the task row, so it
 // either finishes before this write takes the row, or reads the log after
 // this write commits.) A single statement's snapshot predates the wait and
-// would miss such a configuration, leaving the entry undelivered.
+// would miss such a configuration, leaving the entry undelivered. Under a
+// task lock that holds the row (LoadTask under it took the row lock in a
+// statement of its own) there is no such wait: the write and the move are
+// one statement (update.held).
 // Concurrent settles and claims of a configuration take its row lock too,
 // so each sees the other's write.
 func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.LogEntry) (*store.Task, error) {
@@ -579,17 +607,17 @@ type querier interface {
 // open state, and only if that matched no row writes again as for any
 // state (updateAnySQL).
 func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries []store.LogEntry, was string, commit bool) (*store.Task, error) {
-	sql := updateAnySQL
+	st := updateAnySQL
 	if was == "" || isOpen(was) {
 		switch {
 		case isOpen(string(t.State)):
-			sql = updateOpenSQL
+			st = updateOpenSQL
 		case counted(string(t.State)):
-			sql = updateFinishingSQL
+			st = updateFinishingSQL
 		}
 	}
-	got, err := s.updateWith(ctx, q, sql, t, entries, commit)
-	if errors.Is(err, pgx.ErrNoRows) && was == "" && !commit && sql != updateAnySQL {
+	got, err := s.updateWith(ctx, q, st, t, entries, commit)
+	if errors.Is(err, pgx.ErrNoRows) && was == "" && !commit && st != updateAnySQL {
 		// Not at that version, or not in an open state.
 		got, err = s.updateWith(ctx, q, updateAnySQL, t, entries, commit)
 	}
@@ -603,10 +631,13 @@ func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries 
 	return got, nil
 }
 
-// updateWith sends sql, one of the statements of UpdateTask, through q
+// updateWith sends st, one of the statements of UpdateTask, through q
 // (with pushTargetSQL after it when an entry notifies, and with commit,
-// in one round trip).
-func (s *Store) updateWith(ctx context.Context, q querier, sql string, t *store.Task, entries []store.LogEntry, commit bool) (*store.Task, error) {
+// in one round trip). In a task lock's transaction (commit), which took
+// the task's row lock in a statement before, one statement moves the push
+// configurations too (update.held): its snapshot is taken after that lock,
+// as pushTargetSQL's is after the write's.
+func (s *Store) updateWith(ctx context.Context, q querier, st update, t *store.Task, entries []store.LogEntry, commit bool) (*store.Task, error) {
 	la := entryArgs(entries)
 	args := []any{
 		t.ID, t.Version, t.ContextID, string(t.State),
@@ -621,20 +652,32 @@ func (s *Store) updateWith(ctx context.Context, q querier, sql string, t *store.
 	)
 	notify := slices.Contains(la.notify, true)
 	if !notify && !commit {
-		got, err = scanTask(q.QueryRow(ctx, sql, args...))
+		got, err = scanTask(q.QueryRow(ctx, st.sql, args...))
 	} else {
 		b := &pgx.Batch{}
-		b.Queue(sql, args...)
-		if notify {
+		held := notify && commit
+		if held {
+			b.Queue(st.held, args...)
+		} else {
+			b.Queue(st.sql, args...)
+		}
+		if notify && !held {
 			b.Queue(pushTargetSQL, t.ID)
 		}
 		if commit {
 			b.Queue("commit")
 		}
 		br := q.SendBatch(ctx, b)
-		got, err = scanTask(br.QueryRow())
+		if held {
+			var due bool
+			if got, err = scanTaskWith(br.QueryRow(), &due); got != nil {
+				got.PushDue = due
+			}
+		} else {
+			got, err = scanTask(br.QueryRow())
+		}
 		var perr error
-		if notify {
+		if notify && !held {
 			var tag pgconn.CommandTag
 			tag, perr = br.Exec()
 			if got != nil && perr == nil {
