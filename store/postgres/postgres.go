@@ -832,7 +832,7 @@ var listDialect = listing.Dialect{
 	Counted:   countedStates,
 	Open:      openColumn,
 	// docs/decisions/0160.
-	Bounds: []listing.Bound{{Own: 10_000, Others: 10_000}, {Own: 100_000, Others: 100_000}},
+	Bounds: []listing.Bound{{Own: 1_000, Others: 1_000}, {Own: 100_000, Others: 100_000}},
 }
 
 // listQuery is ListTasks's statement: its page, each row carrying the
