@@ -247,6 +247,11 @@ const taskCols = `id, context_id, tenant, owner, agent, state, version, last_seq
 	status, artifacts, metadata, checkpoint, question, input, pause,
 	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at`
 
+// writtenCols are the columns CreateTask and UpdateTask read back, in the
+// order scanWritten reads them: those the database sets or keeps. The
+// others are the caller's, as it gave them (asStored).
+const writtenCols = `id, tenant, owner, agent, state, version, last_seq, created_at, updated_at`
+
 // logCols are the task_log columns in the order scanEntry reads them.
 const logCols = `seq, kind, message_id, in_history, notify, body, at`
 
@@ -288,6 +293,36 @@ func scanTaskWith(row pgx.Row, extra ...any) (*store.Task, error) {
 	t.CreatedAt = createdAt.UTC()
 	t.UpdatedAt = updatedAt.UTC()
 	return &t, nil
+}
+
+// asStored returns t as it reads back from the store: JSON columns nil
+// when empty, the lease and timer times at millisecond precision, in UTC.
+// The JSON columns are the caller's own bytes, as written (the engine
+// replaces a column, never edits one in place). The caller sets the
+// columns the store owns (scanWritten).
+func asStored(t *store.Task) *store.Task {
+	c := *t
+	c.Status, c.Artifacts, c.Metadata = raw(t.Status), raw(t.Artifacts), raw(t.Metadata)
+	c.Checkpoint, c.Question, c.Input, c.Pause = raw(t.Checkpoint), raw(t.Question), raw(t.Input), raw(t.Pause)
+	c.WakeAt, c.HoldAt = fromTS(ts(t.WakeAt)), fromTS(ts(t.HoldAt))
+	c.LeaseUntil = fromTS(leaseTS(t.LeaseUntil))
+	c.PushDue, c.RequestKey = false, "" // a read leaves RequestKey empty
+	return &c
+}
+
+// scanWritten scans writtenCols, then extra, into the task written from
+// t: t as stored with the columns the database sets or keeps.
+func scanWritten(row pgx.Row, t *store.Task, extra ...any) (*store.Task, error) {
+	got := asStored(t)
+	var state string
+	var createdAt, updatedAt time.Time
+	dest := []any{&got.ID, &got.Tenant, &got.Owner, &got.Agent, &state, &got.Version, &got.LastSeq, &createdAt, &updatedAt}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	got.State = a2a.TaskState(state)
+	got.CreatedAt, got.UpdatedAt = createdAt.UTC(), updatedAt.UTC()
+	return got, nil
 }
 
 func scanEntry(row pgx.Row) (store.LogEntry, error) {
@@ -367,10 +402,10 @@ func createTask(counts string) string {
 				$7::text::json, $8::text::json, $9::text::json, $10::text::json, $11::text::json, $12::text::json,
 				$22::text::json, $23::timestamptz, $24::timestamptz,
 				$13, $14, $21::timestamptz, ` + nowMS + `, ` + nowMS + `, $25)
-			RETURNING ` + taskCols + `
+			RETURNING ` + writtenCols + `
 		), l AS (` + insertLog("t", "1", 15) + `
 		)` + counts + `
-		SELECT ` + taskCols + ` FROM t`
+		SELECT ` + writtenCols + ` FROM t`
 }
 
 // CreateTask inserts t with Version 1, LastSeq len(entries) and CreatedAt
@@ -388,12 +423,12 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 	if countColumn(string(t.State)) != "" {
 		q = createCountedSQL
 	}
-	got, err := scanTask(s.pool.QueryRow(ctx, q,
+	got, err := scanWritten(s.pool.QueryRow(ctx, q,
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State),
 		text(t.Status), text(t.Artifacts), text(t.Metadata), text(t.Checkpoint), text(t.Question), text(t.Input),
 		t.Runnable, t.LeaseOwner,
 		la.kinds, la.msgIDs, la.hist, la.notify, la.bodies, la.ats,
-		leaseTS(t.LeaseUntil), text(t.Pause), ts(t.WakeAt), ts(t.HoldAt), pgtype.Text{String: t.RequestKey, Valid: t.RequestKey != ""}))
+		leaseTS(t.LeaseUntil), text(t.Pause), ts(t.WakeAt), ts(t.HoldAt), pgtype.Text{String: t.RequestKey, Valid: t.RequestKey != ""}), t)
 	if err != nil {
 		return nil, translate("CreateTask", t.ID, err)
 	}
@@ -488,12 +523,12 @@ func updateSQL(where, counts string) update {
 				runnable = $11, lease_owner = $12, lease_until = $19,
 				updated_at = ` + nowMS + `, version = version + 1, last_seq = last_seq + cardinality($13::text[])
 			WHERE id = $1 AND version = $2` + where + `
-			RETURNING ` + taskCols + `
+			RETURNING ` + writtenCols + `
 		), l AS (` + insertLog("u", "u.last_seq - cardinality($13::text[]) + 1", 13) + `
 		)` + counts
 	return update{
 		sql: head + `
-		SELECT ` + taskCols + ` FROM u`,
+		SELECT ` + writtenCols + ` FROM u`,
 		// The newest notify entry is the last of this write's that
 		// notifies; the statement writes held only when one does.
 		held: head + `, p AS (
@@ -507,7 +542,7 @@ func updateSQL(where, counts string) update {
 			WHERE p.task_id = $1 AND p.target_seq < n.seq
 			RETURNING 1
 		)
-		SELECT ` + taskCols + `, EXISTS (SELECT FROM p) FROM u`,
+		SELECT ` + writtenCols + `, EXISTS (SELECT FROM p) FROM u`,
 	}
 }
 
@@ -652,7 +687,7 @@ func (s *Store) updateWith(ctx context.Context, q querier, st update, t *store.T
 	)
 	notify := slices.Contains(la.notify, true)
 	if !notify && !commit {
-		got, err = scanTask(q.QueryRow(ctx, st.sql, args...))
+		got, err = scanWritten(q.QueryRow(ctx, st.sql, args...), t)
 	} else {
 		b := &pgx.Batch{}
 		held := notify && commit
@@ -670,11 +705,11 @@ func (s *Store) updateWith(ctx context.Context, q querier, st update, t *store.T
 		br := q.SendBatch(ctx, b)
 		if held {
 			var due bool
-			if got, err = scanTaskWith(br.QueryRow(), &due); got != nil {
+			if got, err = scanWritten(br.QueryRow(), t, &due); got != nil {
 				got.PushDue = due
 			}
 		} else {
-			got, err = scanTask(br.QueryRow())
+			got, err = scanWritten(br.QueryRow(), t)
 		}
 		var perr error
 		if notify && !held {
