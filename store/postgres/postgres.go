@@ -117,6 +117,8 @@ type Store struct {
 
 	locks     keylock.Locks // LockTask's in-process half
 	lockSlots chan struct{} // one per transaction task locks may hold open
+
+	list listing.Dialect // listDialect; its bounds moved by tests
 }
 
 var (
@@ -224,6 +226,7 @@ func OpenWith(ctx context.Context, connURL string, o Options) (*Store, error) {
 		pool: pool, listen: cfg.ConnConfig.Copy(), schema: schema, log: log,
 		notes:     startNotifier(pool, ChannelFor(schema), log),
 		lockSlots: make(chan struct{}, max(1, cfg.MaxConns/2)),
+		list:      listDialect,
 	}, nil
 }
 
@@ -243,6 +246,11 @@ const nowMS = `date_trunc('milliseconds', statement_timestamp())`
 const taskCols = `id, context_id, tenant, owner, agent, state, version, last_seq,
 	status, artifacts, metadata, checkpoint, question, input, pause,
 	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at`
+
+// writtenCols are the columns CreateTask and UpdateTask read back, in the
+// order scanWritten reads them: those the database sets or keeps. The
+// others are the caller's, as it gave them (asStored).
+const writtenCols = `id, tenant, owner, agent, state, version, last_seq, created_at, updated_at`
 
 // logCols are the task_log columns in the order scanEntry reads them.
 const logCols = `seq, kind, message_id, in_history, notify, body, at`
@@ -285,6 +293,36 @@ func scanTaskWith(row pgx.Row, extra ...any) (*store.Task, error) {
 	t.CreatedAt = createdAt.UTC()
 	t.UpdatedAt = updatedAt.UTC()
 	return &t, nil
+}
+
+// asStored returns t as it reads back from the store: JSON columns nil
+// when empty, the lease and timer times at millisecond precision, in UTC.
+// The JSON columns are the caller's own bytes, as written (the engine
+// replaces a column, never edits one in place). The caller sets the
+// columns the store owns (scanWritten).
+func asStored(t *store.Task) *store.Task {
+	c := *t
+	c.Status, c.Artifacts, c.Metadata = raw(t.Status), raw(t.Artifacts), raw(t.Metadata)
+	c.Checkpoint, c.Question, c.Input, c.Pause = raw(t.Checkpoint), raw(t.Question), raw(t.Input), raw(t.Pause)
+	c.WakeAt, c.HoldAt = fromTS(ts(t.WakeAt)), fromTS(ts(t.HoldAt))
+	c.LeaseUntil = fromTS(leaseTS(t.LeaseUntil))
+	c.PushDue, c.RequestKey = false, "" // a read leaves RequestKey empty
+	return &c
+}
+
+// scanWritten scans writtenCols, then extra, into the task written from
+// t: t as stored with the columns the database sets or keeps.
+func scanWritten(row pgx.Row, t *store.Task, extra ...any) (*store.Task, error) {
+	got := asStored(t)
+	var state string
+	var createdAt, updatedAt time.Time
+	dest := []any{&got.ID, &got.Tenant, &got.Owner, &got.Agent, &state, &got.Version, &got.LastSeq, &createdAt, &updatedAt}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	got.State = a2a.TaskState(state)
+	got.CreatedAt, got.UpdatedAt = createdAt.UTC(), updatedAt.UTC()
+	return got, nil
 }
 
 func scanEntry(row pgx.Row) (store.LogEntry, error) {
@@ -348,10 +386,11 @@ func insertLog(src, first string, p int) string {
 }
 
 // createTaskSQL is CreateTask's statement, and createCountedSQL the same
-// with the count of the task, for a task created in a counted state.
+// with the count of the task, for a task created in a state task_counts
+// counts (countColumn).
 var (
 	createTaskSQL    = createTask("")
-	createCountedSQL = createTask(`, c AS (` + addCounts(func(state string) string { return isState("t.state", state) }, "FROM t") + `
+	createCountedSQL = createTask(`, c AS (` + addCounts(func(c countCol) string { return c.is("t.state") }, "FROM t") + `
 		)`)
 )
 
@@ -363,10 +402,10 @@ func createTask(counts string) string {
 				$7::text::json, $8::text::json, $9::text::json, $10::text::json, $11::text::json, $12::text::json,
 				$22::text::json, $23::timestamptz, $24::timestamptz,
 				$13, $14, $21::timestamptz, ` + nowMS + `, ` + nowMS + `, $25)
-			RETURNING ` + taskCols + `
+			RETURNING ` + writtenCols + `
 		), l AS (` + insertLog("t", "1", 15) + `
 		)` + counts + `
-		SELECT ` + taskCols + ` FROM t`
+		SELECT ` + writtenCols + ` FROM t`
 }
 
 // CreateTask inserts t with Version 1, LastSeq len(entries) and CreatedAt
@@ -381,15 +420,15 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 	}
 	la := entryArgs(entries)
 	q := createTaskSQL
-	if counted(string(t.State)) {
+	if countColumn(string(t.State)) != "" {
 		q = createCountedSQL
 	}
-	got, err := scanTask(s.pool.QueryRow(ctx, q,
+	got, err := scanWritten(s.pool.QueryRow(ctx, q,
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State),
 		text(t.Status), text(t.Artifacts), text(t.Metadata), text(t.Checkpoint), text(t.Question), text(t.Input),
 		t.Runnable, t.LeaseOwner,
 		la.kinds, la.msgIDs, la.hist, la.notify, la.bodies, la.ats,
-		leaseTS(t.LeaseUntil), text(t.Pause), ts(t.WakeAt), ts(t.HoldAt), pgtype.Text{String: t.RequestKey, Valid: t.RequestKey != ""}))
+		leaseTS(t.LeaseUntil), text(t.Pause), ts(t.WakeAt), ts(t.HoldAt), pgtype.Text{String: t.RequestKey, Valid: t.RequestKey != ""}), t)
 	if err != nil {
 		return nil, translate("CreateTask", t.ID, err)
 	}
@@ -461,12 +500,20 @@ func (s *Store) loadFrom(row pgx.Row, id string) (*store.Loaded, error) {
 	return &store.Loaded{Task: t, Message: raw(msg), Request: raw(req)}, nil
 }
 
+// update is one of UpdateTask's statements, in its two forms: sql, and
+// held, the same statement for a task lock's transaction (which holds the
+// task's row since before the statement's snapshot) that also moves the
+// task's push configurations to its newest notify entry (pushTargetSQL's
+// work, in a CTE) and returns after the task's columns whether it moved
+// any (store.Task.PushDue).
+type update struct{ sql, held string }
+
 // updateSQL is UpdateTask's compare-and-set with its log append: $1 ID,
 // $2 version, $3.. the mutable columns, $13..$18 the entries; where is
 // what else the row must match, counts the CTEs of its counts (each
 // ", name AS (...)").
-func updateSQL(where, counts string) string {
-	return `
+func updateSQL(where, counts string) update {
+	head := `
 		WITH u AS (
 			UPDATE tasks SET
 				context_id = $3, state = $4,
@@ -476,32 +523,54 @@ func updateSQL(where, counts string) string {
 				runnable = $11, lease_owner = $12, lease_until = $19,
 				updated_at = ` + nowMS + `, version = version + 1, last_seq = last_seq + cardinality($13::text[])
 			WHERE id = $1 AND version = $2` + where + `
-			RETURNING ` + taskCols + `
+			RETURNING ` + writtenCols + `
 		), l AS (` + insertLog("u", "u.last_seq - cardinality($13::text[]) + 1", 13) + `
-		)` + counts + `
-		SELECT ` + taskCols + ` FROM u`
+		)` + counts
+	return update{
+		sql: head + `
+		SELECT ` + writtenCols + ` FROM u`,
+		// The newest notify entry is the last of this write's that
+		// notifies; the statement writes held only when one does.
+		held: head + `, p AS (
+			UPDATE push_configs p SET target_seq = n.seq, due_at = coalesce(p.due_at, ` + nowMS + `)
+			FROM (
+				SELECT u.last_seq - cardinality($13::text[]) + max(e.ord) AS seq
+				FROM u, unnest($16::boolean[]) WITH ORDINALITY AS e(notify, ord)
+				WHERE e.notify
+				GROUP BY u.last_seq
+			) n
+			WHERE p.task_id = $1 AND p.target_seq < n.seq
+			RETURNING 1
+		)
+		SELECT ` + writtenCols + `, EXISTS (SELECT FROM p) FROM u`,
+	}
 }
 
 // The statements of UpdateTask, by what the task's counts need: a task in
-// a state task_counts does not count ($4 its new state) that stays in such
-// a state (updateOpenSQL: no count) or moves into a counted one
-// (updateFinishingSQL: one more in the new state's count), or any task
-// (updateAnySQL: the state it had, o, read from the statement's snapshot,
-// leaves its count and the new one gets it). o is the state the row had at
-// $2: u changes the row only if the version it reads in the snapshot is $2
-// and is still $2 once it holds the row (a caller knows of version $2 only
-// once it was committed, so before the snapshot), and every write that
-// changes the state moves the version. A round trip writes one count, as
-// it finishes its task.
+// an open state ($4 its new state) that stays in one (updateOpenSQL: no
+// count) or finishes (updateFinishingSQL: one more in the new state's
+// count, one less in the open tasks'), or any task (updateAnySQL: the
+// state it had, o, read from the statement's snapshot, leaves its count
+// and the new one gets it). o is the state the row had at $2: u changes
+// the row only if the version it reads in the snapshot is $2 and is still
+// $2 once it holds the row (a caller knows of version $2 only once it was
+// committed, so before the snapshot), and every write that changes the
+// state moves the version. A round trip writes one count as it finishes
+// its task (and one as CreateTask creates it).
 var (
-	updateOpenSQL      = updateSQL(" AND state NOT IN "+countedIn, "")
-	updateFinishingSQL = updateSQL(" AND state NOT IN "+countedIn, `, c AS (`+
-		addCounts(func(state string) string { return isState("u.state", state) }, "FROM u")+`
+	updateOpenSQL      = updateSQL(" AND state IN "+openIn, "")
+	updateFinishingSQL = updateSQL(" AND state IN "+openIn, `, c AS (`+
+		addCounts(func(c countCol) string {
+			if c.name == openColumn {
+				return "-1"
+			}
+			return c.is("u.state")
+		}, "FROM u")+`
 		)`)
 	updateAnySQL = updateSQL("", `, o AS (
 			SELECT state FROM tasks WHERE id = $1 AND version = $2
-		), c AS (`+addCounts(func(state string) string { return isState("u.state", state) + " - " + isState("o.state", state) },
-		"FROM u, o WHERE u.state <> o.state AND (u.state IN "+countedIn+" OR o.state IN "+countedIn+")")+`
+		), c AS (`+addCounts(func(c countCol) string { return c.is("u.state") + " - " + c.is("o.state") },
+		"FROM u, o WHERE u.state <> o.state AND "+countsMove("o.state", "u.state"))+`
 		)`)
 )
 
@@ -543,7 +612,10 @@ var pushTargetSQL = `
 // that lock. (PutPushConfig holds a share lock on the task row, so it
 // either finishes before this write takes the row, or reads the log after
 // this write commits.) A single statement's snapshot predates the wait and
-// would miss such a configuration, leaving the entry undelivered.
+// would miss such a configuration, leaving the entry undelivered. Under a
+// task lock that holds the row (LoadTask under it took the row lock in a
+// statement of its own) there is no such wait: the write and the move are
+// one statement (update.held).
 // Concurrent settles and claims of a configuration take its row lock too,
 // so each sees the other's write.
 func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.LogEntry) (*store.Task, error) {
@@ -566,20 +638,22 @@ type querier interface {
 // updateOn is UpdateTask through q; commit ends the transaction q holds
 // open (a task lock's) in the same round trip. was is the state the task
 // is in at t.Version when the caller knows it (a task lock that read it
-// holds the row), else "": the write then first takes the task to be in a
-// state not counted, and only if that matched no row writes again as for
-// any state (updateAnySQL).
+// holds the row), else "": the write then first takes the task to be in an
+// open state, and only if that matched no row writes again as for any
+// state (updateAnySQL).
 func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries []store.LogEntry, was string, commit bool) (*store.Task, error) {
-	sql := updateOpenSQL
-	switch {
-	case was != "" && counted(was):
-		sql = updateAnySQL
-	case counted(string(t.State)):
-		sql = updateFinishingSQL
+	st := updateAnySQL
+	if was == "" || isOpen(was) {
+		switch {
+		case isOpen(string(t.State)):
+			st = updateOpenSQL
+		case counted(string(t.State)):
+			st = updateFinishingSQL
+		}
 	}
-	got, err := s.updateWith(ctx, q, sql, t, entries, commit)
-	if errors.Is(err, pgx.ErrNoRows) && was == "" && !commit && sql != updateAnySQL {
-		// Not at that version, or in a counted state.
+	got, err := s.updateWith(ctx, q, st, t, entries, commit)
+	if errors.Is(err, pgx.ErrNoRows) && was == "" && !commit && st != updateAnySQL {
+		// Not at that version, or not in an open state.
 		got, err = s.updateWith(ctx, q, updateAnySQL, t, entries, commit)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -592,10 +666,13 @@ func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries 
 	return got, nil
 }
 
-// updateWith sends sql, one of the statements of UpdateTask, through q
+// updateWith sends st, one of the statements of UpdateTask, through q
 // (with pushTargetSQL after it when an entry notifies, and with commit,
-// in one round trip).
-func (s *Store) updateWith(ctx context.Context, q querier, sql string, t *store.Task, entries []store.LogEntry, commit bool) (*store.Task, error) {
+// in one round trip). In a task lock's transaction (commit), which took
+// the task's row lock in a statement before, one statement moves the push
+// configurations too (update.held): its snapshot is taken after that lock,
+// as pushTargetSQL's is after the write's.
+func (s *Store) updateWith(ctx context.Context, q querier, st update, t *store.Task, entries []store.LogEntry, commit bool) (*store.Task, error) {
 	la := entryArgs(entries)
 	args := []any{
 		t.ID, t.Version, t.ContextID, string(t.State),
@@ -610,20 +687,32 @@ func (s *Store) updateWith(ctx context.Context, q querier, sql string, t *store.
 	)
 	notify := slices.Contains(la.notify, true)
 	if !notify && !commit {
-		got, err = scanTask(q.QueryRow(ctx, sql, args...))
+		got, err = scanWritten(q.QueryRow(ctx, st.sql, args...), t)
 	} else {
 		b := &pgx.Batch{}
-		b.Queue(sql, args...)
-		if notify {
+		held := notify && commit
+		if held {
+			b.Queue(st.held, args...)
+		} else {
+			b.Queue(st.sql, args...)
+		}
+		if notify && !held {
 			b.Queue(pushTargetSQL, t.ID)
 		}
 		if commit {
 			b.Queue("commit")
 		}
 		br := q.SendBatch(ctx, b)
-		got, err = scanTask(br.QueryRow())
+		if held {
+			var due bool
+			if got, err = scanWritten(br.QueryRow(), t, &due); got != nil {
+				got.PushDue = due
+			}
+		} else {
+			got, err = scanWritten(br.QueryRow(), t)
+		}
 		var perr error
-		if notify {
+		if notify && !held {
 			var tag pgconn.CommandTag
 			tag, perr = br.Exec()
 			if got != nil && perr == nil {
@@ -734,7 +823,7 @@ func (s *Store) ListTasks(ctx context.Context, p store.ListParams) (*store.ListR
 	if p.PageSize <= 0 {
 		return nil, fmt.Errorf("postgres: ListTasks: page size %d, want > 0", p.PageSize)
 	}
-	q := listQuery(p)
+	q := listQuery(s.list, p)
 	rows, err := s.pool.Query(ctx, q.Page, q.PageArgs...)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: ListTasks: %w", err)
@@ -776,13 +865,16 @@ var listDialect = listing.Dialect{
 	Int:       "::bigint",
 	Cols:      taskCols,
 	Counted:   countedStates,
+	Open:      openColumn,
+	// docs/decisions/0160.
+	Bounds: []listing.Bound{{Own: 1_000, Others: 1_000}, {Own: 100_000, Others: 100_000}},
 }
 
 // listQuery is ListTasks's statement: its page, each row carrying the
 // count of the matching tasks (0 with NoTotal), so that a page is one
 // round trip; and the count alone, for a page with no rows.
-func listQuery(p store.ListParams) listing.Queries {
-	q := listing.Build(listDialect, p)
+func listQuery(d listing.Dialect, p store.ListParams) listing.Queries {
+	q := listing.Build(d, p)
 	total := "(" + q.Count + ")"
 	if p.NoTotal {
 		total = "0"

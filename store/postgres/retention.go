@@ -26,7 +26,7 @@ var deleteFinishedSQL = `
 			SELECT id FROM tasks WHERE state IN ` + terminalIn + ` AND updated_at < $1
 			ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)
 		RETURNING tenant, owner, agent, state
-	), c AS (` + addCounts(func(state string) string { return "-count(*) FILTER (WHERE d.state = '" + state + "')" },
+	), c AS (` + addCounts(func(c countCol) string { return "-sum(" + c.is("d.state") + ")" },
 	"FROM d GROUP BY tenant, owner, agent ORDER BY tenant, owner, agent") + `
 	)
 	SELECT count(*) FROM d`

@@ -226,7 +226,7 @@ func BenchmarkListTasks(b *testing.B) {
 	storetest.BenchListTasks(b, func(b *testing.B) store.Store { return benchOpen(b) }, seedList)
 }
 
-func seedList(b *testing.B, st store.Store, tasks int) {
+func seedList(b *testing.B, st store.Store, tasks int, few, most a2a.TaskState) {
 	b.Helper()
 	s := st.(*Store)
 	err := s.write(b.Context(), func(bt *batch) error {
@@ -234,11 +234,11 @@ func seedList(b *testing.B, st store.Store, tasks int) {
 			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
 			INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, status, created_at, updated_at)
 			SELECT printf('task-%08d', i), printf('ctx-%08d', i), 'tenant', 'alice', 'expense',
-				CASE WHEN i % 100 = 0 THEN 'TASK_STATE_INPUT_REQUIRED' ELSE 'TASK_STATE_COMPLETED' END, 1, 2,
+				CASE WHEN i % 100 = 0 THEN ?4 ELSE ?5 END, 1, 2,
 				?2, ?3 + i, ?3 + i
 			FROM n`,
 			tasks, `{"state":"TASK_STATE_COMPLETED","message":{"role":"ROLE_AGENT","parts":[{"text":"Filed expense EXP-1234 for 42 EUR."}]}}`,
-			storetest.ListBenchStart.UnixMilli()-1)
+			storetest.ListBenchStart.UnixMilli()-1, string(few), string(most))
 		return err
 	})
 	if err != nil {

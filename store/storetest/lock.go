@@ -18,6 +18,7 @@ var lockCases = []testCase{
 	{"LockTask/ReadAndWriteUnderTheLockAreTheStoresOwn", testLockReadWrite},
 	{"LockTask/UnlockWithoutAWriteChangesNothingAndFreesTheTask", testLockUnlockFrees},
 	{"LockTask/AMissingTaskUnderTheLockIsErrNotFoundAndHoldsNothing", testLockMissing},
+	{"LockTask/ANotifyingWriteUnderTheLockMovesThePushConfigurations", testLockPushDue},
 }
 
 var lockNodeCases = []nodeCase{
@@ -243,5 +244,37 @@ func testNodesLockReadsWrite(t *testing.T, open Open) {
 	// What the write appended is read too, not only its row.
 	if r.l.Message == nil {
 		t.Errorf(`LoadTask("t1", messageId a1) under the other handle's lock found no message, want the entry the first lock's write appended`)
+	}
+}
+
+// testLockPushDue: a write under a lock that holds the task's row moves
+// its push configurations to the write's newest notify entry and says so
+// (PushDue), as a write outside a lock does; one with no notify entry
+// moves none.
+func testLockPushDue(t *testing.T, s store.Store) {
+	l := locker(t, s)
+	cur := mustCreate(t, s, newTask("t1"), plain("a", 1))
+	mustPut(t, s, pushConfig("t1", "p1", cur.LastSeq))
+	write := func(es []store.LogEntry) *store.Task {
+		t.Helper()
+		lock := l.LockTask("t1")
+		defer lock.Unlock()
+		c := lockedCtx(t, lock)
+		if _, err := s.LoadTask(c, "t1", store.LoadParams{}); err != nil || !lock.Holding() {
+			t.Fatalf(`LoadTask("t1") under the lock = %v, holding %v; want nil, true`, err, lock.Holding())
+		}
+		saved, err := s.UpdateTask(c, changed(cur), es)
+		if err != nil {
+			t.Fatalf(`UpdateTask("t1") under the lock = %v, want nil`, err)
+		}
+		return saved
+	}
+	cur = write(plain("b", 1))
+	if got := mustGetPush(t, s, "t1", "p1"); cur.PushDue || got.TargetSeq != 1 || !got.DueAt.IsZero() {
+		t.Errorf("UpdateTask(plain entry) under the lock: PushDue %v, the configuration's target %d, due %v; want false, 1, zero", cur.PushDue, got.TargetSeq, got.DueAt)
+	}
+	cur = write(append(notified("c", 2), plain("d", 1)...)) // seq 3, 4 notify; 5 not
+	if got := mustGetPush(t, s, "t1", "p1"); !cur.PushDue || got.TargetSeq != 4 || got.DueAt.IsZero() {
+		t.Errorf("UpdateTask(notify entries 3, 4, plain 5) under the lock: PushDue %v, the configuration's target %d, due %v; want true, 4, set", cur.PushDue, got.TargetSeq, got.DueAt)
 	}
 }

@@ -12,13 +12,15 @@
 // The drivers keep in task_counts, per tenant, owner and agent (on
 // PostgreSQL in several rows of each, its shards, summed), how many tasks
 // are in each of the states they count (Dialect.Counted), one column a
-// state (CountColumn), in the transaction of every write that creates a
-// task, moves it into or out of one of those states, or deletes it. The
-// total of a listing that names no context and no time is read from there
-// for the counted states, and counted from the index ranges of the others
-// (by state, or each state not counted when the listing names none); any
-// other listing is counted from the same ranges as its page. A count from
-// the index reads no task's row.
+// state (CountColumn), and on PostgreSQL how many are in the others of
+// store.TaskStates, the open ones, in one column (Dialect.Open), in the
+// transaction of every write that creates a task, moves it into or out of
+// a counted state, or deletes it. The total of a listing that names no
+// context and no time is read from there, and for a listing by one of the
+// open states from its range when that is short, else as the open tasks'
+// count less the other open states' tasks, counted from their ranges (in
+// bounded steps, Dialect.Bounds); any other listing is counted from the
+// same ranges as its page. A count from the index reads no task's row.
 package listing
 
 import (
@@ -46,9 +48,23 @@ type Dialect struct {
 	// Cols are the columns of a page's rows.
 	Cols string
 	// Counted are the states of store.TaskStates whose tasks task_counts
-	// counts.
+	// counts, one column each.
 	Counted []string
+	// Open is the column of task_counts that counts together the tasks of
+	// the other states of store.TaskStates, the open ones ("" when Counted
+	// holds them all). A listing by one of those states is counted in
+	// steps, one per Bound, until one is exact: its range up to Own tasks,
+	// exact when it holds fewer; else the other open states' ranges up to
+	// Others, which when they hold fewer give its total as the open tasks'
+	// count less theirs. When no step is, its whole range is counted.
+	Open   string
+	Bounds []Bound
 }
+
+// Bound is one step of the count of an open state's tasks (Dialect.Open):
+// how many tasks of its range, and then of the other open states' ranges,
+// it reads at most.
+type Bound struct{ Own, Others int }
 
 // CountColumn is the task_counts column that counts the tasks in state, one
 // of store.TaskStates ("TASK_STATE_INPUT_REQUIRED": "input_required"), and
@@ -119,6 +135,27 @@ func Build(d Dialect, p store.ListParams) Queries {
 		}
 		return "SELECT coalesce(sum(n), 0)" + d.Int + " FROM (" + strings.Join(counts, " UNION ALL ") + ") AS c"
 	}
+	// sumOf sums the counts of task_counts's columns.
+	sumOf := func(columns []string) string {
+		return "SELECT coalesce(sum(" + strings.Join(columns, " + ") + "), 0)" + d.Int + " FROM task_counts WHERE " + strings.Join(base, " AND ")
+	}
+	// upTo counts the tasks of the states' ranges up to bound.
+	upTo := func(states []string, bound int) string {
+		reads := make([]string, len(states))
+		for i, s := range states {
+			reads[i] = "SELECT 1 FROM tasks WHERE " + where(s)
+		}
+		return "SELECT count(*) AS n FROM (" + strings.Join(reads, " UNION ALL ") + " LIMIT " + strconv.Itoa(bound) + ") AS r"
+	}
+	var open, others []string // the states Open counts, and those of them not asked for
+	for _, s := range store.TaskStates {
+		if d.Open != "" && !slices.Contains(d.Counted, s) {
+			open = append(open, s)
+			if s != string(p.State) {
+				others = append(others, "'"+s+"'")
+			}
+		}
+	}
 	var q Queries
 	switch {
 	case len(filters) == 0 && (p.State == "" || slices.Contains(d.Counted, string(p.State))):
@@ -128,18 +165,42 @@ func Build(d Dialect, p store.ListParams) Queries {
 		if p.State == "" {
 			counted = nil
 			for _, s := range store.TaskStates {
-				if slices.Contains(d.Counted, s) {
+				switch {
+				case slices.Contains(d.Counted, s):
 					counted = append(counted, CountColumn(s))
-				} else {
+				case d.Open == "":
 					uncounted = append(uncounted, "'"+s+"'")
 				}
 			}
+			if d.Open != "" {
+				counted = append(counted, d.Open)
+			}
 		}
-		q.Count = "SELECT coalesce(sum(" + strings.Join(counted, " + ") + "), 0)" + d.Int + " FROM task_counts WHERE " + strings.Join(base, " AND ")
+		q.Count = sumOf(counted)
 		if len(uncounted) > 0 {
 			q.Count = "SELECT (" + q.Count + ") + (" + rangeCount(uncounted) + ")"
 		}
 		q.CountArgs = append([]any(nil), args[:len(base)]...) // not the state's
+	case len(filters) == 0 && slices.Contains(open, string(p.State)):
+		// In steps (Dialect.Bounds), else from its whole range.
+		if len(others) == 0 {
+			q.Count = sumOf([]string{d.Open})
+			q.CountArgs = append([]any(nil), args[:len(base)]...)
+			break
+		}
+		if len(d.Bounds) == 0 {
+			q.Count = rangeCount(states)
+			break
+		}
+		var ctes, steps []string
+		for i, b := range d.Bounds {
+			own, rest := "own"+strconv.Itoa(i), "others"+strconv.Itoa(i)
+			ctes = append(ctes, own+" AS ("+upTo(states, b.Own)+")", rest+" AS ("+upTo(others, b.Others)+")")
+			steps = append(steps,
+				"WHEN (SELECT n FROM "+own+") < "+strconv.Itoa(b.Own)+" THEN (SELECT n FROM "+own+")",
+				"WHEN (SELECT n FROM "+rest+") < "+strconv.Itoa(b.Others)+" THEN ("+sumOf([]string{d.Open})+") - (SELECT n FROM "+rest+")")
+		}
+		q.Count = "WITH " + strings.Join(ctes, ", ") + " SELECT (CASE " + strings.Join(steps, " ") + " ELSE (" + rangeCount(states) + ") END)" + d.Int
 	default:
 		q.Count = rangeCount(states)
 	}
