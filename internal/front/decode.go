@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/internal/engine"
 )
 
 // Params that do not decode into the protocol's types are refused by the
@@ -122,20 +124,26 @@ func valueWords(v string) string {
 // decodeSendMessage decodes the params of a SendMessage into req, as
 // decodeParams does, in one pass: the SDK's parts decode each part with a
 // json.Unmarshal of their own (a2a.ContentParts, a2a.Part), three scans of
-// every part's bytes and the allocations of each. The mirrors below have
-// the SDK's fields and names without an UnmarshalJSON of their own, and a
-// part's content is chosen as a2a.Part.UnmarshalJSON chooses it. Params
-// the mirrors do not read, or a part that a2a.Part would refuse, are
-// decoded again by decodeParams into the SDK's types, so every refusal is
-// the one decodeParams gives (FuzzDecodeSendMessage holds the two to the
-// same values).
+// every part's bytes and the allocations of each. The message is read
+// through the engine's mirror (engine.MessageIn). Params the mirror does
+// not read as the SDK's types would (a part a2a.Part refuses, any decoding
+// error) are decoded again by decodeParams into the SDK's types, so every
+// refusal is the one decodeParams gives (FuzzDecodeSendMessage holds the
+// two to the same values).
 func decodeSendMessage(raw []byte, req *a2a.SendMessageRequest, where string) error {
 	if len(raw) == 0 {
 		return nil
 	}
 	var w sendMessageWire
-	if json.Unmarshal(raw, &w) == nil && w.to(req) {
-		return nil
+	if json.Unmarshal(raw, &w) == nil {
+		*req = a2a.SendMessageRequest{Tenant: w.Tenant, Config: w.Config, Metadata: w.Metadata}
+		ok := true
+		if w.Message != nil {
+			req.Message, ok = w.Message.Message()
+		}
+		if ok {
+			return nil
+		}
 	}
 	*req = a2a.SendMessageRequest{}
 	return decodeParams(raw, req, where)
@@ -145,75 +153,6 @@ func decodeSendMessage(raw []byte, req *a2a.SendMessageRequest, where string) er
 type sendMessageWire struct {
 	Tenant   string                 `json:"tenant"`
 	Config   *a2a.SendMessageConfig `json:"configuration"`
-	Message  *messageWire           `json:"message"`
+	Message  *engine.MessageIn      `json:"message"`
 	Metadata map[string]any         `json:"metadata"`
-}
-
-// messageWire mirrors a2a.Message, its parts as partWire.
-type messageWire struct {
-	ID             string          `json:"messageId"`
-	ContextID      string          `json:"contextId"`
-	Extensions     []string        `json:"extensions"`
-	Metadata       map[string]any  `json:"metadata"`
-	Parts          []*partWire     `json:"parts"`
-	ReferenceTasks []a2a.TaskID    `json:"referenceTaskIds"`
-	Role           a2a.MessageRole `json:"role"`
-	TaskID         a2a.TaskID      `json:"taskId"`
-}
-
-// partWire mirrors the SDK's flattened part (a2a.Part's JSON).
-type partWire struct {
-	Text      *a2a.Text      `json:"text"`
-	Raw       *a2a.Raw       `json:"raw"`
-	Data      *any           `json:"data"`
-	URL       *a2a.URL       `json:"url"`
-	Filename  string         `json:"filename"`
-	MediaType string         `json:"mediaType"`
-	Metadata  map[string]any `json:"metadata"`
-}
-
-// to fills req from w; false when a part is one a2a.Part.UnmarshalJSON
-// refuses (no content, or more than one).
-func (w *sendMessageWire) to(req *a2a.SendMessageRequest) bool {
-	*req = a2a.SendMessageRequest{Tenant: w.Tenant, Config: w.Config, Metadata: w.Metadata}
-	m := w.Message
-	if m == nil {
-		return true
-	}
-	msg := &a2a.Message{ID: m.ID, ContextID: m.ContextID, Extensions: m.Extensions, Metadata: m.Metadata,
-		ReferenceTasks: m.ReferenceTasks, Role: m.Role, TaskID: m.TaskID}
-	if m.Parts != nil {
-		msg.Parts = make(a2a.ContentParts, len(m.Parts))
-		parts := make([]a2a.Part, len(m.Parts))
-		for i, pw := range m.Parts {
-			if pw == nil {
-				continue // null: a nil part, as the SDK reads it
-			}
-			p := &parts[i]
-			p.Filename, p.MediaType, p.Metadata = pw.Filename, pw.MediaType, pw.Metadata
-			n := 0
-			if pw.Text != nil {
-				p.Content = *pw.Text
-				n++
-			}
-			if pw.Raw != nil {
-				p.Content = *pw.Raw
-				n++
-			}
-			if pw.Data != nil {
-				p.Content = a2a.Data{Value: *pw.Data}
-				n++
-			}
-			if pw.URL != nil && *pw.URL != "" {
-				p.Content = *pw.URL
-				n++
-			}
-			if n != 1 {
-				return false
-			}
-			msg.Parts[i] = p
-		}
-	}
-	req.Message = msg
-	return true
 }
