@@ -387,8 +387,7 @@ var writeSQL = [numWriteStmts]string{
 	stmtInsertTask: `
 		INSERT INTO tasks (` + taskCols + `, request_key)
 		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING
-		RETURNING version`,
+		ON CONFLICT DO NOTHING`,
 	// Only the columns the caller does not already hold come back.
 	stmtUpdateTask: `
 		UPDATE tasks SET
@@ -645,17 +644,18 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 }
 
 func (b *batch) createTask(t *store.Task, entries []store.LogEntry, now int64) (*store.Task, error) {
-	var v int64
-	err := b.stmt(stmtInsertTask).QueryRow(
+	res, err := b.stmt(stmtInsertTask).Exec(
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(len(entries)),
 		blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
 		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now,
-		nullString(t.RequestKey)).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, store.ErrExists
-	}
+		nullString(t.RequestKey))
 	if err != nil {
 		return nil, translate("CreateTask", t.ID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, translate("CreateTask", t.ID, err)
+	} else if n == 0 {
+		return nil, store.ErrExists // ON CONFLICT DO NOTHING: the ID or the request key is taken
 	}
 	if err := b.appendLog(t.ID, 1, entries, now); err != nil {
 		return nil, translate("CreateTask", t.ID, err)
@@ -663,7 +663,7 @@ func (b *batch) createTask(t *store.Task, entries []store.LogEntry, now int64) (
 	got := asStored(t)
 	got.PushDue = false
 	got.RequestKey = ""
-	got.Version, got.LastSeq = v, int64(len(entries))
+	got.Version, got.LastSeq = 1, int64(len(entries)) // the version the insert writes
 	got.CreatedAt, got.UpdatedAt = fromMillis(now), fromMillis(now)
 	return got, nil
 }

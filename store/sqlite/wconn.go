@@ -51,9 +51,9 @@ func (st wstmt) Query(args ...any) (*wrows, error) {
 }
 
 // QueryRow runs the statement with args; Scan reads its first row.
-func (st wstmt) QueryRow(args ...any) *wrow {
+func (st wstmt) QueryRow(args ...any) wrow {
 	rows, err := st.Query(args...)
-	return &wrow{rows: rows, err: err}
+	return wrow{rows: rows, err: err}
 }
 
 // exec runs one statement that is not prepared (a rare write).
@@ -66,16 +66,16 @@ func (b *batch) exec(query string, args ...any) (driver.Result, error) {
 }
 
 // queryRow runs one query that is not prepared; Scan reads its first row.
-func (b *batch) queryRow(query string, args ...any) *wrow {
+func (b *batch) queryRow(query string, args ...any) wrow {
 	nv, err := b.bind(args)
 	if err != nil {
-		return &wrow{err: err}
+		return wrow{err: err}
 	}
 	rows, err := b.dc.(driver.QueryerContext).QueryContext(context.Background(), query, nv)
 	if err != nil {
-		return &wrow{err: err}
+		return wrow{err: err}
 	}
-	return &wrow{rows: b.rowsOf(rows)}
+	return wrow{rows: b.rowsOf(rows)}
 }
 
 // bind converts args as database/sql does into the writer's argument
@@ -94,13 +94,20 @@ func (b *batch) bind(args []any) ([]driver.NamedValue, error) {
 }
 
 func (b *batch) rowsOf(rows driver.Rows) *wrows {
-	return &wrows{rows: rows, vals: make([]driver.Value, len(rows.Columns()))}
+	r := &wrows{rows: rows}
+	if n := len(rows.Columns()); n <= len(r.buf) {
+		r.vals = r.buf[:n]
+	} else {
+		r.vals = make([]driver.Value, n)
+	}
+	return r
 }
 
 // wrows are a query's rows, read as sql.Rows reads them.
 type wrows struct {
 	rows   driver.Rows
 	vals   []driver.Value
+	buf    [8]driver.Value // vals, for up to 8 columns
 	err    error
 	closed bool
 }
@@ -151,7 +158,7 @@ type wrow struct {
 
 // Scan reads the first row into dest and closes the rows; sql.ErrNoRows
 // when there is none.
-func (r *wrow) Scan(dest ...any) error {
+func (r wrow) Scan(dest ...any) error {
 	if r.err != nil {
 		return r.err
 	}
