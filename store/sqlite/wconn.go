@@ -217,8 +217,9 @@ func assign(dest any, v driver.Value) error {
 }
 
 // prepareWriter prepares the write statements on the driver connection dc.
-// Those prepared on an earlier connection (one database/sql replaced) went
-// with it.
+// Those prepared on an earlier connection, one database/sql has replaced
+// (and closed), are not closed here: the closed connection cannot run
+// them, and SQLite frees them with it (TestWriterPreparesAgainOnANewConnection).
 func (s *Store) prepareWriter(dc any) error {
 	pc, ok := dc.(driver.ConnPrepareContext)
 	if !ok {
