@@ -218,8 +218,11 @@ func assign(dest any, v driver.Value) error {
 
 // prepareWriter prepares the write statements on the driver connection dc.
 // Those prepared on an earlier connection, one database/sql has replaced
-// (and closed), are not closed here: the closed connection cannot run
-// them, and SQLite frees them with it (TestWriterPreparesAgainOnANewConnection).
+// (and closed), are left as they are: the driver has let go of that
+// connection's state, so they can be neither run nor finalized, and SQLite
+// keeps the closed handle's memory for them. The writer's connection has no
+// lifetime, so that happens only after a driver error has made database/sql
+// drop it (TestWriterPreparesAgainOnANewConnection).
 func (s *Store) prepareWriter(dc any) error {
 	pc, ok := dc.(driver.ConnPrepareContext)
 	if !ok {
