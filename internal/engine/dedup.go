@@ -94,8 +94,8 @@ func (s *Engine) sameRequest(ctx context.Context, key string, m *a2a.Message) (*
 			followed = true
 			break
 		}
-		first = &a2a.Message{}
-		if err := json.Unmarshal(e.Body, first); err != nil {
+		var err error
+		if first, err = decodeMessage(e.Body); err != nil {
 			return nil, false, err
 		}
 	}

@@ -326,8 +326,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 		msg.Role = a2a.MessageRoleUser
 		var request *a2a.Message
 		if len(l.Request) > 0 {
-			request = &a2a.Message{}
-			if err := json.Unmarshal(l.Request, request); err != nil {
+			if request, err = decodeMessage(l.Request); err != nil {
 				return errInternal(fmt.Errorf("decode the request of task %s: %w", t.ID, err))
 			}
 		}

@@ -210,11 +210,7 @@ func historyMessage(e store.LogEntry) (*a2a.Message, error) {
 	}
 	switch e.Kind {
 	case store.KindMessage:
-		var m a2a.Message
-		if err := json.Unmarshal(e.Body, &m); err != nil {
-			return nil, err
-		}
-		return &m, nil
+		return decodeMessage(e.Body)
 	case store.KindStatus:
 		// Only the status message: the rest of the event is not needed.
 		var ev struct {

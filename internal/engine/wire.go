@@ -244,3 +244,91 @@ func appendQuoted(b []byte, s string) []byte {
 	q, _ := json.Marshal(s)
 	return append(b, q...)
 }
+
+// MessageIn mirrors a2a.Message for decoding, its parts as the SDK's
+// flattened part (a2a.Part's JSON), without the UnmarshalJSON of
+// a2a.ContentParts and a2a.Part, which decode each part with a
+// json.Unmarshal of their own. Message chooses a part's content as
+// a2a.Part.UnmarshalJSON does. The front decodes SendMessage params through
+// it (front.decodeSendMessage, whose fuzz test holds it to the SDK's
+// decoding), and the engine a stored request.
+type MessageIn struct {
+	ID             string          `json:"messageId"`
+	ContextID      string          `json:"contextId"`
+	Extensions     []string        `json:"extensions"`
+	Metadata       map[string]any  `json:"metadata"`
+	Parts          []*PartIn       `json:"parts"`
+	ReferenceTasks []a2a.TaskID    `json:"referenceTaskIds"`
+	Role           a2a.MessageRole `json:"role"`
+	TaskID         a2a.TaskID      `json:"taskId"`
+}
+
+// PartIn mirrors a2a.Part's JSON for decoding.
+type PartIn struct {
+	Text      *a2a.Text      `json:"text"`
+	Raw       *a2a.Raw       `json:"raw"`
+	Data      *any           `json:"data"`
+	URL       *a2a.URL       `json:"url"`
+	Filename  string         `json:"filename"`
+	MediaType string         `json:"mediaType"`
+	Metadata  map[string]any `json:"metadata"`
+}
+
+// Message is the message m mirrors; false when a part is one
+// a2a.Part.UnmarshalJSON refuses (no content, or more than one), which
+// the SDK's decoding is then to refuse in its words.
+func (m *MessageIn) Message() (*a2a.Message, bool) {
+	msg := &a2a.Message{ID: m.ID, ContextID: m.ContextID, Extensions: m.Extensions, Metadata: m.Metadata,
+		ReferenceTasks: m.ReferenceTasks, Role: m.Role, TaskID: m.TaskID}
+	if m.Parts == nil {
+		return msg, true
+	}
+	msg.Parts = make(a2a.ContentParts, len(m.Parts))
+	parts := make([]a2a.Part, len(m.Parts))
+	for i, pw := range m.Parts {
+		if pw == nil {
+			continue // null: a nil part, as the SDK reads it
+		}
+		p := &parts[i]
+		p.Filename, p.MediaType, p.Metadata = pw.Filename, pw.MediaType, pw.Metadata
+		n := 0
+		if pw.Text != nil {
+			p.Content = *pw.Text
+			n++
+		}
+		if pw.Raw != nil {
+			p.Content = *pw.Raw
+			n++
+		}
+		if pw.Data != nil {
+			p.Content = a2a.Data{Value: *pw.Data}
+			n++
+		}
+		if pw.URL != nil && *pw.URL != "" {
+			p.Content = *pw.URL
+			n++
+		}
+		if n != 1 {
+			return nil, false
+		}
+		msg.Parts[i] = p
+	}
+	return msg, true
+}
+
+// decodeMessage decodes a message this node or another stored (a task's
+// request) through MessageIn, and through the SDK's types when MessageIn
+// cannot read it as they would.
+func decodeMessage(raw []byte) (*a2a.Message, error) {
+	var in MessageIn
+	if json.Unmarshal(raw, &in) == nil {
+		if m, ok := in.Message(); ok {
+			return m, nil
+		}
+	}
+	m := &a2a.Message{}
+	if err := json.Unmarshal(raw, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

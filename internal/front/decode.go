@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/internal/engine"
 )
 
 // Params that do not decode into the protocol's types are refused by the
@@ -117,4 +119,40 @@ func valueWords(v string) string {
 		return "the number " + n
 	}
 	return v
+}
+
+// decodeSendMessage decodes the params of a SendMessage into req, as
+// decodeParams does, in one pass: the SDK's parts decode each part with a
+// json.Unmarshal of their own (a2a.ContentParts, a2a.Part), three scans of
+// every part's bytes and the allocations of each. The message is read
+// through the engine's mirror (engine.MessageIn). Params the mirror does
+// not read as the SDK's types would (a part a2a.Part refuses, any decoding
+// error) are decoded again by decodeParams into the SDK's types, so every
+// refusal is the one decodeParams gives (FuzzDecodeSendMessage holds the
+// two to the same values).
+func decodeSendMessage(raw []byte, req *a2a.SendMessageRequest, where string) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var w sendMessageWire
+	if json.Unmarshal(raw, &w) == nil {
+		*req = a2a.SendMessageRequest{Tenant: w.Tenant, Config: w.Config, Metadata: w.Metadata}
+		ok := true
+		if w.Message != nil {
+			req.Message, ok = w.Message.Message()
+		}
+		if ok {
+			return nil
+		}
+	}
+	*req = a2a.SendMessageRequest{}
+	return decodeParams(raw, req, where)
+}
+
+// sendMessageWire mirrors a2a.SendMessageRequest.
+type sendMessageWire struct {
+	Tenant   string                 `json:"tenant"`
+	Config   *a2a.SendMessageConfig `json:"configuration"`
+	Message  *engine.MessageIn      `json:"message"`
+	Metadata map[string]any         `json:"metadata"`
 }

@@ -40,7 +40,7 @@ func (f *Front) answerJSONRPC(w http.ResponseWriter, r *http.Request, h Handler,
 	case "SendMessage":
 		ctx, rb = engine.WithReplyBytes(ctx)
 		var req a2a.SendMessageRequest
-		if err := decodeParams(env.Params, &req, "params"); err != nil {
+		if err := decodeSendMessage(env.Params, &req, "params"); err != nil {
 			writeJSONRPCError(w, env.ID, err)
 			return
 		}

@@ -189,7 +189,7 @@ func seedDue(b *testing.B, s *Store, paused, due int, now time.Time) {
 	b.Helper()
 	start := time.Now()
 	err := s.write(b.Context(), func(bt *batch) error {
-		_, err := bt.tx.Exec(`
+		_, err := bt.exec(`
 			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
 			INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq,
 				status, question, pause, wake_at, created_at, updated_at)
@@ -230,7 +230,7 @@ func seedList(b *testing.B, st store.Store, tasks int, few, most a2a.TaskState) 
 	b.Helper()
 	s := st.(*Store)
 	err := s.write(b.Context(), func(bt *batch) error {
-		_, err := bt.tx.Exec(`
+		_, err := bt.exec(`
 			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
 			INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, status, created_at, updated_at)
 			SELECT printf('task-%08d', i), printf('ctx-%08d', i), 'tenant', 'alice', 'expense',

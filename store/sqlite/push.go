@@ -60,11 +60,11 @@ func (s *Store) PutPushConfig(ctx context.Context, c *store.PushConfig) (*store.
 			// Writes are serialised by the writer: nothing lands between
 			// this count and the insert.
 			var others int
-			if err := b.tx.QueryRow(`SELECT count(*) FROM push_configs WHERE task_id = ? AND id <> ?`, c.TaskID, c.ID).Scan(&others); err != nil {
+			if err := b.queryRow(`SELECT count(*) FROM push_configs WHERE task_id = ? AND id <> ?`, c.TaskID, c.ID).Scan(&others); err != nil {
 				return pushErr("PutPushConfig", c.TaskID, c.ID, err)
 			}
 			var exists int
-			if err := b.tx.QueryRow(`SELECT count(*) FROM push_configs WHERE task_id = ? AND id = ?`, c.TaskID, c.ID).Scan(&exists); err != nil {
+			if err := b.queryRow(`SELECT count(*) FROM push_configs WHERE task_id = ? AND id = ?`, c.TaskID, c.ID).Scan(&exists); err != nil {
 				return pushErr("PutPushConfig", c.TaskID, c.ID, err)
 			}
 			if exists == 0 && others >= c.Limit {

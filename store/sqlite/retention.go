@@ -29,7 +29,7 @@ func (s *Store) DeleteFinished(ctx context.Context, before time.Time, limit int)
 	}
 	var n int64
 	err := s.write(ctx, func(b *batch) error {
-		res, err := b.tx.Exec(`DELETE FROM tasks WHERE id IN (
+		res, err := b.exec(`DELETE FROM tasks WHERE id IN (
 			SELECT id FROM tasks WHERE state IN `+terminalIn+` AND updated_at < ? ORDER BY updated_at LIMIT ?)`,
 			before.UnixMilli(), limit)
 		if err != nil {

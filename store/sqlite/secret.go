@@ -24,11 +24,11 @@ func (s *Store) Secret(ctx context.Context, name string) ([]byte, error) {
 	}
 	var got []byte
 	err := s.write(ctx, func(b *batch) error {
-		if _, err := b.tx.Exec(`INSERT INTO secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`,
+		if _, err := b.exec(`INSERT INTO secrets (name, value, created_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`,
 			name, fresh, time.Now().UnixMilli()); err != nil {
 			return fmt.Errorf("sqlite: Secret(%q): %w", name, err)
 		}
-		if err := b.tx.QueryRow(`SELECT value FROM secrets WHERE name = ?`, name).Scan(&got); err != nil {
+		if err := b.queryRow(`SELECT value FROM secrets WHERE name = ?`, name).Scan(&got); err != nil {
 			return fmt.Errorf("sqlite: Secret(%q): %w", name, err)
 		}
 		return nil

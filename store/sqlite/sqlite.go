@@ -23,6 +23,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,8 +72,14 @@ type Store struct {
 	w     *sql.DB // one connection: every write, from the writer goroutine
 	r     *sql.DB // read-only pool
 
-	wstmts [numWriteStmts]*sql.Stmt // prepared on w
-	rstmts [numReadStmts]*sql.Stmt  // prepared on r
+	// The writer goroutine's own (wconn.go): the write statements,
+	// prepared on wdc, the driver connection of w, and the argument slice
+	// it reuses.
+	wstmts [numWriteStmts]driver.Stmt
+	wdc    any
+	wargs  []driver.NamedValue
+
+	rstmts [numReadStmts]*sql.Stmt // prepared on r
 
 	ops        chan *op
 	quit       chan struct{}
@@ -380,8 +387,7 @@ var writeSQL = [numWriteStmts]string{
 	stmtInsertTask: `
 		INSERT INTO tasks (` + taskCols + `, request_key)
 		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING
-		RETURNING version`,
+		ON CONFLICT DO NOTHING`,
 	// Only the columns the caller does not already hold come back.
 	stmtUpdateTask: `
 		UPDATE tasks SET
@@ -502,15 +508,16 @@ var readSQL = [numReadStmts]string{
 // prepare prepares the statements the store runs again and again. The
 // driver keeps each one compiled on its connection, so no call parses SQL.
 func (s *Store) prepare(ctx context.Context) error {
-	for i, q := range writeSQL {
-		if s.w == nil {
-			break // read-only
-		}
-		st, err := s.w.PrepareContext(ctx, q)
+	if s.w != nil { // else read-only
+		c, err := s.w.Conn(ctx)
 		if err != nil {
-			return fmt.Errorf("prepare %q: %w", q, err)
+			return err
 		}
-		s.wstmts[i] = st
+		err = c.Raw(s.prepareWriter)
+		c.Close()
+		if err != nil {
+			return err
+		}
 	}
 	for i, q := range readSQL {
 		st, err := s.r.PrepareContext(ctx, q)
@@ -523,11 +530,7 @@ func (s *Store) prepare(ctx context.Context) error {
 }
 
 func (s *Store) closeStmts() {
-	for _, st := range s.wstmts {
-		if st != nil {
-			st.Close()
-		}
-	}
+	s.closeWriterStmts()
 	for _, st := range s.rstmts {
 		if st != nil {
 			st.Close()
@@ -641,17 +644,18 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 }
 
 func (b *batch) createTask(t *store.Task, entries []store.LogEntry, now int64) (*store.Task, error) {
-	var v int64
-	err := b.stmt(stmtInsertTask).QueryRow(
+	res, err := b.stmt(stmtInsertTask).Exec(
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(len(entries)),
 		blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
 		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now,
-		nullString(t.RequestKey)).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, store.ErrExists
-	}
+		nullString(t.RequestKey))
 	if err != nil {
 		return nil, translate("CreateTask", t.ID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return nil, translate("CreateTask", t.ID, err)
+	} else if n == 0 {
+		return nil, store.ErrExists // ON CONFLICT DO NOTHING: the ID or the request key is taken
 	}
 	if err := b.appendLog(t.ID, 1, entries, now); err != nil {
 		return nil, translate("CreateTask", t.ID, err)
@@ -659,7 +663,7 @@ func (b *batch) createTask(t *store.Task, entries []store.LogEntry, now int64) (
 	got := asStored(t)
 	got.PushDue = false
 	got.RequestKey = ""
-	got.Version, got.LastSeq = v, int64(len(entries))
+	got.Version, got.LastSeq = 1, int64(len(entries)) // the version the insert writes
 	got.CreatedAt, got.UpdatedAt = fromMillis(now), fromMillis(now)
 	return got, nil
 }
@@ -682,16 +686,16 @@ func (s *Store) CreateTasks(ctx context.Context, tasks []*store.Task, logs [][]s
 	return s.write(ctx, func(b *batch) error {
 		// Its own savepoint: a taken ID undoes this call's inserts only,
 		// not the other writes of the batch.
-		if _, err := b.tx.Exec(`SAVEPOINT create_tasks`); err != nil {
+		if _, err := b.exec(`SAVEPOINT create_tasks`); err != nil {
 			return fmt.Errorf("sqlite: CreateTasks: %w", err)
 		}
 		err := b.createTasks(tasks, logs, time.Now().UnixMilli())
 		if err != nil {
-			if _, rerr := b.tx.Exec(`ROLLBACK TO create_tasks`); rerr != nil {
+			if _, rerr := b.exec(`ROLLBACK TO create_tasks`); rerr != nil {
 				err = errors.Join(err, rerr)
 			}
 		}
-		if _, rerr := b.tx.Exec(`RELEASE create_tasks`); rerr != nil {
+		if _, rerr := b.exec(`RELEASE create_tasks`); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		return err
@@ -713,7 +717,7 @@ func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, now in
 		}
 		q := "INSERT INTO " + table + " (" + cols + ") VALUES " +
 			strings.TrimSuffix(strings.Repeat("("+strings.TrimSuffix(strings.Repeat("?,", ncols), ",")+"),", rows), ",") + onConflict
-		res, err := b.tx.Exec(q, args...)
+		res, err := b.exec(q, args...)
 		args = args[:0]
 		if err != nil {
 			return 0, err
@@ -979,7 +983,12 @@ func collectEntries(op, id string, rows *sql.Rows) ([]store.LogEntry, error) {
 
 // scanAll reads every row with scan and closes rows (before it returns:
 // inside a write transaction the statement must be done with).
-func scanAll[T any](rows *sql.Rows, scan func(scanner) (T, error)) ([]T, error) {
+func scanAll[T any](rows interface {
+	scanner
+	Next() bool
+	Err() error
+	Close() error
+}, scan func(scanner) (T, error)) ([]T, error) {
 	var out []T
 	for rows.Next() {
 		v, err := scan(rows)

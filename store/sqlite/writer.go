@@ -2,7 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -51,20 +51,14 @@ type op struct {
 	done  chan struct{}
 }
 
-// batch is the transaction a batch runs in, with the writer's prepared
-// statements bound to it on first use.
+// batch is the transaction a batch runs in, on the writer's connection at
+// the driver level (wconn.go).
 type batch struct {
-	s     *Store
-	tx    *sql.Tx
-	stmts [numWriteStmts]*sql.Stmt
+	s  *Store
+	dc any // the driver connection
 }
 
-func (b *batch) stmt(i int) *sql.Stmt {
-	if b.stmts[i] == nil {
-		b.stmts[i] = b.tx.Stmt(b.s.wstmts[i])
-	}
-	return b.stmts[i]
-}
+func (b *batch) stmt(i int) wstmt { return wstmt{b: b, st: b.s.wstmts[i]} }
 
 // write runs fn in the writer's next batch and returns its error once the
 // batch is committed (or rolled back).
@@ -221,17 +215,33 @@ func (e *opError) Error() string { return e.err.Error() }
 // commits if fn returns nil; errDirty and any other error roll back.
 func (s *Store) inTx(fn func(b *batch) error) error {
 	ctx := context.Background() // one caller's cancellation must not roll back the others
-	tx, err := s.w.BeginTx(ctx, nil)
+	c, err := s.w.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
-	b := &batch{s: s, tx: tx}
-	if err := fn(b); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
-	}
-	return nil
+	defer c.Close()
+	return c.Raw(func(dc any) error {
+		if dc != s.wdc {
+			if err := s.prepareWriter(dc); err != nil {
+				return fmt.Errorf("sqlite: begin: %w", err)
+			}
+		}
+		bt, ok := dc.(driver.ConnBeginTx)
+		if !ok {
+			return errors.New("sqlite: begin: the driver cannot begin a transaction")
+		}
+		tx, err := bt.BeginTx(ctx, driver.TxOptions{})
+		if err != nil {
+			return fmt.Errorf("sqlite: begin: %w", err)
+		}
+		b := &batch{s: s, dc: dc}
+		if err := fn(b); err != nil {
+			_ = tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("sqlite: commit: %w", err)
+		}
+		return nil
+	})
 }

@@ -291,3 +291,47 @@ func TestCreateTasksIsAllOrNothing(t *testing.T) {
 		t.Errorf("ReadLog(t1) = %+v, %v, want entry 1 m1", log, err)
 	}
 }
+
+// TestWriterPreparesAgainOnANewConnection: the writer's statements are
+// prepared on its driver connection (wconn.go); when database/sql replaces
+// that connection (here: its lifetime runs out), the next batch prepares
+// them on the new one, and writes and reads go on as before.
+func TestWriterPreparesAgainOnANewConnection(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "w.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	first := &store.Task{ID: "t-1", ContextID: "c-1", Agent: "a", State: "TASK_STATE_SUBMITTED"}
+	if _, err := s.CreateTask(ctx, first, nil); err != nil {
+		t.Fatal(err)
+	}
+	before := s.wdc
+	s.w.SetConnMaxLifetime(time.Nanosecond) // the connection, opened at Open, is older
+	second := &store.Task{ID: "t-2", ContextID: "c-2", Agent: "a", State: "TASK_STATE_SUBMITTED"}
+	saved, err := s.CreateTask(ctx, second, []store.LogEntry{{Kind: store.KindMessage, MessageID: "m", InHistory: true, Body: []byte(`{"messageId":"m"}`)}})
+	s.w.SetConnMaxLifetime(0)
+	if err != nil {
+		t.Fatalf("CreateTask on a new connection: %v", err)
+	}
+	if s.wdc == before {
+		t.Fatal("the writer ran on the connection whose lifetime was over")
+	}
+	saved.State = "TASK_STATE_WORKING"
+	if _, err := s.UpdateTask(ctx, saved, nil); err != nil {
+		t.Fatalf("UpdateTask on the new connection: %v", err)
+	}
+	for _, id := range []string{"t-1", "t-2"} {
+		got, err := s.GetTask(ctx, id)
+		if err != nil {
+			t.Fatalf("GetTask(%s): %v", id, err)
+		}
+		if id == "t-2" && (got.State != "TASK_STATE_WORKING" || got.Version != 2 || got.LastSeq != 1) {
+			t.Errorf("t-2 = state %s, version %d, last seq %d; want TASK_STATE_WORKING, 2, 1", got.State, got.Version, got.LastSeq)
+		}
+	}
+	if _, err := s.CreateTask(ctx, first, nil); !errors.Is(err, store.ErrExists) {
+		t.Errorf("CreateTask of a taken ID = %v, want store.ErrExists", err)
+	}
+}
