@@ -128,9 +128,10 @@ func New(cfg api.Config, agents []Agent, acquire AcquireFunc, extra ...grpc.Serv
 		grpc.InTapHandle(f.tap),
 		grpc.ChainUnaryInterceptor(f.unary),
 		grpc.ChainStreamInterceptor(f.streaming),
+		grpc.ForceServerCodecV2(newCodec()),
 	}
 	f.srv = grpc.NewServer(append(opts, extra...)...)
-	a2agrpc.NewHandler(router{f}).RegisterWith(f.srv)
+	f.srv.RegisterService(serviceDesc(), &service{Handler: a2agrpc.NewHandler(router{f}), r: router{f}})
 	return f, nil
 }
 
@@ -191,16 +192,15 @@ type agentKey struct{}
 // admit applies the edge rules to one call's request: version, caller,
 // agent (tenant), message. It returns the context the handler gets.
 func (f *Front) admit(ctx context.Context, req any) (context.Context, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
 	// The caller first, then the version, as the HTTP front checks them.
 	if f.tokens.Required() {
-		principal, err := f.tokens.Authenticate(first(md, "authorization"))
+		principal, err := f.tokens.Authenticate(first(ctx, "authorization"))
 		if err != nil {
 			return nil, toStatus(f.log, err)
 		}
 		ctx = auth.WithPrincipal(ctx, principal)
 	}
-	if err := checkVersion(md); err != nil {
+	if err := checkVersion(ctx); err != nil {
 		return nil, err
 	}
 	name := f.first
@@ -234,16 +234,18 @@ func takeTenant(m proto.Message) string {
 	return t
 }
 
-func first(md metadata.MD, key string) string {
-	if v := md.Get(key); len(v) > 0 {
+// first is the call's first metadata value for key, read without copying
+// the rest of the metadata.
+func first(ctx context.Context, key string) string {
+	if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
 		return v[0]
 	}
 	return ""
 }
 
-// checkVersion requires A2A-Version 1.0 (or 1.0.x) in the metadata.
-func checkVersion(md metadata.MD) error {
-	v := strings.TrimSpace(first(md, "a2a-version"))
+// checkVersion requires A2A-Version 1.0 (or 1.0.x) in the call's metadata.
+func checkVersion(ctx context.Context) error {
+	v := strings.TrimSpace(first(ctx, "a2a-version"))
 	switch {
 	case v == "":
 		return toStatus(nil, a2a.NewError(a2a.ErrVersionNotSupported, "the a2a-version metadata is missing: send the metadata a2a-version: 1.0"))
