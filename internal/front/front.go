@@ -741,6 +741,7 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 			writeRESTError(w, err)
 			return
 		}
+		var sent *a2a.SendMessageRequest
 		switch {
 		case r.Method == http.MethodPost && (r.URL.Path == "/message:send" || r.URL.Path == "/message:stream"):
 			msg, ok := memberOf(body, "message")
@@ -752,7 +753,8 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 				writeRESTError(w, err)
 				return
 			}
-			if err := decodeParams(body, new(a2a.SendMessageRequest), "body"); err != nil {
+			sent = new(a2a.SendMessageRequest)
+			if err := decodeParams(body, sent, "body"); err != nil {
 				writeRESTError(w, err)
 				return
 			}
@@ -794,6 +796,8 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 			}
 			defer done()
 			r = r.WithContext(ctx)
+		} else if answerREST(w, r, h, body, sent) {
+			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

@@ -293,45 +293,70 @@ var idFields = map[string]bool{"id": true, "taskId": true, "contextId": true, "m
 
 // checkIDs walks a request's fields (not the caller's own data: metadata,
 // data parts, extensions) and checks the identifiers, naming the field as
-// the HTTP bindings do (params.message.messageId).
+// the HTTP bindings do (params.message.messageId). The walk builds no names
+// until it finds a refusal, which a second walk then names.
 func checkIDs(m protoreflect.Message, where string, maxID int) error {
-	var err error
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	if walkIDs(m, where, maxID, false) == nil {
+		return nil
+	}
+	return walkIDs(m, where, maxID, true)
+}
+
+// walkIDs is checkIDs's walk, naming the fields when named.
+func walkIDs(m protoreflect.Message, where string, maxID int, named bool) error {
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if !m.Has(fd) {
+			continue
+		}
 		name := fd.JSONName()
-		field := name
-		if where != "" {
-			field = where + "." + name
+		field := ""
+		if named {
+			field = name
+			if where != "" {
+				field = where + "." + name
+			}
+		}
+		elem := func(i int) string {
+			if !named {
+				return ""
+			}
+			return fmt.Sprintf("%s[%d]", field, i)
 		}
 		switch {
 		case fd.Kind() == protoreflect.StringKind && idFields[name]:
 			if fd.IsList() {
-				l := v.List()
+				l := m.Get(fd).List()
 				for i := range l.Len() {
-					if err = text.CheckID(fmt.Sprintf("%s[%d]", field, i), l.Get(i).String(), maxID); err != nil {
-						return false
+					if err := text.CheckID(elem(i), l.Get(i).String(), maxID); err != nil {
+						return err
 					}
 				}
-				return true
+				continue
 			}
-			err = text.CheckID(field, v.String(), maxID)
+			if err := text.CheckID(field, m.Get(fd).String(), maxID); err != nil {
+				return err
+			}
 		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
 			if name == "metadata" || name == "data" || name == "extensions" || fd.Message().FullName() == "google.protobuf.Struct" {
-				return true
+				continue
 			}
 			if fd.IsList() {
-				l := v.List()
+				l := m.Get(fd).List()
 				for i := range l.Len() {
-					if err = checkIDs(l.Get(i).Message(), fmt.Sprintf("%s[%d]", field, i), maxID); err != nil {
-						return false
+					if err := walkIDs(l.Get(i).Message(), elem(i), maxID, named); err != nil {
+						return err
 					}
 				}
-				return true
+				continue
 			}
-			err = checkIDs(v.Message(), field, maxID)
+			if err := walkIDs(m.Get(fd).Message(), field, maxID, named); err != nil {
+				return err
+			}
 		}
-		return err == nil
-	})
-	return err
+	}
+	return nil
 }
 
 // checkMessage names what is missing or wrong in a sent message, in the

@@ -3,6 +3,7 @@ package grpcfront
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 
@@ -253,18 +254,22 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 var buffers = &bufferPool{}
 
 // bufferPool is a mem.BufferPool of growable buffers: Get gives a buffer
-// of at least length bytes, Put takes any buffer back unless it is large.
+// of at least length bytes (a pooled one, grown when it is smaller), Put
+// takes any buffer back unless it is large.
 type bufferPool struct{ p sync.Pool }
 
 const maxPooled = 1 << 20
 
 func (p *bufferPool) Get(length int) *[]byte {
-	if b, ok := p.p.Get().(*[]byte); ok && cap(*b) >= length {
-		*b = (*b)[:length]
-		return b
+	b, ok := p.p.Get().(*[]byte)
+	if !ok {
+		b = new([]byte)
 	}
-	b := make([]byte, length, max(length, 4096))
-	return &b
+	if cap(*b) < length {
+		*b = slices.Grow((*b)[:0], max(length, 4096))
+	}
+	*b = (*b)[:length]
+	return b
 }
 
 func (p *bufferPool) Put(b *[]byte) {

@@ -297,6 +297,12 @@ func (w *wireBuf) stringAlways(num protowire.Number, b []byte) error {
 	if err != nil {
 		return err
 	}
+	return w.str(num, s, esc)
+}
+
+// str writes the content s of a JSON string (esc: holding escapes) as
+// field num.
+func (w *wireBuf) str(num protowire.Number, s []byte, esc bool) error {
 	if !esc {
 		if !utf8.Valid(s) {
 			return errFallback
@@ -306,6 +312,7 @@ func (w *wireBuf) stringAlways(num protowire.Number, b []byte) error {
 		return nil
 	}
 	m := w.open(num)
+	var err error
 	if w.b, err = appendUnquoted(w.b, s); err != nil {
 		return err
 	}
@@ -350,24 +357,18 @@ func (w *wireBuf) structField(num protowire.Number, b []byte) error {
 // 1) from the JSON object b.
 func (w *wireBuf) structFields(b []byte) error {
 	r := reader{b: b}
+	return w.object(&r)
+}
+
+// object writes the entries of a Struct from the JSON object at r.
+func (w *wireBuf) object(r *reader) error {
 	return r.object(func(key []byte, esc bool) error {
 		e := w.open(1)
-		if esc {
-			k := w.open(1)
-			var err error
-			if w.b, err = appendUnquoted(w.b, key); err != nil {
-				return err
-			}
-			w.close(k)
-		} else {
-			if !utf8.Valid(key) {
-				return errFallback
-			}
-			w.b = protowire.AppendTag(w.b, 1, protowire.BytesType)
-			w.b = protowire.AppendBytes(w.b, key)
+		if err := w.str(1, key, esc); err != nil {
+			return err
 		}
 		v := w.open(2)
-		if err := w.value(&r); err != nil {
+		if err := w.value(r); err != nil {
 			return err
 		}
 		w.close(v)
@@ -385,40 +386,30 @@ func (w *wireBuf) value(r *reader) error {
 	}
 	switch c := r.b[r.i]; {
 	case c == '{':
-		start := r.i
-		if err := r.skip(); err != nil {
-			return err
-		}
 		m := w.open(5)
-		if err := w.structFields(r.b[start:r.i]); err != nil {
+		if err := w.object(r); err != nil {
 			return err
 		}
 		w.close(m)
 	case c == '[':
-		start := r.i
-		if err := r.skip(); err != nil {
-			return err
-		}
 		m := w.open(6)
-		err := elements(r.b[start:r.i], func(e []byte) error {
+		if err := r.array(func() error {
 			v := w.open(1)
-			er := reader{b: e}
-			if err := w.value(&er); err != nil {
+			if err := w.value(r); err != nil {
 				return err
 			}
 			w.close(v)
 			return nil
-		})
-		if err != nil {
+		}); err != nil {
 			return err
 		}
 		w.close(m)
 	case c == '"':
-		start := r.i
-		if err := r.skip(); err != nil {
+		s, esc, err := r.str()
+		if err != nil {
 			return err
 		}
-		return w.stringAlways(3, r.b[start:r.i])
+		return w.str(3, s, esc)
 	case c == 't' || c == 'f':
 		lit := "false"
 		if c == 't' {
@@ -501,31 +492,13 @@ func members(b []byte, names []string, spans [][]byte) error {
 // elements calls fn with each value of the JSON array b.
 func elements(b []byte, fn func([]byte) error) error {
 	r := reader{b: b}
-	r.space()
-	if !r.consume('[') {
-		return errFallback
-	}
-	r.space()
-	if r.consume(']') {
-		return nil
-	}
-	for {
-		r.space()
+	return r.array(func() error {
 		start := r.i
 		if err := r.skip(); err != nil {
 			return err
 		}
-		if err := fn(r.b[start:r.i]); err != nil {
-			return err
-		}
-		r.space()
-		if r.consume(']') {
-			return nil
-		}
-		if !r.consume(',') {
-			return errFallback
-		}
-	}
+		return fn(r.b[start:r.i])
+	})
 }
 
 // str is the content of the JSON string b (between its quotes) and whether
@@ -595,6 +568,32 @@ func (r *reader) object(fn func(key []byte, esc bool) error) error {
 		}
 		r.space()
 		if r.consume('}') {
+			return nil
+		}
+		if !r.consume(',') {
+			return errFallback
+		}
+	}
+}
+
+// array reads an array, calling fn with r at each element, which fn
+// reads.
+func (r *reader) array(fn func() error) error {
+	r.space()
+	if !r.consume('[') {
+		return errFallback
+	}
+	r.space()
+	if r.consume(']') {
+		return nil
+	}
+	for {
+		r.space()
+		if err := fn(); err != nil {
+			return err
+		}
+		r.space()
+		if r.consume(']') {
 			return nil
 		}
 		if !r.consume(',') {
