@@ -215,7 +215,7 @@ func writeReply(kind int, encode func(*bytes.Buffer) error) *wireReply {
 	case replySentMessage:
 		msg = &a2apb.SendMessageResponse{}
 		m := w.open(2)
-		if err = w.message(js); err == nil {
+		if err = w.Message(js); err == nil {
 			w.close(m)
 		}
 	}

@@ -1,6 +1,7 @@
 package grpcfront
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"math"
@@ -22,20 +23,21 @@ import (
 // the SDK's values in between (a2a.Task -> pbconv -> a2apb.Task, whose data
 // parts and metadata are google.protobuf.Struct trees of their own).
 //
-// What comes out is what proto.Marshal writes, with Deterministic set, for
-// pbconv's conversion of the task that json.Unmarshal reads from the same
-// JSON (wire_test.go holds every field, task state and part kind to that, byte
-// for byte): the fields in the order of their numbers (a oneof after the
-// other fields), zero scalars left out, oneof members and map entries' keys
-// and values always written, the
-// members of a JSON object in the order the JSON has them (the encoder
-// writes a map's keys sorted, as Deterministic does). Anything this reading
-// would not decode as json.Unmarshal does, or that pbconv refuses or would
-// read in a way of its own, is errFallback, and the reply is made the SDK's
-// way instead: unknown or repeated member names, a value of the wrong JSON
-// type, null where a list holds messages, a part without exactly one
-// content, a data part that is not an object, escapes in raw bytes, text
-// that is not UTF-8. See docs/decisions/0170-grpc-replies-from-stored-bytes.md.
+// What comes out decodes to pbconv's conversion of the task that
+// json.Unmarshal reads from the same JSON, field for field (wire_test.go
+// holds every field, task state and part kind to that, and to the SDK's
+// bytes once both are marshalled deterministically). The JSON is read once,
+// front to back, and each field written as it comes: in the JSON's order,
+// not in the order of the field numbers that proto.Marshal keeps (a reader
+// of the wire form takes fields in any order), zero scalars left out,
+// oneof members and map entries' keys and values always written. Anything
+// this reading would not decode as json.Unmarshal does, or that pbconv
+// refuses or would read in a way of its own, is errFallback, and the reply
+// is made the SDK's way instead: unknown or repeated member names, a value
+// of the wrong JSON type, null where a list holds parts, a part without
+// exactly one content, a data part that is not an object, escapes in raw
+// bytes, text that is not UTF-8. See
+// docs/decisions/0170-grpc-replies-from-stored-bytes.md.
 
 // errFallback says the JSON holds something only the SDK's conversion should
 // answer.
@@ -72,29 +74,24 @@ func (w *wireBuf) varint(num protowire.Number, v uint64) {
 
 // Task writes the lf.a2a.v1.Task of the task JSON b.
 func (w *wireBuf) Task(b []byte) error {
-	var sp [6][]byte
-	if err := members(b, taskNames, sp[:]); err != nil {
+	return w.whole(b, (*wireBuf).task)
+}
+
+// Message writes the lf.a2a.v1.Message of the message JSON b.
+func (w *wireBuf) Message(b []byte) error {
+	return w.whole(b, (*wireBuf).message)
+}
+
+// whole writes the JSON b with write, which must read all of it.
+func (w *wireBuf) whole(b []byte, write func(*wireBuf, *reader) error) error {
+	r := reader{b: b}
+	if err := write(w, &r); err != nil {
 		return err
 	}
-	if err := w.stringField(1, sp[0]); err != nil {
-		return err
+	if r.space(); r.i != len(r.b) {
+		return errFallback
 	}
-	if err := w.stringField(2, sp[1]); err != nil {
-		return err
-	}
-	// pbconv always writes the status, empty or not.
-	m := w.open(3)
-	if err := w.status(sp[2]); err != nil {
-		return err
-	}
-	w.close(m)
-	if err := w.messages(4, sp[3], (*wireBuf).artifact, true); err != nil {
-		return err
-	}
-	if err := w.messages(5, sp[4], (*wireBuf).message, true); err != nil {
-		return err
-	}
-	return w.structField(6, sp[5])
+	return nil
 }
 
 var (
@@ -105,71 +102,93 @@ var (
 	artifactNames = []string{"artifactId", "name", "description", "parts", "metadata", "extensions"}
 )
 
-// status writes the fields of a TaskStatus (absent or null: none).
-func (w *wireBuf) status(b []byte) error {
-	if isNull(b) {
-		return nil
+// task writes the fields of a Task.
+func (w *wireBuf) task(r *reader) error {
+	status := false
+	err := w.members(r, taskNames, func(i int) error {
+		switch i {
+		case 0, 1: // id, contextId
+			return w.stringField(protowire.Number(i+1), r)
+		case 2: // pbconv always writes the status, empty or not (null is a zero status)
+			status = true
+			m := w.open(3)
+			if !r.null() {
+				if err := w.status(r); err != nil {
+					return err
+				}
+			}
+			w.close(m)
+			return nil
+		case 3:
+			return w.messages(4, r, (*wireBuf).artifact, true)
+		case 4:
+			return w.messages(5, r, (*wireBuf).message, true)
+		default:
+			return w.structField(6, r)
+		}
+	})
+	if err == nil && !status {
+		w.close(w.open(3))
 	}
-	var sp [3][]byte
-	if err := members(b, statusNames, sp[:]); err != nil {
-		return err
-	}
-	if err := w.enumField(1, sp[0], a2apb.TaskState_value); err != nil {
-		return err
-	}
-	if !isNull(sp[1]) {
-		m := w.open(2)
-		if err := w.message(sp[1]); err != nil {
-			return err
+	return err
+}
+
+// status writes the fields of a TaskStatus.
+func (w *wireBuf) status(r *reader) error {
+	return w.members(r, statusNames, func(i int) error {
+		switch i {
+		case 0:
+			return w.enumField(1, r, a2apb.TaskState_value)
+		case 1:
+			if r.null() {
+				return nil
+			}
+			m := w.open(2)
+			if err := w.message(r); err != nil {
+				return err
+			}
+			w.close(m)
+			return nil
+		}
+		if r.null() {
+			return nil
+		}
+		s, esc, err := r.str()
+		if err != nil || esc {
+			return errFallback
+		}
+		t, err := time.Parse(time.RFC3339Nano, unsafe.String(unsafe.SliceData(s), len(s)))
+		if err != nil {
+			return errFallback
+		}
+		m := w.open(3)
+		if sec := t.Unix(); sec != 0 {
+			w.varint(1, uint64(sec))
+		}
+		if ns := t.Nanosecond(); ns != 0 {
+			w.varint(2, uint64(ns))
 		}
 		w.close(m)
-	}
-	if isNull(sp[2]) {
 		return nil
-	}
-	s, esc, err := str(sp[2])
-	if err != nil || esc {
-		return errFallback
-	}
-	t, err := time.Parse(time.RFC3339Nano, unsafe.String(unsafe.SliceData(s), len(s)))
-	if err != nil {
-		return errFallback
-	}
-	m := w.open(3)
-	if sec := t.Unix(); sec != 0 {
-		w.varint(1, uint64(sec))
-	}
-	if ns := t.Nanosecond(); ns != 0 {
-		w.varint(2, uint64(ns))
-	}
-	w.close(m)
-	return nil
+	})
 }
 
 // message writes the fields of a Message.
-func (w *wireBuf) message(b []byte) error {
-	var sp [8][]byte
-	if err := members(b, messageNames, sp[:]); err != nil {
-		return err
-	}
-	for i := range 3 { // messageId, contextId, taskId
-		if err := w.stringField(protowire.Number(i+1), sp[i]); err != nil {
-			return err
+func (w *wireBuf) message(r *reader) error {
+	return w.members(r, messageNames, func(i int) error {
+		switch i {
+		case 0, 1, 2: // messageId, contextId, taskId
+			return w.stringField(protowire.Number(i+1), r)
+		case 3:
+			return w.enumField(4, r, roleValue)
+		case 4:
+			return w.messages(5, r, (*wireBuf).part, false)
+		case 5:
+			return w.structField(6, r)
+		default: // extensions, referenceTaskIds
+			return w.strings(protowire.Number(i+1), r)
 		}
-	}
-	if err := w.enumField(4, sp[3], roleValue); err != nil {
-		return err
-	}
-	if err := w.messages(5, sp[4], (*wireBuf).part, false); err != nil {
-		return err
-	}
-	if err := w.structField(6, sp[5]); err != nil {
-		return err
-	}
-	if err := w.strings(7, sp[6]); err != nil {
-		return err
-	}
-	return w.strings(8, sp[7])
+	})
 }
 
 // roleValue are the roles pbconv maps (toProtoRole); any other is
@@ -177,96 +196,121 @@ func (w *wireBuf) message(b []byte) error {
 var roleValue = map[string]int32{"ROLE_USER": int32(a2apb.Role_ROLE_USER), "ROLE_AGENT": int32(a2apb.Role_ROLE_AGENT)}
 
 // artifact writes the fields of an Artifact.
-func (w *wireBuf) artifact(b []byte) error {
-	var sp [6][]byte
-	if err := members(b, artifactNames, sp[:]); err != nil {
-		return err
-	}
-	for i := range 3 { // artifactId, name, description
-		if err := w.stringField(protowire.Number(i+1), sp[i]); err != nil {
-			return err
+func (w *wireBuf) artifact(r *reader) error {
+	return w.members(r, artifactNames, func(i int) error {
+		switch i {
+		case 0, 1, 2: // artifactId, name, description
+			return w.stringField(protowire.Number(i+1), r)
+		case 3:
+			return w.messages(4, r, (*wireBuf).part, false)
+		case 4:
+			return w.structField(5, r)
+		default:
+			return w.strings(6, r)
 		}
-	}
-	if err := w.messages(4, sp[3], (*wireBuf).part, false); err != nil {
-		return err
-	}
-	if err := w.structField(5, sp[4]); err != nil {
-		return err
-	}
-	return w.strings(6, sp[5])
+	})
 }
 
 // part writes the fields of a Part: exactly one content, as a2a.Part's
-// UnmarshalJSON requires (an empty url is none), a data part an object, as
-// pbconv requires.
-func (w *wireBuf) part(b []byte) error {
-	var sp [7][]byte
-	if err := members(b, partNames, sp[:]); err != nil {
-		return err
-	}
-	content := -1
-	for i := range 4 {
-		if isNull(sp[i]) || (i == 2 && string(sp[i]) == `""`) {
-			continue
+// UnmarshalJSON requires (null is none, and so is an empty url), a data
+// part an object, as pbconv requires.
+func (w *wireBuf) part(r *reader) error {
+	contents := 0
+	err := w.members(r, partNames, func(i int) error {
+		switch i {
+		case 0, 1, 2, 3: // text, raw, url, data
+			if r.null() {
+				return nil
+			}
 		}
-		if content >= 0 {
-			return errFallback
+		switch i {
+		case 0: // text: written even when empty (a oneof member)
+			contents++
+			return w.stringAlways(1, r)
+		case 1: // raw, base64 as encoding/json reads []byte
+			contents++
+			s, esc, err := r.str()
+			if err != nil || esc {
+				return errFallback
+			}
+			m := w.open(2)
+			if w.b, err = base64.StdEncoding.AppendDecode(w.b, s); err != nil {
+				return errFallback
+			}
+			w.close(m)
+			return nil
+		case 2: // url: an empty one is no content
+			s, esc, err := r.str()
+			if err != nil {
+				return err
+			}
+			if len(s) == 0 {
+				return nil
+			}
+			contents++
+			return w.str(3, s, esc)
+		case 3: // data: a Value holding the Struct
+			contents++
+			if !r.peek('{') {
+				return errFallback
+			}
+			m := w.open(4)
+			sm := w.open(5)
+			if err := w.object(r); err != nil {
+				return err
+			}
+			w.close(sm)
+			w.close(m)
+			return nil
+		case 4:
+			return w.structField(5, r)
+		default: // filename, mediaType
+			return w.stringField(protowire.Number(i+1), r)
 		}
-		content = i
-	}
-	if content < 0 || (content == 3 && firstByte(sp[3]) != '{') {
+	})
+	if err == nil && contents != 1 {
 		return errFallback
 	}
-	// proto writes a message's oneof after its other fields.
-	if err := w.structField(5, sp[4]); err != nil {
-		return err
-	}
-	if err := w.stringField(6, sp[5]); err != nil {
-		return err
-	}
-	if err := w.stringField(7, sp[6]); err != nil {
-		return err
-	}
-	switch content {
-	case 0, 2: // text, url: written even when empty (a oneof member)
-		return w.stringAlways(protowire.Number(content+1), sp[content])
-	case 1: // raw, base64 as encoding/json reads []byte
-		s, esc, err := str(sp[1])
-		if err != nil || esc {
-			return errFallback
-		}
-		m := w.open(2)
-		if w.b, err = base64.StdEncoding.AppendDecode(w.b, s); err != nil {
-			return errFallback
-		}
-		w.close(m)
-	default: // data: a Value holding the Struct
-		m := w.open(4)
-		sm := w.open(5)
-		if err := w.structFields(sp[3]); err != nil {
-			return err
-		}
-		w.close(sm)
-		w.close(m)
-	}
-	return nil
+	return err
 }
 
-// messages writes each element of the JSON array b as field num, with
-// write; null (or absent) writes none. A null element is an empty message,
-// as proto writes a nil one (pbconv leaves a nil artifact or message nil),
-// unless nullOK is false (a null part, which pbconv cannot convert).
-func (w *wireBuf) messages(num protowire.Number, b []byte, write func(*wireBuf, []byte) error, nullOK bool) error {
-	if isNull(b) {
+// members reads the JSON object at r, calling fn with the index in names
+// of each member's name, with r at its value, which fn reads. A member not
+// named, or named twice, is errFallback: json.Unmarshal would read it in a
+// way of its own (names in other letter cases, the last of two).
+func (w *wireBuf) members(r *reader, names []string, fn func(i int) error) error {
+	var seen uint32
+	return r.object(func(key []byte, esc bool) error {
+		if esc {
+			return errFallback
+		}
+		i := 0
+		for i < len(names) && names[i] != string(key) {
+			i++
+		}
+		if i == len(names) || seen&(1<<i) != 0 {
+			return errFallback
+		}
+		seen |= 1 << i
+		return fn(i)
+	})
+}
+
+// messages writes each element of the JSON array at r as field num, with
+// write; null writes none. A null element is an empty message, as proto
+// writes a nil one (pbconv leaves a nil artifact or message nil), unless
+// nullOK is false (a null part, which pbconv cannot convert).
+func (w *wireBuf) messages(num protowire.Number, r *reader, write func(*wireBuf, *reader) error, nullOK bool) error {
+	if r.null() {
 		return nil
 	}
-	return elements(b, func(e []byte) error {
+	return r.array(func() error {
 		m := w.open(num)
-		if isNull(e) {
+		if r.null() {
 			if !nullOK {
 				return errFallback
 			}
-		} else if err := write(w, e); err != nil {
+		} else if err := write(w, r); err != nil {
 			return err
 		}
 		w.close(m)
@@ -274,26 +318,30 @@ func (w *wireBuf) messages(num protowire.Number, b []byte, write func(*wireBuf, 
 	})
 }
 
-// strings writes each string of the JSON array b as field num.
-func (w *wireBuf) strings(num protowire.Number, b []byte) error {
-	if isNull(b) {
+// strings writes each string of the JSON array at r as field num.
+func (w *wireBuf) strings(num protowire.Number, r *reader) error {
+	if r.null() {
 		return nil
 	}
-	return elements(b, func(e []byte) error { return w.stringAlways(num, e) })
+	return r.array(func() error { return w.stringAlways(num, r) })
 }
 
-// stringField writes the JSON string b as field num unless it is empty,
-// absent or null.
-func (w *wireBuf) stringField(num protowire.Number, b []byte) error {
-	if isNull(b) || string(b) == `""` {
+// stringField writes the JSON string at r as field num unless it is empty
+// or null.
+func (w *wireBuf) stringField(num protowire.Number, r *reader) error {
+	if r.null() {
 		return nil
 	}
-	return w.stringAlways(num, b)
+	s, esc, err := r.str()
+	if err != nil || len(s) == 0 {
+		return err
+	}
+	return w.str(num, s, esc)
 }
 
-// stringAlways writes the JSON string b as field num, empty or not.
-func (w *wireBuf) stringAlways(num protowire.Number, b []byte) error {
-	s, esc, err := str(b)
+// stringAlways writes the JSON string at r as field num, empty or not.
+func (w *wireBuf) stringAlways(num protowire.Number, r *reader) error {
+	s, esc, err := r.str()
 	if err != nil {
 		return err
 	}
@@ -320,13 +368,13 @@ func (w *wireBuf) str(num protowire.Number, s []byte, esc bool) error {
 	return nil
 }
 
-// enumField writes the enum named by the JSON string b (values) as field
-// num; a name not in values is 0, which is not written.
-func (w *wireBuf) enumField(num protowire.Number, b []byte, values map[string]int32) error {
-	if isNull(b) {
+// enumField writes the enum named by the JSON string at r (values) as
+// field num; a name not in values is 0, which is not written.
+func (w *wireBuf) enumField(num protowire.Number, r *reader, values map[string]int32) error {
+	if r.null() {
 		return nil
 	}
-	s, esc, err := str(b)
+	s, esc, err := r.str()
 	if err != nil || esc {
 		return errFallback
 	}
@@ -336,28 +384,21 @@ func (w *wireBuf) enumField(num protowire.Number, b []byte, values map[string]in
 	return nil
 }
 
-// structField writes the JSON object b as the google.protobuf.Struct field
-// num; absent or null writes nothing.
-func (w *wireBuf) structField(num protowire.Number, b []byte) error {
-	if isNull(b) {
+// structField writes the JSON object at r as the google.protobuf.Struct
+// field num; null writes nothing.
+func (w *wireBuf) structField(num protowire.Number, r *reader) error {
+	if r.null() {
 		return nil
 	}
-	if firstByte(b) != '{' {
+	if !r.peek('{') {
 		return errFallback
 	}
 	m := w.open(num)
-	if err := w.structFields(b); err != nil {
+	if err := w.object(r); err != nil {
 		return err
 	}
 	w.close(m)
 	return nil
-}
-
-// structFields writes the entries of a Struct (map<string, Value> fields =
-// 1) from the JSON object b.
-func (w *wireBuf) structFields(b []byte) error {
-	r := reader{b: b}
-	return w.object(&r)
 }
 
 // object writes the entries of a Struct from the JSON object at r.
@@ -448,70 +489,6 @@ func isNumberByte(c byte) bool {
 	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
 }
 
-// isNull says whether the JSON value b is absent (nil) or null.
-func isNull(b []byte) bool { return b == nil || string(b) == "null" }
-
-// firstByte is the first byte of the JSON value b (0 when empty).
-func firstByte(b []byte) byte {
-	if len(b) == 0 {
-		return 0
-	}
-	return b[0]
-}
-
-// members reads the JSON object b into spans: spans[i] is the value of the
-// member names[i] (nil when absent). A member not named, or named twice, is
-// errFallback: json.Unmarshal would read it in a way of its own (names in
-// other letter cases, the last of two).
-func members(b []byte, names []string, spans [][]byte) error {
-	if firstByte(b) != '{' {
-		return errFallback
-	}
-	r := reader{b: b}
-	return r.object(func(key []byte, esc bool) error {
-		if esc {
-			return errFallback
-		}
-		i := 0
-		for i < len(names) && names[i] != string(key) {
-			i++
-		}
-		if i == len(names) || spans[i] != nil {
-			return errFallback
-		}
-		r.space()
-		start := r.i
-		if err := r.skip(); err != nil {
-			return err
-		}
-		spans[i] = r.b[start:r.i]
-		return nil
-	})
-}
-
-// elements calls fn with each value of the JSON array b.
-func elements(b []byte, fn func([]byte) error) error {
-	r := reader{b: b}
-	return r.array(func() error {
-		start := r.i
-		if err := r.skip(); err != nil {
-			return err
-		}
-		return fn(r.b[start:r.i])
-	})
-}
-
-// str is the content of the JSON string b (between its quotes) and whether
-// it holds escapes.
-func str(b []byte) (s []byte, esc bool, err error) {
-	r := reader{b: b}
-	s, esc, err = r.str()
-	if err == nil && r.i != len(b) {
-		err = errFallback
-	}
-	return s, esc, err
-}
-
 // reader reads JSON the encoder wrote: values are checked as far as the
 // wire form needs (a malformed one is errFallback), not validated in full.
 type reader struct {
@@ -523,6 +500,18 @@ func (r *reader) space() {
 	for r.i < len(r.b) && (r.b[r.i] == ' ' || r.b[r.i] == '\n' || r.b[r.i] == '\t' || r.b[r.i] == '\r') {
 		r.i++
 	}
+}
+
+// null reads a null, if that is what r is at.
+func (r *reader) null() bool {
+	r.space()
+	return r.literal("null")
+}
+
+// peek says whether r is at c.
+func (r *reader) peek(c byte) bool {
+	r.space()
+	return r.i < len(r.b) && r.b[r.i] == c
 }
 
 func (r *reader) consume(c byte) bool {
@@ -603,83 +592,30 @@ func (r *reader) array(fn func() error) error {
 }
 
 // str reads a string: its content between the quotes, and whether it holds
-// escapes. A control character in it is errFallback, as JSON refuses it.
+// escapes. It looks for the closing quote and the escapes a block at a
+// time (bytes.IndexByte), as the encoder's strings are mostly plain.
 func (r *reader) str() ([]byte, bool, error) {
 	if !r.consume('"') {
 		return nil, false, errFallback
 	}
 	start, esc := r.i, false
-	for r.i < len(r.b) {
-		switch c := r.b[r.i]; {
-		case c == '"':
-			s := r.b[start:r.i]
-			r.i++
-			return s, esc, nil
-		case c == '\\':
-			esc = true
-			r.i += 2
-		case c < 0x20:
+	for {
+		j := bytes.IndexByte(r.b[r.i:], '"')
+		if j < 0 {
 			return nil, false, errFallback
-		default:
-			r.i++
+		}
+		k := bytes.IndexByte(r.b[r.i:r.i+j], '\\')
+		if k < 0 {
+			end := r.i + j
+			r.i = end + 1
+			return r.b[start:end], esc, nil
+		}
+		esc = true
+		r.i += k + 2 // the backslash and the character it escapes
+		if r.i > len(r.b) {
+			return nil, false, errFallback
 		}
 	}
-	return nil, false, errFallback
-}
-
-// skip reads past one value.
-func (r *reader) skip() error {
-	r.space()
-	if r.i >= len(r.b) {
-		return errFallback
-	}
-	switch c := r.b[r.i]; c {
-	case '"':
-		_, _, err := r.str()
-		return err
-	case '{', '[':
-		depth := 0
-		for r.i < len(r.b) {
-			switch r.b[r.i] {
-			case '"':
-				if _, _, err := r.str(); err != nil {
-					return err
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					r.i++
-					return nil
-				}
-			}
-			r.i++
-		}
-		return errFallback
-	case 't':
-		if r.literal("true") {
-			return nil
-		}
-	case 'f':
-		if r.literal("false") {
-			return nil
-		}
-	case 'n':
-		if r.literal("null") {
-			return nil
-		}
-	default:
-		start := r.i
-		for r.i < len(r.b) && isNumberByte(r.b[r.i]) {
-			r.i++
-		}
-		if r.i > start {
-			return nil
-		}
-	}
-	return errFallback
 }
 
 // appendUnquoted appends the JSON string content s with its escapes read

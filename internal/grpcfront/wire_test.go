@@ -130,8 +130,10 @@ func sdkWire(t *testing.T, js []byte, v any, sent bool) ([]byte, proto.Message) 
 	return b, m
 }
 
-// checkReply fails t unless the reply r written from js is want, byte for
-// byte, and decodes to the SDK's message sdk field by field.
+// checkReply fails t unless the reply r written from js decodes to the
+// SDK's message sdk field by field, and to the same bytes (want) when both
+// are marshalled deterministically: no field, value or unknown field of
+// its own.
 func checkReply(t *testing.T, name string, r *wireReply, js, want []byte, sdk proto.Message) {
 	t.Helper()
 	if r == nil {
@@ -142,11 +144,13 @@ func checkReply(t *testing.T, name string, r *wireReply, js, want []byte, sdk pr
 	back := sdk.ProtoReflect().New().Interface()
 	if err := proto.Unmarshal(got, back); err != nil {
 		t.Errorf("%s: the reply does not decode: %v", name, err)
-	} else if !proto.Equal(back, sdk) {
+		return
+	}
+	if !proto.Equal(back, sdk) {
 		t.Errorf("%s: fields differ from the SDK's:\n got %s\nwant %s", name, prototext.Format(back), prototext.Format(sdk))
 	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s: bytes differ from the SDK's:\n got %x\nwant %x", name, got, want)
+	if b, err := (proto.MarshalOptions{Deterministic: true}).Marshal(back); err != nil || !bytes.Equal(b, want) {
+		t.Errorf("%s: bytes differ from the SDK's:\n got %x\nwant %x", name, b, want)
 	}
 	// What an interceptor reads of the reply is the same.
 	if b, err := proto.Marshal(r.Message); err != nil || !bytes.Equal(b, got) {
@@ -260,8 +264,9 @@ func TestStringsAreReadAsEncodingJSONReadsThem(t *testing.T) {
 		if err := json.Unmarshal([]byte(js), &want); err != nil {
 			t.Fatalf("json.Unmarshal(%s) = %v", js, err)
 		}
-		s, _, err := str([]byte(js))
-		if err != nil {
+		r := reader{b: []byte(js)}
+		s, _, err := r.str()
+		if err != nil || r.i != len(js) {
 			t.Fatalf("str(%s) = %v", js, err)
 		}
 		got, err := appendUnquoted(nil, s)
@@ -269,4 +274,82 @@ func TestStringsAreReadAsEncodingJSONReadsThem(t *testing.T) {
 			t.Errorf("appendUnquoted(%s) = %q, %v; want %q", js, got, err, want)
 		}
 	}
+}
+
+// roundTripTask is the worked example's task as the answer's reply holds
+// it: the receipt, the question (text and data part), the answer, and the
+// expense artifact.
+func roundTripTask() *a2a.Task {
+	at := time.Date(2026, 12, 2, 7, 4, 5, 123456789, time.UTC)
+	question := a2a.NewDataPart(map[string]any{
+		"questionId": "q-0193a5b2", "expires": "2026-12-03T07:04:05Z", "attempt": 1.0, "maxAttempts": 3.0,
+		"answerSchema": map[string]any{"type": "object", "required": []any{"costCentre"}, "additionalProperties": false,
+			"properties": map[string]any{"costCentre": map[string]any{"type": "string", "pattern": "^CC-[0-9]{4}$", "enum": []any{"CC-4410", "CC-4420"}}}},
+		"options": []any{map[string]any{"label": "CC-4410", "value": "CC-4410"}, map[string]any{"label": "CC-4420", "value": "CC-4420"}},
+	})
+	question.MediaType = "application/json"
+	answer := a2a.NewDataPart(map[string]any{"questionId": "q-0193a5b2", "costCentre": "CC-4410"})
+	answer.MediaType = "application/json"
+	artifact := a2a.NewDataPart(map[string]any{"expenseId": "EXP-2026-000042", "amount": 42.0, "currency": "EUR", "date": "2026-12-01", "vendor": "taxi", "costCentre": "CC-4410"})
+	return &a2a.Task{ID: "0193a5b2-7c4e-7000-8000-000000000042", ContextID: "0193a5b2-7c4e-7000-8000-000000000043",
+		Status: a2a.TaskStatus{State: a2a.TaskStateCompleted, Timestamp: &at},
+		History: []*a2a.Message{
+			{ID: "m-ask", Role: a2a.MessageRoleUser, ContextID: "0193a5b2-7c4e-7000-8000-000000000043", TaskID: "0193a5b2-7c4e-7000-8000-000000000042", Parts: a2a.ContentParts{a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros")}},
+			{ID: "m-q", Role: a2a.MessageRoleAgent, ContextID: "0193a5b2-7c4e-7000-8000-000000000043", TaskID: "0193a5b2-7c4e-7000-8000-000000000042", Extensions: []string{"https://askpoint.dev/ext/question/v1"},
+				Parts: a2a.ContentParts{a2a.NewTextPart("Which cost centre should the 42.00 EUR taxi expense go to? CC-4410 or CC-4420."), question}},
+			{ID: "m-answer", Role: a2a.MessageRoleUser, ContextID: "0193a5b2-7c4e-7000-8000-000000000043", TaskID: "0193a5b2-7c4e-7000-8000-000000000042", Parts: a2a.ContentParts{answer}},
+		},
+		Artifacts: []*a2a.Artifact{{ID: "expense", Name: "expense", Parts: a2a.ContentParts{artifact}}},
+	}
+}
+
+// BenchmarkTaskReply is the gRPC reply of the worked example's completed
+// task: written from its JSON (the JSON-RPC front's bytes, encoded here
+// too, as GetTask encodes them) against the SDK's way (pbconv, then
+// proto's codec).
+//
+//	go test -run '^$' -bench TaskReply -benchmem ./internal/grpcfront/
+func BenchmarkTaskReply(b *testing.B) {
+	task := roundTripTask()
+	b.Run("from-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for range b.N {
+			r := writeReply(replySentTask, func(buf *bytes.Buffer) error { return engine.WriteTaskJSON(buf, "", task, nil, "") })
+			if r == nil {
+				b.Fatal("not written from its JSON")
+			}
+			buffers.Put(r.buf)
+		}
+	})
+	b.Run("from-stored-json", func(b *testing.B) {
+		// The JSON already encoded, as the pieces a SendMessage's call
+		// encoded for its log entries are.
+		var js bytes.Buffer
+		if err := engine.WriteTaskJSON(&js, "", task, nil, ""); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for range b.N {
+			r := writeReply(replySentTask, func(buf *bytes.Buffer) error { _, err := buf.Write(js.Bytes()); return err })
+			if r == nil {
+				b.Fatal("not written from its JSON")
+			}
+			buffers.Put(r.buf)
+		}
+	})
+	b.Run("sdk", func(b *testing.B) {
+		c := newCodec()
+		b.ReportAllocs()
+		for range b.N {
+			m, err := pbconv.ToProtoSendMessageResponse(task)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out, err := c.Marshal(m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			out.Free()
+		}
+	})
 }
