@@ -42,9 +42,9 @@ const (
 //	/.well-known/agent-card.json        the first registered agent's card
 //
 // The A2A bindings are the a2a-go SDK's transports over this server's
-// request handler, except the JSON-RPC replies of SendMessage, GetTask and
-// CancelTask, which the front writes itself in the SDK transport's bytes
-// (reply.go). In front of them the server refuses, before anything is
+// request handler, except the JSON-RPC and HTTP+JSON replies of
+// SendMessage, GetTask and CancelTask, which the front writes itself in
+// the SDK transport's bytes (reply.go, restreply.go). In front of them the server refuses, before anything is
 // stored: bodies over Config.MaxRequestBytes or not declared as JSON,
 // requests without A2A-Version 1.0, malformed messages, and subscriptions
 // to finished tasks. Proto field names (history_length) are read as their

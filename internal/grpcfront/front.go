@@ -1,7 +1,9 @@
 // Package grpcfront serves the A2A 1.0 gRPC binding for several agents on
 // one gRPC server: the a2a-go SDK's gRPC transport (a2agrpc) over each
 // agent's own request handler, behind the edge rules the HTTP front
-// applies to the other two bindings.
+// applies to the other two bindings. The replies of SendMessage, GetTask
+// and CancelTask are written by the front from the task's stored bytes
+// (reply.go, wire.go), as the HTTP front writes them.
 //
 // A call names its agent in the request's tenant field, which each agent
 // card's gRPC interface declares (docs/decisions/0041); a call without one
