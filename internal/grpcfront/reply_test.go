@@ -5,7 +5,6 @@ import (
 	"net"
 	"testing"
 
-	"github.com/a2aproject/a2a-go/v2/a2a"
 	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"google.golang.org/grpc"
@@ -76,16 +75,7 @@ func sameReply[M proto.Message](t *testing.T, what string, call func(a2apb.A2ASe
 // call encoded) is compared with the SDK's reply to the same message sent
 // again, which is the task as it then is.
 func TestGRPCRepliesAreTheSDKTransportsMessages(t *testing.T) {
-	replier := askpoint.Steps[struct{}, map[string]any]{
-		OnReply: func(_ context.Context, m *a2a.Message) (*a2a.Message, bool) {
-			reply := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("hello <you> & "+m.ID))
-			reply.ID, reply.ContextID = "reply-"+m.ID, "ctx-"+m.ID
-			return reply, true
-		},
-	}
-	env := apitest.Start(t, apitest.Options{Quiet: true, Agents: []askpoint.AgentSpec{
-		{Name: "replier", Agent: replier, Card: a2a.AgentCard{Name: "Replier", Description: "Answers with a message."}},
-	}})
+	env := apitest.Start(t, apitest.Options{Quiet: true, Agents: []askpoint.AgentSpec{apitest.ReplierSpec()}})
 	front, sdk := raw(t, env), sdkGRPC(t, env, "expense")
 	send := func(tenant string, m *a2apb.Message, hl *int32) func(c a2apb.A2AServiceClient, ctx context.Context, o ...grpc.CallOption) (*a2apb.SendMessageResponse, error) {
 		return func(c a2apb.A2AServiceClient, ctx context.Context, o ...grpc.CallOption) (*a2apb.SendMessageResponse, error) {
