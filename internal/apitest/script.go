@@ -171,3 +171,21 @@ func Release(key string) {
 func UniqueKey(t interface{ Name() string }) string {
 	return strings.ReplaceAll(t.Name(), "/", "_") + "-" + fmt.Sprint(time.Now().UnixNano())
 }
+
+// Replier is an agent for tests that answers every message with a message
+// of its own (no task): "hello <you> & MESSAGE_ID", ID reply-MESSAGE_ID,
+// context ctx-MESSAGE_ID. Register it as "replier" with ReplierSpec.
+func Replier() askpoint.Agent {
+	return askpoint.Steps[struct{}, map[string]any]{
+		OnReply: func(_ context.Context, m *a2a.Message) (*a2a.Message, bool) {
+			reply := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("hello <you> & "+m.ID))
+			reply.ID, reply.ContextID = "reply-"+m.ID, "ctx-"+m.ID
+			return reply, true
+		},
+	}
+}
+
+// ReplierSpec is Replier as the agent "replier".
+func ReplierSpec() askpoint.AgentSpec {
+	return askpoint.AgentSpec{Name: "replier", Agent: Replier(), Card: a2a.AgentCard{Name: "Replier", Description: "Answers with a message."}}
+}

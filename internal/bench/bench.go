@@ -31,6 +31,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // Options configure a run.
@@ -98,7 +100,7 @@ Flags:
 	paused := fs.String("paused", "100000,1000000", "paused-task levels to measure memory at (comma-separated; \"\" for none)")
 	sdkMax := fs.Int("sdk-max-paused", 100000, "measure the SDK up to this many paused tasks and extrapolate above (0: measure every level)")
 	pgMax := fs.Int("pg-max-paused", 20000, "add at most this many paused tasks to PostgreSQL (one CreateTask each, ~750/s here); levels above are not measured, and when all are, this level is measured instead (0: no cap)")
-	kinds := fs.String("servers", "sdk,sqlite,sqlite-grpc,postgres", "servers to run: sdk, sqlite, sqlite-grpc (askpoint on SQLite over gRPC), postgres")
+	kinds := fs.String("servers", "sdk,sqlite,sqlite-grpc,postgres", "servers to run: sdk, sqlite, sqlite-grpc (askpoint on SQLite over gRPC), sqlite-rest (over HTTP+JSON), postgres")
 	pg := fs.String("pg", os.Getenv("TEST_DATABASE_URL"), "PostgreSQL URL for server (c) (default $TEST_DATABASE_URL)")
 	dir := fs.String("dir", "", "directory for the SQLite files (default: a temporary directory, removed after)")
 	sdkSeed := fs.String("sdk-seed", "copy", "how paused tasks are added to the SDK server: copy (one paused through the handler, copied into its store) or handler (every one through the handler; minutes per 100,000)")
@@ -207,7 +209,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	for _, kind := range []string{KindSDK, KindSQLite, KindSQLiteGRPC, KindPostgres} {
+	for _, kind := range []string{KindSDK, KindSQLite, KindSQLiteGRPC, KindSQLiteREST, KindPostgres} {
 		if !contains(o.Kinds, kind) {
 			continue
 		}
@@ -286,6 +288,8 @@ func kindLabel(kind string) string {
 		return "askpoint, SQLite (WAL, synchronous=FULL)"
 	case KindSQLiteGRPC:
 		return "askpoint, SQLite, over gRPC (one HTTP/2 connection)"
+	case KindSQLiteREST:
+		return "askpoint, SQLite, over HTTP+JSON"
 	case KindPostgres:
 		return "askpoint, PostgreSQL"
 	}
@@ -301,9 +305,13 @@ func (o Options) progress(format string, args ...any) {
 // serverArgs are the arguments of a bench server; where is the SQLite file
 // or the PostgreSQL URL.
 func (o Options) serverArgs(kind, where string) []string {
-	args := append(append([]string(nil), o.ExeArgs...), "--kind", kind, "--addr", "127.0.0.1:0")
+	serverKind := kind
+	if kind == KindSQLiteREST {
+		serverKind = KindSQLite // (b) itself, driven over another binding: any build's server serves it
+	}
+	args := append(append([]string(nil), o.ExeArgs...), "--kind", serverKind, "--addr", "127.0.0.1:0")
 	switch kind {
-	case KindSQLite, KindSQLiteGRPC:
+	case KindSQLite, KindSQLiteGRPC, KindSQLiteREST:
 		args = append(args, "--db", where)
 	case KindPostgres:
 		args = append(args, "--pg", where)
@@ -327,7 +335,7 @@ func (r *KindResult) serverArgs(o Options, where string) []string {
 // runPaused measures one server's memory with paused tasks, in a fresh
 // process with a database of its own.
 func runPausedKind(ctx context.Context, o Options, dir string, r *KindResult) error {
-	if len(o.Paused) == 0 || r.Kind == KindSQLiteGRPC { // paused tasks are (b)'s: the store does not know the binding
+	if len(o.Paused) == 0 || r.Kind == KindSQLiteGRPC || r.Kind == KindSQLiteREST { // paused tasks are (b)'s: the store does not know the binding
 		return nil
 	}
 	db, pg, err := serverDB(o, dir, r, "paused")
@@ -370,7 +378,7 @@ func runPaused(ctx context.Context, o Options, db string, r *KindResult) error {
 		return err
 	}
 	defer p.stop()
-	c, closeClient, err := newClient(ctx, p.base+"/expense/jsonrpc", 1)
+	c, closeClient, err := newClient(ctx, p.base+"/expense/jsonrpc", a2a.TransportProtocolJSONRPC, 1)
 	if err != nil {
 		return err
 	}

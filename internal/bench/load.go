@@ -35,15 +35,18 @@ func (t tagTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(r)
 }
 
-// newClient returns a JSON-RPC client for the agent at url whose pool keeps
-// a connection per caller.
-func newClient(ctx context.Context, url string, callers int) (*a2aclient.Client, func(), error) {
+// newClient returns a client for the agent at url over binding (JSON-RPC
+// or HTTP+JSON) whose pool keeps a connection per caller.
+func newClient(ctx context.Context, url string, binding a2a.TransportProtocol, callers int) (*a2aclient.Client, func(), error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost = callers+16, callers+16
 	hc := &http.Client{Transport: tagTransport{tr}, Timeout: 2 * time.Minute}
+	transport := a2aclient.WithJSONRPCTransport(hc)
+	if binding == a2a.TransportProtocolHTTPJSON {
+		transport = a2aclient.WithRESTTransport(hc)
+	}
 	c, err := a2aclient.NewFromEndpoints(ctx,
-		[]*a2a.AgentInterface{a2a.NewAgentInterface(url, a2a.TransportProtocolJSONRPC)},
-		a2aclient.WithJSONRPCTransport(hc))
+		[]*a2a.AgentInterface{a2a.NewAgentInterface(url, binding)}, transport)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -27,7 +27,7 @@ type Report struct {
 	Order [][]int
 }
 
-var rowNames = map[string]string{KindSDK: "(a)", KindSQLite: "(b)", KindSQLiteGRPC: "(b′)", KindPostgres: "(c)"}
+var rowNames = map[string]string{KindSDK: "(a)", KindSQLite: "(b)", KindSQLiteGRPC: "(b′)", KindSQLiteREST: "(b″)", KindPostgres: "(c)"}
 
 // Markdown writes the report as markdown, ready for docs/BENCHMARKS.md.
 func (rep *Report) Markdown(w io.Writer) {
@@ -37,7 +37,8 @@ func (rep *Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "Machine: %s; load average %s at the start, %s at the end.\n\n", rep.Machine, rep.LoadStart, rep.LoadEnd)
 	fmt.Fprintf(w, "Workload: %d concurrent callers, each repeating ask -> answer -> complete "+
 		"(the expense agent: receipt -> cost-centre question with a data part -> data answer -> artifact) over JSON-RPC on 127.0.0.1 "+
-		"(row (b′): the same server as (b) driven over the gRPC binding, a2a-go's gRPC client on one HTTP/2 connection); "+
+		"(row (b′): the same server as (b) driven over the gRPC binding, a2a-go's gRPC client on one HTTP/2 connection; "+
+		"row (b″): over the HTTP+JSON binding, a2a-go's REST client); "+
 		"each server in its own process, the load generator in another. "+
 		"%s "+
 		"CPU and RSS are the server process's (its own getrusage, or /proc for a binary that does not report it); allocations from the server's runtime.MemStats. "+

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
 )
 
 // telemetryRound is one measured window of the interleaved telemetry
@@ -54,7 +56,7 @@ func runTelemetryRounds(ctx context.Context, o Options, dir string, n int) ([]te
 			return nil, err
 		}
 		defer p.stop()
-		c, closeClient, err := newClient(ctx, p.base+"/expense/jsonrpc", o.Callers)
+		c, closeClient, err := newClient(ctx, p.base+"/expense/jsonrpc", a2a.TransportProtocolJSONRPC, o.Callers)
 		if err != nil {
 			return nil, err
 		}

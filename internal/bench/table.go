@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 )
 
 // The table's throughput figures. Every server of the table is started
@@ -203,9 +206,15 @@ func startTableServer(ctx context.Context, o Options, dir string, r *KindResult)
 		dropScratch(ctx, o, r, pg)
 		return nil, err
 	}
-	c, closeClient, err := newClient(ctx, s.p.base+"/expense/jsonrpc", o.Callers)
-	if r.Kind == KindSQLiteGRPC {
+	var c *a2aclient.Client
+	var closeClient func()
+	switch r.Kind {
+	case KindSQLiteGRPC:
 		c, closeClient, err = newGRPCClient(ctx, s.p.base)
+	case KindSQLiteREST:
+		c, closeClient, err = newClient(ctx, s.p.base+"/expense/rest", a2a.TransportProtocolHTTPJSON, o.Callers)
+	default:
+		c, closeClient, err = newClient(ctx, s.p.base+"/expense/jsonrpc", a2a.TransportProtocolJSONRPC, o.Callers)
 	}
 	if err != nil {
 		s.stop(ctx, o)

@@ -42,9 +42,9 @@ const (
 //	/.well-known/agent-card.json        the first registered agent's card
 //
 // The A2A bindings are the a2a-go SDK's transports over this server's
-// request handler, except the JSON-RPC replies of SendMessage, GetTask and
-// CancelTask, which the front writes itself in the SDK transport's bytes
-// (reply.go). In front of them the server refuses, before anything is
+// request handler, except the JSON-RPC and HTTP+JSON replies of
+// SendMessage, GetTask and CancelTask, which the front writes itself in
+// the SDK transport's bytes (reply.go, restreply.go). In front of them the server refuses, before anything is
 // stored: bodies over Config.MaxRequestBytes or not declared as JSON,
 // requests without A2A-Version 1.0, malformed messages, and subscriptions
 // to finished tasks. Proto field names (history_length) are read as their
@@ -741,6 +741,7 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 			writeRESTError(w, err)
 			return
 		}
+		var sent *a2a.SendMessageRequest
 		switch {
 		case r.Method == http.MethodPost && (r.URL.Path == "/message:send" || r.URL.Path == "/message:stream"):
 			msg, ok := memberOf(body, "message")
@@ -752,7 +753,8 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 				writeRESTError(w, err)
 				return
 			}
-			if err := decodeParams(body, new(a2a.SendMessageRequest), "body"); err != nil {
+			sent = new(a2a.SendMessageRequest)
+			if err := decodeParams(body, sent, "body"); err != nil {
 				writeRESTError(w, err)
 				return
 			}
@@ -794,6 +796,8 @@ func (f *Front) restFront(h Handler, next http.Handler) http.Handler {
 			}
 			defer done()
 			r = r.WithContext(ctx)
+		} else if answerREST(w, r, h, body, sent) {
+			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))

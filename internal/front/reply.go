@@ -3,6 +3,7 @@ package front
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -75,40 +76,41 @@ func (f *Front) answerJSONRPC(w http.ResponseWriter, r *http.Request, h Handler,
 
 // writeJSONRPCResult writes the success response the SDK's transport writes
 // for result: jsonrpc.ServerResponse encoded by json.Encoder (with its
-// newline). A task, or a stream response holding a task or a message, is
-// encoded in one pass, with the pieces rb holds (what the call encoded of
-// the task) as they are; anything else (a nil result) the SDK's way.
+// newline), through writeResult, or the SDK's way when that writes nothing.
 func writeJSONRPCResult(w http.ResponseWriter, id any, result any, rb *engine.ReplyBytes) {
 	w.Header().Set("Content-Type", "application/json")
 	idJSON, err := json.Marshal(id)
-	if err == nil {
-		prefix, suffix, v := `{"jsonrpc":"2.0","id":`+string(idJSON)+`,"result":`, "}\n", result
-		switch x := result.(type) {
-		case *a2a.Task:
-			v = nilIfNil(x)
-		case a2a.StreamResponse:
-			switch ev := x.Event.(type) {
-			case *a2a.Task:
-				prefix, suffix, v = prefix+`{"task":`, "}}\n", nilIfNil(ev)
-			case *a2a.Message:
-				prefix, suffix, v = prefix+`{"message":`, "}}\n", nilIfNil(ev)
-			default:
-				v = nil
-			}
-		default:
-			v = nil
-		}
-		if t, ok := v.(*a2a.Task); ok {
-			if engine.WriteTaskJSON(w, prefix, t, rb, suffix) == nil {
-				return
-			}
-		} else if v != nil && engine.WriteWrappedJSON(w, prefix, v, suffix) == nil {
-			return
-		}
+	if err == nil && writeResult(w, `{"jsonrpc":"2.0","id":`+string(idJSON)+`,"result":`, "}\n", result, rb) {
+		return
 	}
 	// The SDK's way, failures included: an encoding that fails writes
 	// nothing.
 	_ = json.NewEncoder(w).Encode(sdkResponse{JSONRPC: "2.0", ID: id, Result: result})
+}
+
+// writeResult writes result between prefix and suffix as encoding/json
+// writes it, and says whether it did: a task, or a stream response holding
+// a task or a message, encoded in one pass, with the pieces rb holds (what
+// the call encoded of the task) as they are. Anything else (a nil result)
+// it leaves to the caller, having written nothing. The JSON-RPC and the
+// HTTP+JSON replies are written with it.
+func writeResult(w io.Writer, prefix, suffix string, result any, rb *engine.ReplyBytes) bool {
+	var v any
+	switch x := result.(type) {
+	case *a2a.Task:
+		v = nilIfNil(x)
+	case a2a.StreamResponse:
+		switch ev := x.Event.(type) {
+		case *a2a.Task:
+			prefix, suffix, v = prefix+`{"task":`, "}"+suffix, nilIfNil(ev)
+		case *a2a.Message:
+			prefix, suffix, v = prefix+`{"message":`, "}"+suffix, nilIfNil(ev)
+		}
+	}
+	if t, ok := v.(*a2a.Task); ok {
+		return engine.WriteTaskJSON(w, prefix, t, rb, suffix) == nil
+	}
+	return v != nil && engine.WriteWrappedJSON(w, prefix, v, suffix) == nil
 }
 
 // nilIfNil is p as a value, nil when p is a nil pointer.

@@ -1,7 +1,9 @@
 // Package grpcfront serves the A2A 1.0 gRPC binding for several agents on
 // one gRPC server: the a2a-go SDK's gRPC transport (a2agrpc) over each
 // agent's own request handler, behind the edge rules the HTTP front
-// applies to the other two bindings.
+// applies to the other two bindings. The replies of SendMessage, GetTask
+// and CancelTask are written by the front from the task's stored bytes
+// (reply.go, wire.go), as the HTTP front writes them.
 //
 // A call names its agent in the request's tenant field, which each agent
 // card's gRPC interface declares (docs/decisions/0041); a call without one
@@ -128,11 +130,21 @@ func New(cfg api.Config, agents []Agent, acquire AcquireFunc, extra ...grpc.Serv
 		grpc.InTapHandle(f.tap),
 		grpc.ChainUnaryInterceptor(f.unary),
 		grpc.ChainStreamInterceptor(f.streaming),
+		grpc.ForceServerCodecV2(newCodec()),
+		// Calls run on goroutines that are kept, as net/http keeps a
+		// connection's: a goroutine per call grew its stack through the
+		// engine and the store on every call (7% of the server's CPU in
+		// runtime.copystack). A call that finds every worker busy gets a
+		// goroutine of its own, as before.
+		grpc.NumStreamWorkers(streamWorkers),
 	}
 	f.srv = grpc.NewServer(append(opts, extra...)...)
-	a2agrpc.NewHandler(router{f}).RegisterWith(f.srv)
+	f.srv.RegisterService(serviceDesc(), &service{Handler: a2agrpc.NewHandler(router{f}), r: router{f}})
 	return f, nil
 }
+
+// streamWorkers is how many goroutines serve calls (grpc.NumStreamWorkers).
+const streamWorkers = 64
 
 // Server is the gRPC server the front serves with, for a caller that
 // serves it on a listener of its own (Serve does).
@@ -191,16 +203,15 @@ type agentKey struct{}
 // admit applies the edge rules to one call's request: version, caller,
 // agent (tenant), message. It returns the context the handler gets.
 func (f *Front) admit(ctx context.Context, req any) (context.Context, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
 	// The caller first, then the version, as the HTTP front checks them.
 	if f.tokens.Required() {
-		principal, err := f.tokens.Authenticate(first(md, "authorization"))
+		principal, err := f.tokens.Authenticate(first(ctx, "authorization"))
 		if err != nil {
 			return nil, toStatus(f.log, err)
 		}
 		ctx = auth.WithPrincipal(ctx, principal)
 	}
-	if err := checkVersion(md); err != nil {
+	if err := checkVersion(ctx); err != nil {
 		return nil, err
 	}
 	name := f.first
@@ -234,16 +245,18 @@ func takeTenant(m proto.Message) string {
 	return t
 }
 
-func first(md metadata.MD, key string) string {
-	if v := md.Get(key); len(v) > 0 {
+// first is the call's first metadata value for key, read without copying
+// the rest of the metadata.
+func first(ctx context.Context, key string) string {
+	if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
 		return v[0]
 	}
 	return ""
 }
 
-// checkVersion requires A2A-Version 1.0 (or 1.0.x) in the metadata.
-func checkVersion(md metadata.MD) error {
-	v := strings.TrimSpace(first(md, "a2a-version"))
+// checkVersion requires A2A-Version 1.0 (or 1.0.x) in the call's metadata.
+func checkVersion(ctx context.Context) error {
+	v := strings.TrimSpace(first(ctx, "a2a-version"))
 	switch {
 	case v == "":
 		return toStatus(nil, a2a.NewError(a2a.ErrVersionNotSupported, "the a2a-version metadata is missing: send the metadata a2a-version: 1.0"))
@@ -291,45 +304,70 @@ var idFields = map[string]bool{"id": true, "taskId": true, "contextId": true, "m
 
 // checkIDs walks a request's fields (not the caller's own data: metadata,
 // data parts, extensions) and checks the identifiers, naming the field as
-// the HTTP bindings do (params.message.messageId).
+// the HTTP bindings do (params.message.messageId). The walk builds no names
+// until it finds a refusal, which a second walk then names.
 func checkIDs(m protoreflect.Message, where string, maxID int) error {
-	var err error
-	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+	if walkIDs(m, where, maxID, false) == nil {
+		return nil
+	}
+	return walkIDs(m, where, maxID, true)
+}
+
+// walkIDs is checkIDs's walk, naming the fields when named.
+func walkIDs(m protoreflect.Message, where string, maxID int, named bool) error {
+	fields := m.Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		if !m.Has(fd) {
+			continue
+		}
 		name := fd.JSONName()
-		field := name
-		if where != "" {
-			field = where + "." + name
+		field := ""
+		if named {
+			field = name
+			if where != "" {
+				field = where + "." + name
+			}
+		}
+		elem := func(i int) string {
+			if !named {
+				return ""
+			}
+			return fmt.Sprintf("%s[%d]", field, i)
 		}
 		switch {
 		case fd.Kind() == protoreflect.StringKind && idFields[name]:
 			if fd.IsList() {
-				l := v.List()
+				l := m.Get(fd).List()
 				for i := range l.Len() {
-					if err = text.CheckID(fmt.Sprintf("%s[%d]", field, i), l.Get(i).String(), maxID); err != nil {
-						return false
+					if err := text.CheckID(elem(i), l.Get(i).String(), maxID); err != nil {
+						return err
 					}
 				}
-				return true
+				continue
 			}
-			err = text.CheckID(field, v.String(), maxID)
+			if err := text.CheckID(field, m.Get(fd).String(), maxID); err != nil {
+				return err
+			}
 		case fd.Kind() == protoreflect.MessageKind && !fd.IsMap():
 			if name == "metadata" || name == "data" || name == "extensions" || fd.Message().FullName() == "google.protobuf.Struct" {
-				return true
+				continue
 			}
 			if fd.IsList() {
-				l := v.List()
+				l := m.Get(fd).List()
 				for i := range l.Len() {
-					if err = checkIDs(l.Get(i).Message(), fmt.Sprintf("%s[%d]", field, i), maxID); err != nil {
-						return false
+					if err := walkIDs(l.Get(i).Message(), elem(i), maxID, named); err != nil {
+						return err
 					}
 				}
-				return true
+				continue
 			}
-			err = checkIDs(v.Message(), field, maxID)
+			if err := walkIDs(m.Get(fd).Message(), field, maxID, named); err != nil {
+				return err
+			}
 		}
-		return err == nil
-	})
-	return err
+	}
+	return nil
 }
 
 // checkMessage names what is missing or wrong in a sent message, in the
