@@ -327,8 +327,25 @@ type Record interface {
 // error wraps ErrStale. Once the agent has taken the answer, the record is
 // marked answered with ans.By (default ByPerson).
 func Continue(ctx context.Context, p *Paused, ans Answer, opts ...Option) (*Result, error) {
+	return answerPaused(ctx, "Continue", p, ans, opts, true)
+}
+
+// Deliver answers the paused question p with ans, as Continue does, and
+// returns once the agent has taken the answer instead of driving the task
+// on: the answer goes with A2A's returnImmediately, and Result.Task is the
+// task as the agent acknowledged it (working, or already asking again).
+// For a caller that reports progress elsewhere (GetTask, Follow) and must
+// not hold its own caller while the agent works: an MCP client's
+// tasks/update, say. The checks, the record and the errors are
+// Continue's; resolvers are not consulted, since nothing is read after
+// the answer.
+func Deliver(ctx context.Context, p *Paused, ans Answer, opts ...Option) (*Result, error) {
+	return answerPaused(ctx, "Deliver", p, ans, opts, false)
+}
+
+func answerPaused(ctx context.Context, fn string, p *Paused, ans Answer, opts []Option, drive bool) (*Result, error) {
 	if p == nil || p.Query == nil || p.Record == nil {
-		return nil, errors.New("client: Continue needs the paused question, with its Query and Record")
+		return nil, fmt.Errorf("client: %s needs the paused question, with its Query and Record", fn)
 	}
 	q := p.Query
 	if ans.By == "" {
@@ -368,6 +385,7 @@ func Continue(ctx context.Context, p *Paused, ans Answer, opts ...Option) (*Resu
 
 	l := newLoop(c, cfg, q.Request)
 	l.paused = p
+	l.ackOnly = !drive
 	if q.Round > 0 {
 		l.rounds = q.Round - 1
 	}

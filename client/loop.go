@@ -39,6 +39,8 @@ type loop struct {
 
 	paused  *Paused // Continue: the question answered
 	settled bool    // the paused question's fate is recorded
+	ackOnly bool    // Deliver: stop once the agent took the answer
+	took    bool    // Deliver: the agent acknowledged the answer
 }
 
 type pendingAnswer struct {
@@ -87,6 +89,19 @@ func (l *loop) resume(ctx context.Context, id a2a.TaskID, ans *Answer) (*Result,
 		l.settle(ctx, err)
 		return l.result(), err
 	}
+	if l.ackOnly {
+		// The one event is the task as acknowledged (or, for a text-only
+		// question declined, as canceled).
+		ev, err := src.next(ctx)
+		src.close()
+		if err != nil {
+			return l.result(), err
+		}
+		l.apply(ev)
+		l.took = true
+		l.settle(ctx, nil)
+		return l.result(), nil
+	}
 	res, err := l.drive(ctx, src)
 	l.settle(ctx, err)
 	return res, err
@@ -100,7 +115,7 @@ func (l *loop) settle(ctx context.Context, runErr error) {
 	if p == nil || l.task == nil || l.settled {
 		return
 	}
-	movedOn := l.task.Status.State != a2a.TaskStateInputRequired || l.key() != p.Key
+	movedOn := l.took || l.task.Status.State != a2a.TaskStateInputRequired || l.key() != p.Key
 	sent := l.answered[p.Key]
 	l.settled = true
 	switch {
@@ -597,13 +612,20 @@ func (l *loop) deliver(ctx context.Context, src *source, q *Query, a *Answer) (*
 	if src != nil && src.live() {
 		// The server keeps the stream open: deliver the answer on the side
 		// and keep reading the stream.
-		if err := l.sideSend(ctx, msg, key); err != nil {
+		if _, err := l.sideSend(ctx, msg, key); err != nil {
 			src.close()
 			return nil, err
 		}
 		return src, nil
 	}
 	src.close()
+	if l.ackOnly {
+		t, err := l.sideSend(ctx, msg, key)
+		if err != nil {
+			return nil, err
+		}
+		return onceSource(ctx, "SendMessage", t), nil
+	}
 	return l.send(ctx, msg), nil
 }
 
@@ -612,31 +634,36 @@ func (l *loop) record(key string, rec Answered) {
 	l.answered[key] = &rec
 }
 
-// sideSend delivers an answer while a stream stays open, with
-// returnImmediately; the stream reports what follows.
-func (l *loop) sideSend(ctx context.Context, msg *a2a.Message, key string) error {
+// sideSend delivers an answer with returnImmediately: while a stream
+// stays open, which reports what follows, or for Deliver. It returns the
+// task as the agent acknowledged it (the task as last seen when the reply
+// names no task).
+func (l *loop) sideSend(ctx context.Context, msg *a2a.Message, key string) (*a2a.Task, error) {
 	req := &a2a.SendMessageRequest{Message: msg, Config: &a2a.SendMessageConfig{ReturnImmediately: true}}
 	for attempt := 0; ; attempt++ {
 		l.calls = append(l.calls, "SendMessage")
-		_, err := l.c.SendMessage(ctx, req)
+		res, err := l.c.SendMessage(ctx, req)
 		if err == nil {
-			return nil
+			if t, ok := res.(*a2a.Task); ok && t.ID == l.task.ID {
+				return t, nil
+			}
+			return l.task, nil
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		if isProtocolError(err) {
-			return fmt.Errorf("client: send the answer to question %s of task %s: %w", key, l.task.ID, err)
+			return nil, fmt.Errorf("client: send the answer to question %s of task %s: %w", key, l.task.ID, err)
 		}
 		if attempt >= l.cfg.retries {
-			return fmt.Errorf("client: send the answer to question %s of task %s: the connection failed %d times: %w", key, l.task.ID, attempt+1, err)
+			return nil, fmt.Errorf("client: send the answer to question %s of task %s: the connection failed %d times: %w", key, l.task.ID, attempt+1, err)
 		}
 		l.failures = attempt + 1
 		if err := l.backoff(ctx); err != nil {
-			return err
+			return nil, err
 		}
 		if t, gerr := l.getTask(ctx, l.task.ID); gerr == nil && keyOf(t) != key {
-			return nil // it arrived after all; the stream will say what followed
+			return t, nil // it arrived after all
 		}
 	}
 }

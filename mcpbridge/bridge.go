@@ -478,7 +478,7 @@ func (t *tool) resume(ctx context.Context, p *mcp.CallToolParamsRaw, caller, via
 		// Not answered in the web inbox yet: the same question.
 		return t.ask(query, nil, caller), nil
 	}
-	res, refused, err := t.send(ctx, query, st.Key, resp, caller, via)
+	res, refused, err := t.send(ctx, client.Continue, query, st.Key, resp, caller, via)
 	var unask *unaskableError
 	switch {
 	case errors.As(err, &unask):
@@ -518,11 +518,12 @@ type unaskableError struct{ err error }
 func (e *unaskableError) Error() string { return e.err.Error() }
 
 // send answers the open question query (key) with resp, a person's
-// elicitation result, and drives the task on with client.Continue.
-// refused lists why an accepted answer was not sent (it does not fit the
-// form or the question); the error is an *unaskableError, a JSON-RPC
-// error for an unknown action, or Continue's.
-func (t *tool) send(ctx context.Context, query *client.Query, key string, resp *mcp.ElicitResult, caller, via string) (*client.Result, []question.FieldError, error) {
+// elicitation result, with answer: client.Continue, which drives the
+// task on to its next stop, or client.Deliver, which returns once the
+// agent took the answer. refused lists why an accepted answer was not
+// sent (it does not fit the form or the question); the error is an
+// *unaskableError, a JSON-RPC error for an unknown action, or answer's.
+func (t *tool) send(ctx context.Context, answer func(context.Context, *client.Paused, client.Answer, ...client.Option) (*client.Result, error), query *client.Query, key string, resp *mcp.ElicitResult, caller, via string) (*client.Result, []question.FieldError, error) {
 	ans := client.Answer{By: client.ByPerson, Person: caller, Via: via}
 	switch resp.Action {
 	case "accept":
@@ -541,7 +542,7 @@ func (t *tool) send(ctx context.Context, query *client.Query, key string, resp *
 		return nil, nil, invalidParams(fmt.Sprintf("inputResponses[%q].action is %q; it must be accept, decline or cancel", key, resp.Action))
 	}
 	paused := &client.Paused{Query: query, Key: key, Name: "question " + key + " of task " + string(query.TaskID), Record: noRecord{}}
-	res, err := client.Continue(ctx, paused, ans, t.options(caller)...)
+	res, err := answer(ctx, paused, ans, t.options(caller)...)
 	var invalid *client.InvalidAnswerError
 	if errors.As(err, &invalid) {
 		return nil, invalid.Errors, nil

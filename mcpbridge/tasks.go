@@ -328,8 +328,9 @@ func (t *tool) taskGet(ctx context.Context, ref taskRef, p *taskParams, caller, 
 }
 
 // taskUpdate is tasks/update: the response to the outstanding question
-// is checked and sent as client.Continue sends it, and acknowledged once
-// the agent took it. Responses for keys that are not outstanding are
+// is checked and sent as a retry's is (client.Deliver instead of
+// Continue), and acknowledged once the agent took it, while the agent
+// works on: tasks/get says what followed. Responses for keys that are not outstanding are
 // ignored, as the extension says; an answer that does not fit the
 // question is refused with the errors and nothing is sent, so that the
 // question stays outstanding under the same key.
@@ -364,7 +365,7 @@ func (t *tool) taskUpdate(ctx context.Context, ref taskRef, p *taskParams, calle
 	if err != nil {
 		return nil, invalidParams(fmt.Sprintf("task %s asks a question that cannot be read (%v); nothing was sent", ref.Task, err))
 	}
-	_, refused, err := t.send(ctx, query, key, resp, caller, via)
+	_, refused, err := t.send(ctx, client.Deliver, query, key, resp, caller, via)
 	var unask *unaskableError
 	switch {
 	case errors.As(err, &unask):

@@ -22,6 +22,7 @@ import (
 //	ask-twice       ask for a name, then for a colour; complete with both
 //	progress        stream two progress messages and an artifact, then complete
 //	block KEY       wait until Release(KEY) (or the run is canceled), then complete
+//	ask-block KEY   ask for a name; once answered, wait until Release(KEY), then complete with "hello NAME"
 //	auth            pause in auth-required; complete when authorized
 //	fail            fail with "asked to fail"
 //	reject          reject with "asked to reject"
@@ -41,6 +42,11 @@ func Script() askpoint.Agent {
 				return askpoint.Complete(textArtifact("result", "done")), nil
 			case "ask", "ask-twice":
 				return askpoint.Ask(nameQuestion(), scriptCP{Step: words[0]}), nil
+			case "ask-block":
+				if len(words) < 2 {
+					return askpoint.Reject("ask-block needs a gate key"), nil
+				}
+				return askpoint.Ask(nameQuestion(), scriptCP{Step: words[0], Name: words[1]}), nil
 			case "progress":
 				if err := call.Progress(ctx, "working on it"); err != nil {
 					return askpoint.Outcome{}, err
@@ -87,6 +93,13 @@ func Script() askpoint.Agent {
 		OnAnswer: func(ctx context.Context, call *askpoint.Call, cp scriptCP, a map[string]any) (askpoint.Outcome, error) {
 			switch cp.Step {
 			case "ask":
+				return askpoint.Complete(textArtifact("result", fmt.Sprintf("hello %v", a["name"]))), nil
+			case "ask-block":
+				select {
+				case <-gate(cp.Name):
+				case <-ctx.Done():
+					return askpoint.Outcome{}, ctx.Err()
+				}
 				return askpoint.Complete(textArtifact("result", fmt.Sprintf("hello %v", a["name"]))), nil
 			case "ask-twice":
 				return askpoint.Ask(question.Question{
