@@ -3,7 +3,9 @@ package mcpbridge_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/mcpbridge"
 	"github.com/askpoint/askpoint/question"
 )
@@ -402,5 +405,60 @@ func TestATaskWaitsOutAnAgentThatIsDown(t *testing.T) {
 	r.env.WaitState(t, a2aID, a2a.TaskStateCompleted)
 	if done := w.get(t, id); done["status"] != "completed" || done["result"].(map[string]any)["isError"] == true {
 		t.Errorf("task %s, want completed with the payment", dump(done))
+	}
+}
+
+// slow asks for a word, then works on the answer until release is
+// closed.
+func slow(release <-chan struct{}) askpoint.AgentSpec {
+	schema := json.RawMessage(`{"type":"object","required":["word"],"properties":{"word":{"type":"string"}}}`)
+	return askpoint.AgentSpec{Name: "slow", Card: a2a.AgentCard{Name: "Slow", Description: "Works a while on an answer."},
+		Agent: askpoint.Steps[struct{}, map[string]any]{
+			OnStart: func(context.Context, *askpoint.Call) (askpoint.Outcome, error) {
+				return askpoint.Ask(question.Question{Text: "Which word?", Schema: schema}, struct{}{}), nil
+			},
+			OnAnswer: func(ctx context.Context, _ *askpoint.Call, _ struct{}, a map[string]any) (askpoint.Outcome, error) {
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return askpoint.Outcome{}, ctx.Err()
+				}
+				return askpoint.Complete(&a2a.Artifact{ID: a2a.NewArtifactID(), Name: "word", Parts: a2a.ContentParts{a2a.NewTextPart(fmt.Sprint(a["word"]))}}), nil
+			},
+		}}
+}
+
+// tasks/update is acknowledged once the agent has taken the answer, not
+// when it stops again: here the agent is still at work on it (its run
+// waits on a channel closed only after the acknowledgement), and
+// tasks/get says working; then it completes with the answer.
+func TestTasksUpdateIsAcknowledgedWhileTheAgentWorks(t *testing.T) {
+	release := make(chan struct{})
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			close(release)
+		}
+	})
+	r := newRig(t, nil, slow(release))
+	w := wire{url: r.url, user: "alice", tasks: true}
+	created := w.create(t, "slow", "go")
+	id := created["taskId"].(string)
+	a2aID := created["_meta"].(map[string]any)[mcpbridge.MetaTaskID].(string)
+	r.env.WaitState(t, a2aID, a2a.TaskStateInputRequired)
+	key, _, _ := asked(t, w.get(t, id))
+
+	if err := w.update(t, id, key, accepted(map[string]any{"word": "Rome"})); err != nil {
+		t.Fatalf("tasks/update: %v", err)
+	}
+	if got := w.get(t, id); got["status"] != "working" {
+		t.Fatalf("tasks/get after the acknowledgement: %s, want working (the agent has not finished)", dump(got))
+	}
+	close(release)
+	closed = true
+	r.env.WaitState(t, a2aID, a2a.TaskStateCompleted)
+	done := w.get(t, id)
+	if done["status"] != "completed" || !strings.Contains(dump(done["result"]), "Rome") {
+		t.Fatalf("done %s, want completed with the word", dump(done))
 	}
 }
