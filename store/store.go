@@ -162,6 +162,14 @@ type LoadParams struct {
 	// Request asks for the body of the task's first log entry, the message
 	// that started it.
 	Request bool
+	// Version, when not zero, is the version of the task the caller keeps
+	// a copy of: the row as its own write left it, with every message the
+	// task's log holds. A store may then answer with Loaded.Unchanged and
+	// no task when the task is still at that version, under a task lock
+	// that holds its row from this read on (Locker), so that the copy is
+	// the task until the lock's write. A store need not (SQLite's never
+	// does: its node reads no row it wrote).
+	Version int64
 }
 
 // Loaded is a task with what LoadParams asked for.
@@ -173,6 +181,9 @@ type Loaded struct {
 	// Request is the body of the task's first log entry, nil when not asked
 	// for.
 	Request json.RawMessage
+	// Unchanged says the task is still at LoadParams.Version, held by the
+	// lock the read was made under; Task, Message and Request are then nil.
+	Unchanged bool
 }
 
 // ListParams selects tasks for ListTasks, newest first

@@ -26,18 +26,21 @@ const (
 
 // rowCache holds the rows this node wrote last, so that a transition of a
 // task the node made shortly before (the answer to a question it just
-// asked) decides without reading the store again. It is used only on a
+// asked) decides without reading the store again. It keeps only tasks
+// this node created, so it knows each one's every message while no other
+// node writes them: a hit answers all that store.LoadTask would. On a
 // store one process owns (store.SingleNode, where every write of a task
-// goes through this node's commit), and it keeps only tasks this node
-// created, so it knows each one's every message: a hit answers all that
-// store.LoadTask would. It can never make a write wrong: every write is a
-// compare-and-set on the version, and a write that fails drops the row,
-// so the next attempt reads the store.
+// goes through this node's commit) a kept row is read instead of the
+// store; on a shared one the store is asked whether the task is still at
+// the kept row's version (store.LoadParams.Version), which a lock's read
+// answers without reading the row. It can never make a write wrong: every
+// write is a compare-and-set on the version, and a write that fails drops
+// the row, so the next attempt reads the store.
 type rowCache struct {
 	store store.Store
 	// single: the store is this process's alone (store.SingleNode), so
-	// the rows this node wrote are the store's; only then are rows kept.
-	// Set once by newRowCache.
+	// the rows this node wrote are the store's, and are read without
+	// asking it. Set once by newRowCache.
 	single bool
 
 	mu    sync.Mutex
@@ -101,22 +104,49 @@ func (c *rowCache) load(id string, p store.LoadParams) (*store.Loaded, bool) {
 // step's outcome before the message it resumed, see wrote), so it may
 // decide only a write, which the compare-and-set checks: a caller that
 // would decide anything else from it drops it and loads again.
+//
+// On a shared store the kept row's version goes with the read: a store that
+// finds the task still at it (under a lock that holds the row) says so
+// instead of reading it, and the kept row answers; a task at another
+// version was written by another node too, and its kept row, which misses
+// that node's messages, is dropped.
 func (c *rowCache) read(ctx context.Context, id string, p store.LoadParams) (l *store.Loaded, kept bool, err error) {
 	if c.single {
 		if l, ok := c.load(id, p); ok {
 			return l, true, nil
 		}
+	} else {
+		p.Version = c.version(id)
 	}
 	l, err = c.store.LoadTask(ctx, id, p)
+	if err != nil || p.Version == 0 {
+		return l, false, err
+	}
+	if l.Unchanged {
+		if kl, ok := c.load(id, p); ok && kl.Task.Version == p.Version {
+			return kl, true, nil
+		}
+		// The kept row moved meanwhile: read the task (the lock holds it).
+		p.Version = 0
+		l, err = c.store.LoadTask(ctx, id, p)
+	}
+	c.drop(id)
 	return l, false, err
 }
 
-// committed records a committed write of saved with entries (see wrote)
-// when the store is this process's alone.
-func (c *rowCache) committed(saved *store.Task, entries []store.LogEntry, created bool) {
-	if c.single {
-		c.wrote(saved, entries, created)
+// version is the version of task id's kept row, 0 when none is kept.
+func (c *rowCache) version(id string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.m[id]; ok {
+		return el.Value.(*cachedRow).task.Version
 	}
+	return 0
+}
+
+// committed records a committed write of saved with entries (see wrote).
+func (c *rowCache) committed(saved *store.Task, entries []store.LogEntry, created bool) {
+	c.wrote(saved, entries, created)
 }
 
 // wrote records a committed write of saved with entries: a new row when

@@ -12,6 +12,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/internal/dbtest"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/sqlite"
@@ -132,5 +133,66 @@ func TestAStaleKeptRowCostsARetryNeverAWrongWrite(t *testing.T) {
 	log, err := other.ReadLog(ctx, string(asked.ID), row.LastSeq, 0)
 	if err != nil || len(log) != 0 {
 		t.Errorf("log entries after the cancel: %d, %v; want none (the answer never stored)", len(log), err)
+	}
+}
+
+// unchangedCounter counts the LoadTask calls the engine makes of the real
+// store it wraps, and those the store answered Unchanged: the task still
+// at the version of the row the engine kept, read no further.
+type unchangedCounter struct {
+	store.Store
+	loads, unchanged atomic.Int64
+}
+
+func (s *unchangedCounter) LoadTask(ctx context.Context, id string, p store.LoadParams) (*store.Loaded, error) {
+	s.loads.Add(1)
+	l, err := s.Store.LoadTask(ctx, id, p)
+	if err == nil && l.Unchanged {
+		s.unchanged.Add(1)
+	}
+	return l, err
+}
+
+// Unwrap is the wrapped store (where the engine finds its task locks).
+func (s *unchangedCounter) Unwrap() store.Store { return s.Store }
+
+// TestAnAnswerOnPostgresToItsNodesQuestionReadsNoRow: on PostgreSQL a node
+// keeps the rows it wrote too, and its answer's read under the task lock
+// asks only whether the task is still at the kept version: the answer to
+// the question this node just asked reads no row. When another node wrote
+// the task meanwhile (here it cancels it), the lock finds another version
+// and reads the task, and the answer gets the task as it stands.
+func TestAnAnswerOnPostgresToItsNodesQuestionReadsNoRow(t *testing.T) {
+	url := dbtest.Schema(t)
+	counter := &unchangedCounter{}
+	env := apitest.Start(t, apitest.Options{Quiet: true, PostgresURL: url, Config: func(c *askpoint.Config) {
+		counter.Store = c.Store
+		c.Store = counter
+	}})
+	other := apitest.Start(t, apitest.Options{Quiet: true, PostgresURL: url})
+	ctx := testCtx(t)
+	c := env.Client(t, "expense", a2a.TransportProtocolJSONRPC)
+	asked := sendState(t, ctx, c, userText(receipt), a2a.TaskStateInputRequired)
+	loads, unchanged := counter.loads.Load(), counter.unchanged.Load()
+	done := sendState(t, ctx, c, costCentreAnswer(t, asked), a2a.TaskStateCompleted)
+	if n, u := counter.loads.Load()-loads, counter.unchanged.Load()-unchanged; n != 1 || u != 1 {
+		t.Errorf("the answer to the question this node just asked: %d reads, %d of them unchanged; want 1, 1", n, u)
+	}
+	if len(done.Artifacts) != 1 || !strings.Contains(messageText(done.Status.Message), "CC-4410") {
+		t.Errorf("the answered task: %d artifacts, message %q; want the filed expense charged to CC-4410", len(done.Artifacts), messageText(done.Status.Message))
+	}
+
+	pending := sendState(t, ctx, c, userText(receipt), a2a.TaskStateInputRequired)
+	oc := other.Client(t, "expense", a2a.TransportProtocolJSONRPC)
+	if _, err := oc.CancelTask(ctx, &a2a.CancelTaskRequest{ID: pending.ID}); err != nil {
+		t.Fatalf("CancelTask on the other node = %v", err)
+	}
+	unchanged = counter.unchanged.Load()
+	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: costCentreAnswer(t, pending)})
+	if task, _ := res.(*a2a.Task); err != nil || task == nil || task.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("the answer to a task canceled on the other node = %v, %v; want the canceled task", res, err)
+	}
+	if u := counter.unchanged.Load() - unchanged; u != 0 {
+		t.Errorf("the answer to a task another node changed was answered from the kept row %d times, want 0", u)
 	}
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -41,12 +42,15 @@ const lockIdleTimeout = "30s"
 // lockSlotWait is how long a LoadTask under a lock waits for a slot.
 const lockSlotWait = 100 * time.Millisecond
 
-// lockRowSQL takes the task's row lock for the transaction. It is a
-// statement of its own, before the read: under read committed, a statement
-// that waited for another transaction's lock sees that transaction's
-// change of the locked row only, not the log entries it appended, while
-// the next statement reads from a snapshot taken after the wait.
-const lockRowSQL = `SELECT 1 FROM tasks WHERE id = $1 FOR UPDATE`
+// lockRowSQL takes the task's row lock for the transaction and returns the
+// row's version and state. It is a statement of its own, before the read:
+// under read committed, a statement that waited for another transaction's
+// lock sees that transaction's change of the locked row only, not the log
+// entries it appended, while the next statement reads from a snapshot
+// taken after the wait. The row it returns is the newest, though: when its
+// version is the one the caller keeps a copy of (LoadParams.Version), the
+// read is left out, and the lock holds the row as the copy has it.
+const lockRowSQL = `SELECT version, state FROM tasks WHERE id = $1 FOR UPDATE`
 
 var _ store.Locker = (*Store)(nil)
 
@@ -85,7 +89,10 @@ func (l *taskLock) Holding() bool {
 
 // load is LoadTask under the lock: it begins the lock's transaction when
 // it has none (and a slot is free) and reads the row FOR UPDATE in it, in
-// one round trip.
+// one round trip: three statements (begin, the row lock, the read), or,
+// when the caller keeps the task at the version the lock found, two and
+// store.Loaded.Unchanged. A copy that is not the task's version costs the
+// read in a second round trip, from the row the lock holds.
 func (l *taskLock) load(ctx context.Context, p store.LoadParams) (*store.Loaded, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -112,26 +119,43 @@ func (l *taskLock) load(ctx context.Context, p store.LoadParams) (*store.Loaded,
 	b := &pgx.Batch{}
 	b.Queue("begin")
 	b.Queue(lockRowSQL, l.key)
-	b.Queue(loadTaskSQL, l.key, p.MessageID, p.Request)
+	if p.Version == 0 {
+		b.Queue(loadTaskSQL, l.key, p.MessageID, p.Request)
+	}
 	br := conn.SendBatch(ctx, b)
 	_, err = br.Exec()
+	var (
+		version int64
+		state   string
+	)
 	if err == nil {
-		_, err = br.Exec()
+		err = br.QueryRow().Scan(&version, &state)
 	}
 	var loaded *store.Loaded
-	if err == nil {
-		loaded, err = s.loadFrom(br.QueryRow(), l.key)
-	} else {
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		err = store.ErrNotFound
+	case err != nil:
 		err = translate("LoadTask", l.key, err)
+	case p.Version == 0:
+		loaded, err = s.loadFrom(br.QueryRow(), l.key)
 	}
 	if cerr := br.Close(); err == nil && cerr != nil {
 		err = translate("LoadTask", l.key, cerr)
 	}
 	l.conn = conn
+	if err == nil && p.Version != 0 {
+		if version == p.Version {
+			loaded = &store.Loaded{Unchanged: true}
+		} else {
+			// The copy is not the task's: read it, from the row held.
+			loaded, err = s.loadFrom(conn.QueryRow(ctx, loadTaskSQL, l.key, p.MessageID, p.Request), l.key)
+		}
+	}
 	if err != nil {
 		l.endLocked() // nothing to hold (no such task), or the transaction failed
 	} else {
-		l.state = string(loaded.Task.State)
+		l.state = state
 	}
 	return loaded, err
 }

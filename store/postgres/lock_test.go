@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -143,6 +144,66 @@ func TestALoadUnderALockThatIsCanceledLeavesNothingHeld(t *testing.T) {
 	}
 	if _, err := b.UpdateTask(ctx, next, nil); err != nil {
 		t.Errorf("UpdateTask on the other node after both locks ended = %v, want nil", err)
+	}
+}
+
+// A LoadTask under a lock given the version the caller keeps
+// (LoadParams.Version) answers Unchanged, and no row, when the task is
+// still at it, and holds the task as a read would: another node's write
+// waits and loses to the lock's write of the kept copy. At any other
+// version, or with no lock, it reads the task.
+func TestALoadUnderALockAtTheKeptVersionReadsNoRow(t *testing.T) {
+	t.Parallel()
+	url := dbtest.Schema(t)
+	a, b := open(t, url), open(t, url)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	kept, err := a.CreateTask(ctx, sampleTask("t1"), []store.LogEntry{{Kind: store.KindMessage, MessageID: "m1", Body: []byte(`{"n":1}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := a.LockTask("t1").(*taskLock)
+	defer lock.Unlock()
+	lctx := store.WithLock(ctx, lock)
+	l, err := a.LoadTask(lctx, "t1", store.LoadParams{MessageID: "m1", Request: true, Version: kept.Version})
+	if err != nil || !l.Unchanged || l.Task != nil || !lock.Holding() {
+		t.Fatalf("LoadTask(the kept version) under a lock = %+v, %v, holding %v; want Unchanged, no task, holding", l, err, lock.Holding())
+	}
+	other := make(chan error, 1)
+	go func() {
+		next := *kept
+		next.Checkpoint = []byte(`{"by":"b"}`)
+		_, err := b.UpdateTask(ctx, &next, nil)
+		other <- err
+	}()
+	waitBlockedBy(t, a, lock.conn.Conn().PgConn().PID())
+	mine := *kept
+	mine.Checkpoint = []byte(`{"by":"a"}`)
+	if _, err := a.UpdateTask(lctx, &mine, nil); err != nil {
+		t.Fatalf("UpdateTask of the kept copy under the lock = %v, want nil", err)
+	}
+	if err := <-other; !errors.Is(err, store.ErrConflict) {
+		t.Errorf("UpdateTask on the other handle while the lock held the task = %v, want ErrConflict", err)
+	}
+	lock.Unlock()
+
+	// The kept version is no longer the task's: the lock reads it.
+	again := a.LockTask("t1")
+	defer again.Unlock()
+	l, err = a.LoadTask(store.WithLock(ctx, again), "t1", store.LoadParams{MessageID: "m1", Request: true, Version: kept.Version})
+	if err != nil || l.Unchanged || l.Task == nil || l.Task.Version != kept.Version+1 || string(l.Task.Checkpoint) != `{"by":"a"}` ||
+		string(l.Message) != `{"n":1}` || string(l.Request) != `{"n":1}` || !again.Holding() {
+		t.Errorf("LoadTask(an older version) under a lock = %+v, %v; want the task at version %d with its message and request, held", l, err, kept.Version+1)
+	}
+	again.Unlock()
+	// No lock: the version is not asked about.
+	if l, err := a.LoadTask(ctx, "t1", store.LoadParams{Version: kept.Version + 1}); err != nil || l.Unchanged || l.Task == nil {
+		t.Errorf("LoadTask(the version) with no lock = %+v, %v; want the task read", l, err)
+	}
+	none := a.LockTask("none")
+	defer none.Unlock()
+	if _, err := a.LoadTask(store.WithLock(ctx, none), "none", store.LoadParams{Version: 1}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("LoadTask(a missing task, a version) under a lock = %v, want ErrNotFound", err)
 	}
 }
 

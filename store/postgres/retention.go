@@ -18,22 +18,27 @@ func (s *Store) CountOpen(ctx context.Context, tenant, owner string) (int, error
 	return n, nil
 }
 
-// deleteFinishedSQL deletes the tasks and takes them from their counts, in
-// one statement.
+// deleteFinishedSQL deletes the tasks with their logs and takes them from
+// their counts, in one statement. The log has no foreign key on its task
+// (migration 0009), so it goes here, from the same snapshot: a task whose
+// log another transaction appended to after it was taken has a newer
+// updated_at, which the row lock's recheck sees, and is not deleted.
 var deleteFinishedSQL = `
 	WITH d AS (
 		DELETE FROM tasks WHERE id IN (
 			SELECT id FROM tasks WHERE state IN ` + terminalIn + ` AND updated_at < $1
 			ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-		RETURNING tenant, owner, agent, state
+		RETURNING id, tenant, owner, agent, state
+	), l AS (
+		DELETE FROM task_log USING d WHERE task_log.task_id = d.id
 	), c AS (` + addCounts(func(c countCol) string { return "-sum(" + c.is("d.state") + ")" },
 	"FROM d GROUP BY tenant, owner, agent ORDER BY tenant, owner, agent") + `
 	)
 	SELECT count(*) FROM d`
 
 // DeleteFinished deletes up to limit terminal tasks last updated before
-// before; their log and push configurations go with them (ON DELETE
-// CASCADE). Rows locked by a writer are skipped, for a later round.
+// before, with their log; their push configurations go with them (ON
+// DELETE CASCADE). Rows locked by a writer are skipped, for a later round.
 func (s *Store) DeleteFinished(ctx context.Context, before time.Time, limit int) (int, error) {
 	if limit <= 0 {
 		return 0, nil
