@@ -22,6 +22,29 @@ type knownLog struct {
 	// noPriorArtifacts: the task had no artifacts before entries, so
 	// theirs are all it has.
 	noPriorArtifacts bool
+	// raw is the JSON this node wrote for messages of entries that carry
+	// no body (freshHistory's), so that a reply writes it as it is.
+	raw [2]knownMessage
+}
+
+// knownMessage is a message and the JSON this node wrote for it.
+type knownMessage struct {
+	m   *a2a.Message
+	raw json.RawMessage
+}
+
+// messageBytes is the JSON of history entry e's message as this node wrote
+// it (historyBytes, or what freshHistory was given), nil when not known.
+func (k *knownLog) messageBytes(e store.LogEntry, t *store.Task) json.RawMessage {
+	if b := historyBytes(e, t); b != nil || k == nil || e.Message == nil {
+		return b
+	}
+	for _, r := range k.raw {
+		if r.m == e.Message {
+			return r.raw
+		}
+	}
+	return nil
 }
 
 // newKnownLog is a known log with nothing in it yet: fromStart when what
@@ -93,8 +116,10 @@ func (k *knownLog) artifacts(t *store.Task) ([]*a2a.Artifact, bool) {
 // nil when that is not known.
 // open is the task's open question's ID (openQuestionID); asked, when not
 // nil, is the message of t's status as this node wrote it (rowCache).
-// paused, when not nil, is t's pause state already decoded.
-func freshHistory(t *store.Task, open string, request, asked *a2a.Message, paused *pauseState) *knownLog {
+// paused, when not nil, is t's pause state already decoded. requestRaw and
+// askedRaw, when not nil, are the JSON this node wrote for request and
+// asked (the bytes they were decoded from, or encoded to).
+func freshHistory(t *store.Task, open string, request *a2a.Message, requestRaw json.RawMessage, asked *a2a.Message, askedRaw json.RawMessage, paused *pauseState) *knownLog {
 	if request == nil || len(t.Pause) == 0 || open == "" {
 		return nil
 	}
@@ -118,12 +143,19 @@ func freshHistory(t *store.Task, open string, request, asked *a2a.Message, pause
 		if json.Unmarshal(t.Status, &st) != nil || st.Message == nil {
 			return nil
 		}
-		asked = st.Message
+		asked, askedRaw = st.Message, nil
 	}
-	return &knownLog{fromStart: true, noPriorArtifacts: len(t.Artifacts) == 0, entries: []store.LogEntry{
+	k := &knownLog{fromStart: true, noPriorArtifacts: len(t.Artifacts) == 0, entries: []store.LogEntry{
 		{Kind: store.KindMessage, InHistory: true, Message: request},
 		{Kind: store.KindStatus, InHistory: true, Message: asked},
 	}}
+	if requestRaw != nil {
+		k.raw[0] = knownMessage{m: request, raw: requestRaw}
+	}
+	if askedRaw != nil {
+		k.raw[1] = knownMessage{m: asked, raw: askedRaw}
+	}
+	return k
 }
 
 // clone is a copy of k the caller may extend on its own.

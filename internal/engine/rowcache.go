@@ -182,16 +182,17 @@ func (c *rowCache) wrote(saved *store.Task, entries []store.LogEntry, created bo
 }
 
 // statusMessage is the message of task id's status at version, as this
-// node wrote it (shared: never to be changed), nil when not known.
-func (c *rowCache) statusMessage(id string, version int64) *a2a.Message {
+// node wrote it (shared: never to be changed), nil when not known; raw is
+// its JSON as written in the status column, nil when that is not known.
+func (c *rowCache) statusMessage(id string, version int64) (m *a2a.Message, raw json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.m[id]; ok {
-		if r := el.Value.(*cachedRow); r.task.Version == version {
-			return r.status
+		if r := el.Value.(*cachedRow); r.task.Version == version && r.status != nil {
+			return r.status, statusMessageBytes(r.task.Status)
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // leased records an ExtendLease of task id that succeeded.

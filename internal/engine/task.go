@@ -196,7 +196,7 @@ func (s *Engine) toA2A(ctx context.Context, t *store.Task, v taskView) (*a2a.Tas
 			if m != nil {
 				out.History = append(out.History, m)
 				if rb != nil {
-					rb.history = append(rb.history, historyBytes(e, t))
+					rb.history = append(rb.history, v.known.messageBytes(e, t))
 				}
 			}
 		}

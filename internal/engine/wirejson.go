@@ -175,14 +175,19 @@ func historyBytes(e store.LogEntry, t *store.Task) json.RawMessage {
 	case store.KindMessage:
 		return e.Body
 	case store.KindStatus:
-		st := statusBytes(e, t)
-		end := bytes.LastIndex(st, []byte(`,"state":`))
-		if !bytes.HasPrefix(st, []byte(statusMessageMark)) || end < len(statusMessageMark) {
-			return nil
-		}
-		return st[len(statusMessageMark):end:end]
+		return statusMessageBytes(statusBytes(e, t))
 	}
 	return nil
+}
+
+// statusMessageBytes is the message of the encoded status st, nil when it
+// has none.
+func statusMessageBytes(st json.RawMessage) json.RawMessage {
+	end := bytes.LastIndex(st, []byte(`,"state":`))
+	if !bytes.HasPrefix(st, []byte(statusMessageMark)) || end < len(statusMessageMark) {
+		return nil
+	}
+	return st[len(statusMessageMark):end:end]
 }
 
 // WriteTaskJSON is WriteWrappedJSON for a task a call made with rb's
