@@ -180,23 +180,33 @@ func (s *Engine) toA2A(ctx context.Context, t *store.Task, v taskView) (*a2a.Tas
 		last = *v.historyLength
 	}
 	if last != 0 {
-		entries, ok := v.known.history(t, last)
-		if !ok {
-			var err error
-			if entries, err = s.store.History(ctx, t.ID, max(last, 0)); err != nil {
-				return nil, err
-			}
-		}
-		out.History = make([]*a2a.Message, 0, len(entries))
-		for _, e := range entries {
+		add := func(e store.LogEntry) error {
 			m, err := historyMessage(e)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if m != nil {
 				out.History = append(out.History, m)
 				if rb != nil {
 					rb.history = append(rb.history, v.known.messageBytes(e, t))
+				}
+			}
+			return nil
+		}
+		if skip, n, ok := v.known.history(t, last); ok {
+			out.History = make([]*a2a.Message, 0, n)
+			if err := v.known.historyEntries(skip, add); err != nil {
+				return nil, err
+			}
+		} else {
+			entries, err := s.store.History(ctx, t.ID, max(last, 0))
+			if err != nil {
+				return nil, err
+			}
+			out.History = make([]*a2a.Message, 0, len(entries))
+			for _, e := range entries {
+				if err := add(e); err != nil {
+					return nil, err
 				}
 			}
 		}
