@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -146,57 +148,129 @@ type piece struct {
 func lit(s string) piece { return piece{s: s} }
 func str(s string) piece { return piece{s: s, quote: true} }
 
-// wrapped encodes v between the pieces before and after it, in one buffer
-// of the size needed, and returns the whole and where v's JSON starts and
-// ends in it. With the names of an event's fields in encoding/json's order,
-// the whole is the bytes json.Marshal writes for the event
-// (task_encoding_test.go), with v encoded once.
+// wrapped encodes v between the pieces before and after it (at most
+// maxPieces each), in one buffer of the size needed, and returns the whole
+// and where v's JSON starts and ends in it. With the names of an event's
+// fields in encoding/json's order, the whole is the bytes json.Marshal
+// writes for the event (task_encoding_test.go), with v encoded once.
 func wrapped(v any, before, after []piece) (b []byte, start, end int, err error) {
-	w := wrapWriter{before: before, after: after}
-	if err := json.NewEncoder(&w).Encode(v); err != nil {
-		return nil, 0, 0, err
-	}
-	if w.out == nil {
-		return nil, 0, 0, errors.New("the encoder wrote nothing")
-	}
-	return w.out, w.start, w.end, nil
+	return encodeBetween(nil, v, before, after)
 }
 
+// encodeBetween encodes v between the pieces before and after it (at
+// most maxPieces each): to to, in the encoder's one write, when to is not
+// nil, else into a buffer it returns (see wrapped).
+func encodeBetween(to io.Writer, v any, before, after []piece) (b []byte, start, end int, err error) {
+	if len(before) > maxPieces || len(after) > maxPieces {
+		return nil, 0, 0, errors.New("too many pieces around a value")
+	}
+	// An encoder and its writer are taken from wrapEncoders for this one
+	// value and put back empty: a buffer made is the caller's, and nothing
+	// else keeps the pair. One that failed is not put back (an Encoder
+	// keeps its writer's error).
+	e := wrapEncoders.Get().(*wrapEncoder)
+	w := &e.w
+	w.to = to
+	w.nb, w.na = copy(w.before[:], before), copy(w.after[:], after)
+	err = e.enc.Encode(v)
+	b, start, end = w.out, w.start, w.end
+	wrote := w.wrote
+	*w = wrapWriter{}
+	if err == nil {
+		wrapEncoders.Put(e)
+	}
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if !wrote {
+		return nil, 0, 0, errors.New("the encoder wrote nothing")
+	}
+	return b, start, end, nil
+}
+
+// maxPieces is how many pieces encodeBetween takes on either side of a
+// value.
+const maxPieces = 5
+
+// wrapEncoder is an encoder that writes to its own wrapWriter.
+type wrapEncoder struct {
+	w   wrapWriter
+	enc *json.Encoder
+}
+
+var wrapEncoders = sync.Pool{New: func() any {
+	e := &wrapEncoder{}
+	e.enc = json.NewEncoder(&e.w)
+	return e
+}}
+
 // wrapWriter takes the encoder's one write (the value and a newline) and
-// assembles the pieces around it.
+// writes it to to between the pieces, or assembles them in out.
 type wrapWriter struct {
-	before, after []piece
+	before, after [maxPieces]piece
+	nb, na        int
+	to            io.Writer
+	wrote         bool
 	out           []byte
 	start, end    int
 }
 
 func (w *wrapWriter) Write(p []byte) (int, error) {
-	if w.out != nil {
+	if w.wrote {
 		return 0, errors.New("the encoder wrote twice")
 	}
+	w.wrote = true
 	v := p
 	if n := len(v); n > 0 && v[n-1] == '\n' {
 		v = v[:n-1]
 	}
+	before, after := w.before[:w.nb], w.after[:w.na]
+	if w.to != nil {
+		for _, pc := range before {
+			if err := pc.writeTo(w.to); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := w.to.Write(v); err != nil {
+			return 0, err
+		}
+		for _, pc := range after {
+			if err := pc.writeTo(w.to); err != nil {
+				return 0, err
+			}
+		}
+		return len(p), nil
+	}
 	size := len(v)
-	for _, pc := range w.before {
+	for _, pc := range before {
 		size += pc.size()
 	}
-	for _, pc := range w.after {
+	for _, pc := range after {
 		size += pc.size()
 	}
 	b := make([]byte, 0, size)
-	for _, pc := range w.before {
+	for _, pc := range before {
 		b = pc.append(b)
 	}
 	w.start = len(b)
 	b = append(b, v...)
 	w.end = len(b)
-	for _, pc := range w.after {
+	for _, pc := range after {
 		b = pc.append(b)
 	}
 	w.out = b
 	return len(p), nil
+}
+
+// writeTo writes pc to w (a literal piece; a quoted one as it appends).
+func (pc piece) writeTo(w io.Writer) error {
+	var err error
+	if pc.quote {
+		_, err = w.Write(pc.append(nil))
+	} else {
+		_, err = io.WriteString(w, pc.s)
+	}
+	return err
 }
 
 func (pc piece) size() int {

@@ -79,30 +79,14 @@ func WriteWrappedJSON(w io.Writer, prefix string, v any, suffix string) error {
 			v = messageValue(x)
 		}
 	}
-	return json.NewEncoder(&wrapOnce{w: w, prefix: prefix, suffix: suffix}).Encode(v)
+	return writeBetween(w, prefix, v, suffix)
 }
 
-// wrapOnce writes the encoder's one write (the value and a newline) between
-// prefix and suffix.
-type wrapOnce struct {
-	w              io.Writer
-	prefix, suffix string
-}
-
-func (o *wrapOnce) Write(p []byte) (int, error) {
-	if n := len(p); n > 0 && p[n-1] == '\n' {
-		p = p[:n-1]
-	}
-	if _, err := io.WriteString(o.w, o.prefix); err != nil {
-		return 0, err
-	}
-	if _, err := o.w.Write(p); err != nil {
-		return 0, err
-	}
-	if _, err := io.WriteString(o.w, o.suffix); err != nil {
-		return 0, err
-	}
-	return len(p) + 1, nil
+// writeBetween writes prefix, the JSON of v, and suffix to w, in the
+// encoder's one write.
+func writeBetween(w io.Writer, prefix string, v any, suffix string) error {
+	_, _, _, err := encodeBetween(w, v, []piece{lit(prefix)}, []piece{lit(suffix)})
+	return err
 }
 
 // ReplyBytes are the encoded pieces of the task a call returned that this
@@ -196,5 +180,5 @@ func WriteTaskJSON(w io.Writer, prefix string, t *a2a.Task, rb *ReplyBytes, suff
 	if t == nil {
 		return WriteWrappedJSON(w, prefix, t, suffix)
 	}
-	return json.NewEncoder(&wrapOnce{w: w, prefix: prefix, suffix: suffix}).Encode(taskValue(t, rb))
+	return writeBetween(w, prefix, taskValue(t, rb), suffix)
 }
