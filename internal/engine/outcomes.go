@@ -85,10 +85,12 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 	next.Input = nil
 	next.Question = nil
 	var digest string
-	if p, err := decodePause(next); err == nil {
-		digest = p.WakeDigest
-	} else {
-		oc.log.Error("the pause state of a task cannot be read; a late wake will be told not found", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
+	if len(next.Pause) > 0 { // without a pause state there is no digest to keep
+		if p, err := decodePause(next); err == nil {
+			digest = p.WakeDigest
+		} else {
+			oc.log.Error("the pause state of a task cannot be read; a late wake will be told not found", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
+		}
 	}
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
 	if o.Kind() == api.OutcomeComplete || o.Kind() == api.OutcomeFail || o.Kind() == api.OutcomeReject {
