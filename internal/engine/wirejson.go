@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -60,7 +61,8 @@ func taskValue(t *a2a.Task, rb *ReplyBytes) *taskWire {
 	return w
 }
 
-// WriteWrappedJSON writes prefix, the JSON of v, and suffix to w. A task
+// WriteWrappedJSON writes the strings of prefix, the JSON of v, and the
+// strings of suffix (at most five each) to w. A task
 // or a message (a non-nil *a2a.Task or *a2a.Message) is encoded in one
 // pass through the mirrors of wire.go, in the bytes json.Marshal writes for
 // it (wirejson_test.go); any other value as encoding/json encodes it. The
@@ -68,7 +70,7 @@ func taskValue(t *a2a.Task, rb *ReplyBytes) *taskWire {
 // its own: w is a buffered writer (an HTTP response). The front writes its
 // JSON-RPC replies with it (docs/decisions/0022-front-answers-message-send.md).
 // Nothing is written when v cannot be encoded.
-func WriteWrappedJSON(w io.Writer, prefix string, v any, suffix string) error {
+func WriteWrappedJSON(w io.Writer, prefix []string, v any, suffix []string) error {
 	switch x := v.(type) {
 	case *a2a.Task:
 		if x != nil {
@@ -82,10 +84,20 @@ func WriteWrappedJSON(w io.Writer, prefix string, v any, suffix string) error {
 	return writeBetween(w, prefix, v, suffix)
 }
 
-// writeBetween writes prefix, the JSON of v, and suffix to w, in the
-// encoder's one write.
-func writeBetween(w io.Writer, prefix string, v any, suffix string) error {
-	_, _, _, err := encodeBetween(w, v, []piece{lit(prefix)}, []piece{lit(suffix)})
+// writeBetween writes the strings of prefix, the JSON of v, and the
+// strings of suffix to w, in the encoder's one write.
+func writeBetween(w io.Writer, prefix []string, v any, suffix []string) error {
+	if len(prefix) > maxPieces || len(suffix) > maxPieces {
+		return errors.New("too many strings around a value")
+	}
+	var before, after [maxPieces]piece
+	for i, s := range prefix {
+		before[i] = lit(s)
+	}
+	for i, s := range suffix {
+		after[i] = lit(s)
+	}
+	_, _, _, err := encodeBetween(w, v, before[:len(prefix)], after[:len(suffix)])
 	return err
 }
 
@@ -176,7 +188,7 @@ func statusMessageBytes(st json.RawMessage) json.RawMessage {
 
 // WriteTaskJSON is WriteWrappedJSON for a task a call made with rb's
 // context returned: the pieces rb holds are written as they are.
-func WriteTaskJSON(w io.Writer, prefix string, t *a2a.Task, rb *ReplyBytes, suffix string) error {
+func WriteTaskJSON(w io.Writer, prefix []string, t *a2a.Task, rb *ReplyBytes, suffix []string) error {
 	if t == nil {
 		return WriteWrappedJSON(w, prefix, t, suffix)
 	}
