@@ -37,21 +37,21 @@ type partWire struct {
 
 // messageWire mirrors a2a.Message.
 type messageWire struct {
-	ID             string          `json:"messageId"`
-	ContextID      string          `json:"contextId,omitempty"`
-	Extensions     []string        `json:"extensions,omitempty"`
-	Metadata       map[string]any  `json:"metadata,omitempty"`
-	Parts          []partWire      `json:"parts"`
-	ReferenceTasks []a2a.TaskID    `json:"referenceTaskIds,omitempty"`
-	Role           a2a.MessageRole `json:"role"`
-	TaskID         a2a.TaskID      `json:"taskId,omitempty"`
+	ID             string         `json:"messageId"`
+	ContextID      string         `json:"contextId,omitempty"`
+	Extensions     []string       `json:"extensions,omitempty"`
+	Metadata       map[string]any `json:"metadata,omitempty"`
+	Parts          []partWire     `json:"parts"`
+	ReferenceTasks []a2a.TaskID   `json:"referenceTaskIds,omitempty"`
+	Role           string         `json:"role"` // a2a.MessageRole's String, which its MarshalJSON encodes
+	TaskID         a2a.TaskID     `json:"taskId,omitempty"`
 }
 
 // statusWire mirrors a2a.TaskStatus.
 type statusWire struct {
-	Message   *messageWire  `json:"message,omitempty"`
-	State     a2a.TaskState `json:"state"`
-	Timestamp *time.Time    `json:"timestamp,omitempty"`
+	Message   *messageWire `json:"message,omitempty"`
+	State     string       `json:"state"` // a2a.TaskState's String, which its MarshalJSON encodes
+	Timestamp *time.Time   `json:"timestamp,omitempty"`
 }
 
 // artifactWire mirrors a2a.Artifact.
@@ -104,13 +104,13 @@ func messageWireOf(m *a2a.Message) (*messageWire, bool) {
 	}
 	return &messageWire{
 		ID: m.ID, ContextID: m.ContextID, Extensions: m.Extensions, Metadata: m.Metadata, Parts: parts,
-		ReferenceTasks: m.ReferenceTasks, Role: m.Role, TaskID: m.TaskID,
+		ReferenceTasks: m.ReferenceTasks, Role: m.Role.String(), TaskID: m.TaskID,
 	}, true
 }
 
 // statusValue is what encodes as status: its mirror, or status itself.
 func statusValue(status *a2a.TaskStatus) any {
-	w := &statusWire{State: status.State, Timestamp: status.Timestamp}
+	w := &statusWire{State: status.State.String(), Timestamp: status.Timestamp}
 	if status.Message != nil {
 		m, ok := messageWireOf(status.Message)
 		if !ok {
@@ -327,14 +327,39 @@ func appendQuoted(b []byte, s string) []byte {
 // it (front.decodeSendMessage, whose fuzz test holds it to the SDK's
 // decoding), and the engine a stored request.
 type MessageIn struct {
-	ID             string          `json:"messageId"`
-	ContextID      string          `json:"contextId"`
-	Extensions     []string        `json:"extensions"`
-	Metadata       map[string]any  `json:"metadata"`
-	Parts          []*PartIn       `json:"parts"`
-	ReferenceTasks []a2a.TaskID    `json:"referenceTaskIds"`
-	Role           a2a.MessageRole `json:"role"`
-	TaskID         a2a.TaskID      `json:"taskId"`
+	ID             string         `json:"messageId"`
+	ContextID      string         `json:"contextId"`
+	Extensions     []string       `json:"extensions"`
+	Metadata       map[string]any `json:"metadata"`
+	Parts          []*PartIn      `json:"parts"`
+	ReferenceTasks []a2a.TaskID   `json:"referenceTaskIds"`
+	Role           roleIn         `json:"role"`
+	TaskID         a2a.TaskID     `json:"taskId"`
+}
+
+// roleIn decodes as a2a.MessageRole.UnmarshalJSON decodes, reading a
+// string that needs no unescaping in place instead of through a
+// json.Unmarshal of its own.
+type roleIn a2a.MessageRole
+
+func (r *roleIn) UnmarshalJSON(b []byte) error {
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && plainJSONString(string(b[1:n-1])) {
+		switch string(b[1 : n-1]) {
+		case string(a2a.MessageRoleUser):
+			*r = roleIn(a2a.MessageRoleUser)
+		case string(a2a.MessageRoleAgent):
+			*r = roleIn(a2a.MessageRoleAgent)
+		case "ROLE_UNSPECIFIED":
+			*r = roleIn(a2a.MessageRoleUnspecified)
+		default:
+			*r = roleIn(b[1 : n-1])
+		}
+		return nil
+	}
+	mr := a2a.MessageRole(*r)
+	err := mr.UnmarshalJSON(b)
+	*r = roleIn(mr)
+	return err
 }
 
 // PartIn mirrors a2a.Part's JSON for decoding.
@@ -353,7 +378,7 @@ type PartIn struct {
 // the SDK's decoding is then to refuse in its words.
 func (m *MessageIn) Message() (*a2a.Message, bool) {
 	msg := &a2a.Message{ID: m.ID, ContextID: m.ContextID, Extensions: m.Extensions, Metadata: m.Metadata,
-		ReferenceTasks: m.ReferenceTasks, Role: m.Role, TaskID: m.TaskID}
+		ReferenceTasks: m.ReferenceTasks, Role: a2a.MessageRole(m.Role), TaskID: m.TaskID}
 	if m.Parts == nil {
 		return msg, true
 	}
