@@ -58,10 +58,29 @@ func (c *rowCache) singleNode() bool { return c.single }
 type cachedRow struct {
 	id       string
 	task     store.Task
-	status   *a2a.Message               // the message in task.Status, as written; nil when not known
-	request  json.RawMessage            // the body of the first entry
-	messages map[string]json.RawMessage // messageId -> body of its first message entry
-	size     int                        // bytes of JSON held
+	status   *a2a.Message    // the message in task.Status, as written; nil when not known
+	request  json.RawMessage // the body of the first entry
+	messages []cachedMessage // each messageId's first message entry, in the order written
+	size     int             // bytes of JSON held
+}
+
+// cachedMessage is the body of the first message entry with a messageId.
+// A task's messages are few (its request and its answers, within
+// rowCacheMaxRow), so they are a list, looked up in order.
+type cachedMessage struct {
+	id   string
+	body json.RawMessage
+}
+
+// message is the body of the first message entry with messageId id; ok
+// false when there is none.
+func (r *cachedRow) message(id string) (body json.RawMessage, ok bool) {
+	for _, m := range r.messages {
+		if m.id == id {
+			return m.body, true
+		}
+	}
+	return nil, false
 }
 
 // measure sets r.size from what r holds.
@@ -69,7 +88,7 @@ func (r *cachedRow) measure() {
 	t := &r.task
 	n := len(t.Status) + len(t.Artifacts) + len(t.Metadata) + len(t.Checkpoint) + len(t.Question) + len(t.Input) + len(t.Pause) + len(r.request)
 	for _, m := range r.messages {
-		n += len(m)
+		n += len(m.body)
 	}
 	r.size = n
 }
@@ -87,7 +106,7 @@ func (c *rowCache) load(id string, p store.LoadParams) (*store.Loaded, bool) {
 	t := r.task
 	l := &store.Loaded{Task: &t}
 	if p.MessageID != "" {
-		l.Message = r.messages[p.MessageID]
+		l.Message, _ = r.message(p.MessageID)
 	}
 	if p.Request {
 		l.Request = r.request
@@ -141,7 +160,8 @@ func (c *rowCache) wrote(saved *store.Task, entries []store.LogEntry, created bo
 		r = el.Value.(*cachedRow)
 		c.lru.MoveToFront(el)
 	case created:
-		r = &cachedRow{id: saved.ID, messages: map[string]json.RawMessage{}}
+		// Room for the request and an answer.
+		r = &cachedRow{id: saved.ID, messages: make([]cachedMessage, 0, 2)}
 		if len(entries) > 0 {
 			r.request = slices.Clip(entries[0].Body)
 		}
@@ -166,8 +186,8 @@ func (c *rowCache) wrote(saved *store.Task, entries []store.LogEntry, created bo
 		if e.Kind != store.KindMessage || e.MessageID == "" {
 			continue
 		}
-		if _, seen := r.messages[e.MessageID]; !seen {
-			r.messages[e.MessageID] = slices.Clip(e.Body)
+		if _, seen := r.message(e.MessageID); !seen {
+			r.messages = append(r.messages, cachedMessage{id: e.MessageID, body: slices.Clip(e.Body)})
 		}
 	}
 	c.bytes -= r.size
