@@ -24,9 +24,16 @@ func agentMessage(t *store.Task, text string) *a2a.Message {
 // The status is encoded once, inside the event; the row's status is that
 // part of the event's bytes.
 func statusEntry(t *store.Task, state a2a.TaskState, msg *a2a.Message, now time.Time) (json.RawMessage, store.LogEntry, error) {
+	return statusEntryData(t, state, msg, nil, now)
+}
+
+// statusEntryData is statusEntry with data, when not nil, what the one
+// data part of msg encodes as (a question's data part written without its
+// maps: question.Question.MessageAndWire).
+func statusEntryData(t *store.Task, state a2a.TaskState, msg *a2a.Message, data any, now time.Time) (json.RawMessage, store.LogEntry, error) {
 	ts := now.UTC()
 	status := a2a.TaskStatus{State: state, Message: msg, Timestamp: &ts}
-	body, start, end, err := wrapped(statusValue(&status),
+	body, start, end, err := wrapped(statusValueData(&status, data),
 		[]piece{lit(`{"contextId":`), str(t.ContextID), lit(`,"status":`)},
 		[]piece{lit(`,"taskId":`), str(t.ID), lit(`}`)})
 	if err != nil {

@@ -67,8 +67,28 @@ type artifactWire struct {
 // partsWire is parts as mirrors, ok false when one of them has no exact
 // mirror. A nil list stays nil (encoded null, as the SDK's is).
 func partsWire(parts a2a.ContentParts) ([]partWire, bool) {
+	return partsWireData(parts, nil)
+}
+
+// partsWireData is partsWire with data, when not nil, what the one data
+// part of parts encodes as instead of its value; with more than one data
+// part, data is not used.
+func partsWireData(parts a2a.ContentParts, data any) ([]partWire, bool) {
 	if parts == nil {
 		return nil, true
+	}
+	if data != nil {
+		n := 0
+		for _, p := range parts {
+			if p != nil {
+				if _, ok := p.Content.(a2a.Data); ok {
+					n++
+				}
+			}
+		}
+		if n != 1 {
+			data = nil
+		}
 	}
 	out := make([]partWire, len(parts))
 	for i, p := range parts {
@@ -87,6 +107,9 @@ func partsWire(parts a2a.ContentParts) ([]partWire, bool) {
 				return nil, false // the SDK writes "data":null
 			}
 			w.Data = c.Value
+			if data != nil {
+				w.Data = data
+			}
 		case a2a.URL:
 			w.URL = c // the SDK leaves an empty URL out too
 		default:
@@ -97,8 +120,8 @@ func partsWire(parts a2a.ContentParts) ([]partWire, bool) {
 	return out, true
 }
 
-func messageWireOf(m *a2a.Message) (*messageWire, bool) {
-	parts, ok := partsWire(m.Parts)
+func messageWireOf(m *a2a.Message, data any) (*messageWire, bool) {
+	parts, ok := partsWireData(m.Parts, data)
 	if !ok {
 		return nil, false
 	}
@@ -110,9 +133,15 @@ func messageWireOf(m *a2a.Message) (*messageWire, bool) {
 
 // statusValue is what encodes as status: its mirror, or status itself.
 func statusValue(status *a2a.TaskStatus) any {
+	return statusValueData(status, nil)
+}
+
+// statusValueData is statusValue with data, when not nil, what the one
+// data part of the status message encodes as (partsWireData).
+func statusValueData(status *a2a.TaskStatus, data any) any {
 	w := &statusWire{State: status.State.String(), Timestamp: status.Timestamp}
 	if status.Message != nil {
-		m, ok := messageWireOf(status.Message)
+		m, ok := messageWireOf(status.Message, data)
 		if !ok {
 			return status
 		}
@@ -123,7 +152,7 @@ func statusValue(status *a2a.TaskStatus) any {
 
 // messageValue is what encodes as m: its mirror, or m itself.
 func messageValue(m *a2a.Message) any {
-	if w, ok := messageWireOf(m); ok {
+	if w, ok := messageWireOf(m, nil); ok {
 		return w
 	}
 	return m

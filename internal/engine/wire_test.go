@@ -173,3 +173,33 @@ func TestOpenQuestionIDReadsWhatTheDecoderReads(t *testing.T) {
 		t.Errorf("openQuestionID of a question in another order = %q, want q-2", got)
 	}
 }
+
+// TestAQuestionsStatusIsTheSameWrittenFromItsWireData: a question's status
+// entry written with the data part's wire value (MessageAndWire) is the
+// entry written from the message's maps, byte for byte; with a second data
+// part the wire value is not used.
+func TestAQuestionsStatusIsTheSameWrittenFromItsWireData(t *testing.T) {
+	q := question.Question{ID: "q-1", Text: "Which cost centre?", Expires: time.Date(2031, 1, 2, 3, 4, 5, 6, time.UTC),
+		Schema:  json.RawMessage(`{"type":"object","properties":{"costCentre":{"type":"string"}},"required":["costCentre"]}`),
+		Options: []question.Option{{Value: "CC-4410", Label: "Engineering"}, {Value: "CC-4420"}}, Attempt: 2, MaxAttempts: 3,
+		Errors: []question.FieldError{{Pointer: "/costCentre", Message: "expected one of CC-4410, CC-4420"}}}
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	m, data := q.MessageAndWire()
+	wantSt, want, err := statusEntry(encodingTask(), a2a.TaskStateInputRequired, m, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotSt, got, err := statusEntryData(encodingTask(), a2a.TaskStateInputRequired, m, data, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Body, want.Body) || !bytes.Equal(gotSt, wantSt) {
+		t.Errorf("written from the wire data:\n%s\nwant\n%s", got.Body, want.Body)
+	}
+	m.Parts = append(m.Parts, a2a.NewDataPart(map[string]any{"other": 1.0}))
+	_, want, _ = statusEntry(encodingTask(), a2a.TaskStateInputRequired, m, now)
+	_, got, _ = statusEntryData(encodingTask(), a2a.TaskStateInputRequired, m, data, now)
+	if !bytes.Equal(got.Body, want.Body) {
+		t.Errorf("two data parts, written with the wire data:\n%s\nwant\n%s", got.Body, want.Body)
+	}
+}
