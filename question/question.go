@@ -126,6 +126,19 @@ func (q *Question) attempt() int {
 // re-ask (Attempt > 1), attempt, maxAttempts and errors. On a re-ask the text part ends with a line that says
 // why the previous answer was not accepted (see Notice).
 func (q *Question) Message() *a2a.Message {
+	m, _ := q.MessageAndWire()
+	return m
+}
+
+// MessageAndWire is Message, and a value that encoding/json encodes as
+// exactly the bytes it writes for the data part's value, in one pass: a
+// struct with the data part's members in the order of the map's sorted
+// keys, its schema the schema's cached encoding, so that storing and
+// sending the question does not walk and sort the data part's maps again.
+// The data part stays the generic map for what reads it in process. The
+// value shares the map's values: encode it before the message is handed
+// on.
+func (q *Question) MessageAndWire() (*a2a.Message, any) {
 	text := q.Text
 	if q.attempt() > 1 {
 		text = joinNotice(q.Text, q.Notice())
@@ -135,7 +148,7 @@ func (q *Question) Message() *a2a.Message {
 	dp.MediaType = MediaTypeJSON
 	m := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart(text), dp)
 	m.Extensions = []string{ExtensionURI}
-	return m
+	return m, q.wireData(data)
 }
 
 // wireObject is the data part's value, built from generic JSON values
@@ -190,6 +203,75 @@ func (q *Question) wireObject() map[string]any {
 		obj[keyErrors] = errs
 	}
 	return obj
+}
+
+// wireData is what obj (wireObject's) encodes as, as a struct, with obj's
+// generic values and the schema's cached encoding.
+func (q *Question) wireData(obj map[string]any) *wireData {
+	w := &wireData{QuestionID: q.ID, Expires: obj[keyExpires].(string), Schema: wireSchemaJSON(q.Schema)}
+	if len(q.Options) > 0 {
+		w.Options = make([]wireOption, len(q.Options))
+		for i, o := range obj[keyOptions].([]any) {
+			w.Options[i] = wireOption{Label: q.Options[i].Label, Value: o.(map[string]any)["value"]}
+		}
+		w.OptionsFor = q.OptionsFor
+	}
+	if len(q.Subject) > 0 {
+		w.Subject = obj[keySubject]
+	}
+	if len(q.About) > 0 {
+		w.About = q.About
+	}
+	if len(q.Holds) > 0 {
+		w.Holds = make([]wireHold, len(q.Holds))
+		for i, h := range obj[keyHolds].([]any) {
+			w.Holds[i] = wireHold{Name: q.Holds[i].Name, Until: h.(map[string]any)["until"].(string)}
+		}
+	}
+	if a := q.attempt(); a > 1 {
+		w.Attempt = float64(a)
+		if q.MaxAttempts > 0 {
+			w.MaxAttempts = float64(q.MaxAttempts)
+		}
+		errs := make([]wireError, len(q.Errors))
+		for i, e := range q.Errors {
+			errs[i] = wireError{Message: e.Message, Pointer: e.Pointer}
+		}
+		w.Errors = &errs
+	}
+	return w
+}
+
+// wireData is wireObject's map as a struct: its members in the order of
+// the map's sorted keys, each left out exactly when wireObject leaves it
+// out (question_test.go holds the two to the same bytes).
+type wireData struct {
+	About       map[string]string `json:"about,omitempty"`
+	Schema      any               `json:"answerSchema"`
+	Attempt     float64           `json:"attempt,omitempty"`
+	Errors      *[]wireError      `json:"errors,omitempty"` // set on a re-ask, written even when empty
+	Expires     string            `json:"expires"`
+	Holds       []wireHold        `json:"holds,omitempty"`
+	MaxAttempts float64           `json:"maxAttempts,omitempty"`
+	Options     []wireOption      `json:"options,omitempty"`
+	OptionsFor  string            `json:"optionsFor,omitempty"`
+	QuestionID  string            `json:"questionId"`
+	Subject     any               `json:"subject,omitempty"`
+}
+
+type wireOption struct {
+	Label string `json:"label,omitempty"`
+	Value any    `json:"value"`
+}
+
+type wireHold struct {
+	Name  string `json:"name"`
+	Until string `json:"until"`
+}
+
+type wireError struct {
+	Message string `json:"message"`
+	Pointer string `json:"pointer"`
 }
 
 // genericJSON decodes raw JSON into generic values; invalid or empty JSON

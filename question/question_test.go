@@ -1,6 +1,7 @@
 package question
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -685,6 +686,62 @@ func BenchmarkParse(b *testing.B) {
 	for b.Loop() {
 		if _, errs, err := Parse(m, q, 0); errs != nil || err != nil {
 			b.Fatal(errs, err)
+		}
+	}
+}
+
+// TestWireDataIsTheDataPartsEncoding: what MessageAndWire gives beside the
+// message encodes as the very bytes json.Marshal writes for the message's
+// data part, for questions with and without every optional member, with a
+// schema the cache holds and one it does not.
+func TestWireDataIsTheDataPartsEncoding(t *testing.T) {
+	expires := time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.FixedZone("x", 3600))
+	schema := json.RawMessage(`{"type":"object","properties":{"costCentre":{"type":"string","pattern":"^CC-[0-9]{4}$","description":"<b> & \u2028"},"n":{"type":"number","maximum":1e21}},"required":["costCentre"]}`)
+	if _, err := compileSchema(schema); err != nil {
+		t.Fatal(err)
+	}
+	uncached := json.RawMessage(`{"type":"object","properties":{"z":{"type":"integer"},"a":{"type":"string"}}}`)
+	broken := json.RawMessage(`{"type":`)
+	cases := map[string]Question{
+		"plain":   {ID: "q-1", Text: "Which?", Expires: expires, Schema: schema},
+		"no time": {ID: "q <&> \"1\"", Schema: schema},
+		"options": {ID: "q-2", Expires: expires, Schema: schema, OptionsFor: "costCentre", Options: []Option{
+			{Value: "CC-4410", Label: "Engineering <1>"}, {Value: "CC-4420"}, {Value: 12.5}, {Value: nil}, {Value: true},
+			{Value: map[string]any{"b": 1, "a": []any{"x"}}, Label: "an object"}, {Value: []string{"go", "value"}}}},
+		"options without field": {ID: "q-3", Schema: schema, Options: []Option{{Value: "a"}}},
+		"subject and about": {ID: "q-4", Schema: schema, Subject: map[string]any{"amount": 42, "vendor": "Taxi & Co", "nested": map[string]any{"y": nil}},
+			About: map[string]string{"task": "t-1", "agent": "<expense>"}},
+		"holds": {ID: "q-5", Schema: schema, Holds: []Held{{Name: "seat 14C", Until: expires}, {Name: "", Until: time.Unix(0, 1)}}},
+		"re-ask": {ID: "q-6", Schema: schema, Attempt: 2, MaxAttempts: 3, Errors: []FieldError{
+			{Pointer: "/costCentre", Message: "expected one of CC-4410, CC-4420"}, {Message: "<whole>"}}},
+		"re-ask without errors or cap": {ID: "q-7", Schema: schema, Attempt: 3},
+		"first attempt with errors":    {ID: "q-8", Schema: schema, Attempt: 1, MaxAttempts: 3, Errors: []FieldError{{Message: "not shown"}}},
+		"schema not cached":            {ID: "q-9", Schema: uncached},
+		"schema broken":                {ID: "q-10", Schema: broken},
+		"no schema":                    {ID: "q-11"},
+		"empty maps":                   {ID: "q-12", Schema: schema, Subject: map[string]any{}, About: map[string]string{}, Holds: []Held{}, Options: []Option{}},
+	}
+	for name, q := range cases {
+		m, data := q.MessageAndWire()
+		var value any
+		for _, p := range m.Parts {
+			if d, ok := p.Content.(a2a.Data); ok {
+				value = d.Value
+			}
+		}
+		want, err := json.Marshal(value)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := json.Marshal(data)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: wire data\n%s\nwant\n%s", name, got, want)
+		}
+		if again, _ := json.Marshal(q.Message()); len(again) == 0 {
+			t.Errorf("%s: Message encodes as nothing", name)
 		}
 	}
 }

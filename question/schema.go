@@ -48,6 +48,8 @@ type compiled struct {
 	// wire is the schema as generic JSON values (genericJSON), never
 	// handed out: a question's data part gets a copy (wireSchema).
 	wire any
+	// wireJSON is wire encoded (json.Marshal), nil when wire is nil.
+	wireJSON json.RawMessage
 
 	// validOptions remembers option values (field and canonical JSON)
 	// that Check found valid for this schema, at most maxValidOptions:
@@ -81,6 +83,15 @@ func (c *compiled) rememberOption(key string) {
 func wireSchema(raw json.RawMessage) any {
 	if c := schemas.get(raw); c != nil && c.wire != nil {
 		return copyGeneric(c.wire)
+	}
+	return genericJSON(raw)
+}
+
+// wireSchemaJSON is what wireSchema(raw) encodes as: the schema's cached
+// encoding, or the generic value itself when it is not cached.
+func wireSchemaJSON(raw json.RawMessage) any {
+	if c := schemas.get(raw); c != nil && c.wireJSON != nil {
+		return c.wireJSON
 	}
 	return genericJSON(raw)
 }
@@ -220,6 +231,11 @@ func doCompile(raw json.RawMessage) (*compiled, error) {
 	}
 	c.schema = sch
 	c.wire = genericJSON(raw)
+	if c.wire != nil {
+		if c.wireJSON, err = json.Marshal(c.wire); err != nil {
+			c.wireJSON = nil
+		}
+	}
 	return c, nil
 }
 

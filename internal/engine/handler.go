@@ -446,9 +446,9 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 		return nil, nil, nil, errInternal(err)
 	}
 	next.Question = raw
-	status := v.reask.Message()
+	status, data := v.reask.MessageAndWire()
 	status.TaskID, status.ContextID = a2a.TaskID(t.ID), t.ContextID
-	st, e, err := statusEntry(&next, a2a.TaskStateInputRequired, status, now)
+	st, e, err := statusEntryData(&next, a2a.TaskStateInputRequired, status, data, now)
 	if err != nil {
 		return nil, nil, nil, errInternal(err)
 	}

@@ -16,12 +16,69 @@ import (
 // up to version (nothing else wrote the task in between: every write was a
 // compare-and-set on the one before). fromStart: they are the whole log.
 type knownLog struct {
-	entries   []store.LogEntry
+	// The entries, in the writes that made them: each write's list as the
+	// write had it (shared, never changed), so that a write is recorded
+	// without copying its entries. The first writes' lists sit in inline,
+	// any further ones in more.
+	inline    [4][]store.LogEntry
+	more      [][]store.LogEntry
+	writes    int
 	fromStart bool
 	version   int64
 	// noPriorArtifacts: the task had no artifacts before entries, so
 	// theirs are all it has.
 	noPriorArtifacts bool
+	// raw is the JSON this node wrote for messages of entries that carry
+	// no body (freshHistory's), so that a reply writes it as it is.
+	raw [2]knownMessage
+}
+
+// knownMessage is a message and the JSON this node wrote for it.
+type knownMessage struct {
+	m   *a2a.Message
+	raw json.RawMessage
+}
+
+// messageBytes is the JSON of history entry e's message as this node wrote
+// it (historyBytes, or what freshHistory was given), nil when not known.
+func (k *knownLog) messageBytes(e store.LogEntry, t *store.Task) json.RawMessage {
+	if b := historyBytes(e, t); b != nil || k == nil || e.Message == nil {
+		return b
+	}
+	for _, r := range k.raw {
+		if r.m == e.Message {
+			return r.raw
+		}
+	}
+	return nil
+}
+
+// write is the entries of the i-th write known, 0 <= i < k.writes.
+func (k *knownLog) write(i int) []store.LogEntry {
+	if i < len(k.inline) {
+		return k.inline[i]
+	}
+	return k.more[i-len(k.inline)]
+}
+
+// historyEntries calls f with each known entry in the history, oldest
+// first, skipping the first skip of them; it stops at f's first error.
+func (k *knownLog) historyEntries(skip int, f func(store.LogEntry) error) error {
+	for i := range k.writes {
+		for _, e := range k.write(i) {
+			if !e.InHistory {
+				continue
+			}
+			if skip > 0 {
+				skip--
+				continue
+			}
+			if err := f(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // newKnownLog is a known log with nothing in it yet: fromStart when what
@@ -37,11 +94,7 @@ func (k *knownLog) historyLen() (n int, whole bool) {
 	if k == nil || !k.fromStart {
 		return 0, false
 	}
-	for _, e := range k.entries {
-		if e.InHistory {
-			n++
-		}
-	}
+	_ = k.historyEntries(0, func(store.LogEntry) error { n++; return nil })
 	return n, true
 }
 
@@ -61,9 +114,12 @@ func (k *knownLog) statusEntry(t *store.Task) (store.LogEntry, bool) {
 	if k == nil || k.version != t.Version {
 		return store.LogEntry{}, false
 	}
-	for i := len(k.entries) - 1; i >= 0; i-- {
-		if e := k.entries[i]; e.Kind == store.KindStatus {
-			return e, true
+	for w := k.writes - 1; w >= 0; w-- {
+		entries := k.write(w)
+		for i := len(entries) - 1; i >= 0; i-- {
+			if e := entries[i]; e.Kind == store.KindStatus {
+				return e, true
+			}
 		}
 	}
 	return store.LogEntry{}, false
@@ -76,14 +132,16 @@ func (k *knownLog) artifacts(t *store.Task) ([]*a2a.Artifact, bool) {
 		return nil, false
 	}
 	var out []*a2a.Artifact
-	for _, e := range k.entries {
-		if e.Kind != store.KindArtifact {
-			continue
+	for w := range k.writes {
+		for _, e := range k.write(w) {
+			if e.Kind != store.KindArtifact {
+				continue
+			}
+			if e.Artifact == nil {
+				return nil, false // a chunk: what the task holds is read
+			}
+			out = append(out, e.Artifact)
 		}
-		if e.Artifact == nil {
-			return nil, false // a chunk: what the task holds is read
-		}
-		out = append(out, e.Artifact)
 	}
 	return out, len(out) > 0
 }
@@ -93,8 +151,10 @@ func (k *knownLog) artifacts(t *store.Task) ([]*a2a.Artifact, bool) {
 // nil when that is not known.
 // open is the task's open question's ID (openQuestionID); asked, when not
 // nil, is the message of t's status as this node wrote it (rowCache).
-// paused, when not nil, is t's pause state already decoded.
-func freshHistory(t *store.Task, open string, request, asked *a2a.Message, paused *pauseState) *knownLog {
+// paused, when not nil, is t's pause state already decoded. requestRaw and
+// askedRaw, when not nil, are the JSON this node wrote for request and
+// asked (the bytes they were decoded from, or encoded to).
+func freshHistory(t *store.Task, open string, request *a2a.Message, requestRaw json.RawMessage, asked *a2a.Message, askedRaw json.RawMessage, paused *pauseState) *knownLog {
 	if request == nil || len(t.Pause) == 0 || open == "" {
 		return nil
 	}
@@ -118,12 +178,20 @@ func freshHistory(t *store.Task, open string, request, asked *a2a.Message, pause
 		if json.Unmarshal(t.Status, &st) != nil || st.Message == nil {
 			return nil
 		}
-		asked = st.Message
+		asked, askedRaw = st.Message, nil
 	}
-	return &knownLog{fromStart: true, noPriorArtifacts: len(t.Artifacts) == 0, entries: []store.LogEntry{
+	k := &knownLog{fromStart: true, noPriorArtifacts: len(t.Artifacts) == 0, writes: 1}
+	k.inline[0] = []store.LogEntry{
 		{Kind: store.KindMessage, InHistory: true, Message: request},
 		{Kind: store.KindStatus, InHistory: true, Message: asked},
-	}}
+	}
+	if requestRaw != nil {
+		k.raw[0] = knownMessage{m: request, raw: requestRaw}
+	}
+	if askedRaw != nil {
+		k.raw[1] = knownMessage{m: asked, raw: askedRaw}
+	}
+	return k
 }
 
 // clone is a copy of k the caller may extend on its own.
@@ -132,7 +200,7 @@ func (k *knownLog) clone() *knownLog {
 		return nil
 	}
 	c := *k
-	c.entries = append([]store.LogEntry(nil), k.entries...)
+	c.more = slices.Clone(k.more)
 	return &c
 }
 
@@ -141,55 +209,52 @@ func (k *knownLog) add(entries []store.LogEntry, version int64) *knownLog {
 	if k == nil {
 		k = &knownLog{}
 	}
-	if len(k.entries) == 0 {
-		k.entries = slices.Clip(entries) // shared: an append copies
-	} else {
-		k.entries = append(k.entries, entries...)
+	if len(entries) > 0 {
+		entries = slices.Clip(entries) // shared: an append copies
+		if k.writes < len(k.inline) {
+			k.inline[k.writes] = entries
+		} else {
+			k.more = append(k.more, entries)
+		}
+		k.writes++
 	}
 	k.version = version
 	return k
 }
 
-// history returns the task's history (its last last entries, all when last
-// is negative) from what is known, ok false when that needs a read.
-func (k *knownLog) history(t *store.Task, last int) ([]store.LogEntry, bool) {
+// history says which of the known entries are the task's history (its
+// last last entries, all when last is negative): the first skip of those
+// historyEntries gives are not, and n are; ok false when that needs a read.
+func (k *knownLog) history(t *store.Task, last int) (skip, n int, ok bool) {
 	if k == nil || k.version != t.Version {
-		return nil, false
+		return 0, 0, false
 	}
-	n := 0
-	for _, e := range k.entries {
-		if e.InHistory {
-			n++
-		}
-	}
-	hist := make([]store.LogEntry, 0, n)
-	for _, e := range k.entries {
-		if e.InHistory {
-			hist = append(hist, e)
-		}
-	}
+	all := 0
+	_ = k.historyEntries(0, func(store.LogEntry) error { all++; return nil })
 	switch {
-	case last >= 0 && len(hist) >= last:
-		return hist[len(hist)-last:], true
+	case last >= 0 && all >= last:
+		return all - last, last, true
 	case k.fromStart:
-		return hist, true
+		return 0, all, true
 	}
-	return nil, false
+	return 0, 0, false
 }
 
 // artifactsBytes are the artifacts known holds (as known.artifacts returns
 // them), nil unless every one has its body.
 func (k *knownLog) artifactsBytes() []json.RawMessage {
 	var out []json.RawMessage
-	for _, e := range k.entries {
-		if e.Kind != store.KindArtifact {
-			continue
+	for w := range k.writes {
+		for _, e := range k.write(w) {
+			if e.Kind != store.KindArtifact {
+				continue
+			}
+			end := bytes.LastIndex(e.Body, []byte(`,"contextId":`))
+			if e.Artifact == nil || !bytes.HasPrefix(e.Body, []byte(artifactMark)) || end < len(artifactMark) {
+				return nil
+			}
+			out = append(out, json.RawMessage(e.Body[len(artifactMark):end:end]))
 		}
-		end := bytes.LastIndex(e.Body, []byte(`,"contextId":`))
-		if e.Artifact == nil || !bytes.HasPrefix(e.Body, []byte(artifactMark)) || end < len(artifactMark) {
-			return nil
-		}
-		out = append(out, json.RawMessage(e.Body[len(artifactMark):end:end]))
 	}
 	return out
 }

@@ -85,10 +85,12 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 	next.Input = nil
 	next.Question = nil
 	var digest string
-	if p, err := decodePause(next); err == nil {
-		digest = p.WakeDigest
-	} else {
-		oc.log.Error("the pause state of a task cannot be read; a late wake will be told not found", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
+	if len(next.Pause) > 0 { // without a pause state there is no digest to keep
+		if p, err := decodePause(next); err == nil {
+			digest = p.WakeDigest
+		} else {
+			oc.log.Error("the pause state of a task cannot be read; a late wake will be told not found", slog.String("task", next.ID), slog.String("agent", next.Agent), slog.Any("err", err))
+		}
 	}
 	next.Pause, next.WakeAt, next.HoldAt = nil, time.Time{}, time.Time{}
 	if o.Kind() == api.OutcomeComplete || o.Kind() == api.OutcomeFail || o.Kind() == api.OutcomeReject {
@@ -99,6 +101,7 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 	var entries []store.LogEntry
 	var state a2a.TaskState
 	var msg *a2a.Message
+	var data any // what msg's data part encodes as, when not its value
 	switch o.Kind() {
 	case api.OutcomeAsk:
 		releases := oc.releases(next.Agent)
@@ -140,7 +143,8 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		if err := oc.setPause(next, pause); err != nil {
 			return nil, err
 		}
-		state, msg = a2a.TaskStateInputRequired, q.Message()
+		msg, data = q.MessageAndWire()
+		state = a2a.TaskStateInputRequired
 		msg.TaskID, msg.ContextID = a2a.TaskID(next.ID), next.ContextID
 	case api.OutcomeAuth:
 		releases := oc.releases(next.Agent)
@@ -208,7 +212,7 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 	default:
 		return oc.applyOutcome(next, api.Fail("The agent ended its step without an outcome."), false, now)
 	}
-	st, e, err := statusEntry(next, state, msg, now)
+	st, e, err := statusEntryData(next, state, msg, data, now)
 	if err != nil {
 		return nil, err
 	}

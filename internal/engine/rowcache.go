@@ -61,10 +61,29 @@ func (c *rowCache) singleNode() bool { return c.single }
 type cachedRow struct {
 	id       string
 	task     store.Task
-	status   *a2a.Message               // the message in task.Status, as written; nil when not known
-	request  json.RawMessage            // the body of the first entry
-	messages map[string]json.RawMessage // messageId -> body of its first message entry
-	size     int                        // bytes of JSON held
+	status   *a2a.Message    // the message in task.Status, as written; nil when not known
+	request  json.RawMessage // the body of the first entry
+	messages []cachedMessage // each messageId's first message entry, in the order written
+	size     int             // bytes of JSON held
+}
+
+// cachedMessage is the body of the first message entry with a messageId.
+// A task's messages are few (its request and its answers, within
+// rowCacheMaxRow), so they are a list, looked up in order.
+type cachedMessage struct {
+	id   string
+	body json.RawMessage
+}
+
+// message is the body of the first message entry with messageId id; ok
+// false when there is none.
+func (r *cachedRow) message(id string) (body json.RawMessage, ok bool) {
+	for _, m := range r.messages {
+		if m.id == id {
+			return m.body, true
+		}
+	}
+	return nil, false
 }
 
 // measure sets r.size from what r holds.
@@ -72,7 +91,7 @@ func (r *cachedRow) measure() {
 	t := &r.task
 	n := len(t.Status) + len(t.Artifacts) + len(t.Metadata) + len(t.Checkpoint) + len(t.Question) + len(t.Input) + len(t.Pause) + len(r.request)
 	for _, m := range r.messages {
-		n += len(m)
+		n += len(m.body)
 	}
 	r.size = n
 }
@@ -90,7 +109,7 @@ func (c *rowCache) load(id string, p store.LoadParams) (*store.Loaded, bool) {
 	t := r.task
 	l := &store.Loaded{Task: &t}
 	if p.MessageID != "" {
-		l.Message = r.messages[p.MessageID]
+		l.Message, _ = r.message(p.MessageID)
 	}
 	if p.Request {
 		l.Request = r.request
@@ -171,7 +190,8 @@ func (c *rowCache) wrote(saved *store.Task, entries []store.LogEntry, created bo
 		r = el.Value.(*cachedRow)
 		c.lru.MoveToFront(el)
 	case created:
-		r = &cachedRow{id: saved.ID, messages: map[string]json.RawMessage{}}
+		// Room for the request and an answer.
+		r = &cachedRow{id: saved.ID, messages: make([]cachedMessage, 0, 2)}
 		if len(entries) > 0 {
 			r.request = slices.Clip(entries[0].Body)
 		}
@@ -196,8 +216,8 @@ func (c *rowCache) wrote(saved *store.Task, entries []store.LogEntry, created bo
 		if e.Kind != store.KindMessage || e.MessageID == "" {
 			continue
 		}
-		if _, seen := r.messages[e.MessageID]; !seen {
-			r.messages[e.MessageID] = slices.Clip(e.Body)
+		if _, seen := r.message(e.MessageID); !seen {
+			r.messages = append(r.messages, cachedMessage{id: e.MessageID, body: slices.Clip(e.Body)})
 		}
 	}
 	c.bytes -= r.size
@@ -212,16 +232,17 @@ func (c *rowCache) wrote(saved *store.Task, entries []store.LogEntry, created bo
 }
 
 // statusMessage is the message of task id's status at version, as this
-// node wrote it (shared: never to be changed), nil when not known.
-func (c *rowCache) statusMessage(id string, version int64) *a2a.Message {
+// node wrote it (shared: never to be changed), nil when not known; raw is
+// its JSON as written in the status column, nil when that is not known.
+func (c *rowCache) statusMessage(id string, version int64) (m *a2a.Message, raw json.RawMessage) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.m[id]; ok {
-		if r := el.Value.(*cachedRow); r.task.Version == version {
-			return r.status
+		if r := el.Value.(*cachedRow); r.task.Version == version && r.status != nil {
+			return r.status, statusMessageBytes(r.task.Status)
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // leased records an ExtendLease of task id that succeeded.

@@ -258,7 +258,7 @@ func (h *Handler) newTask(ctx context.Context, req *a2a.SendMessageRequest, id, 
 		t.Metadata = raw
 	}
 	ts := now
-	status, err := json.Marshal(a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: &ts})
+	status, err := json.Marshal(statusValue(&a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: &ts}))
 	if err != nil {
 		return nil, nil, nil, errInternal(err)
 	}
@@ -289,7 +289,9 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 	var out *accepted
 	sawOpen := ""  // the open question this request saw before it lost a race
 	wrote := false // the attempt wrote the task
-	decide := func(l *store.Loaded) error {
+	// decide decides from l; kept says l is the row this node wrote
+	// (rowCache), so that its request's bytes are this node's.
+	decide := func(l *store.Loaded, kept bool) error {
 		var err error
 		t := l.Task
 		if t.Agent != h.name || t.Tenant != req.Tenant || t.Owner != principalFrom(ctx) {
@@ -369,7 +371,12 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			if in.pausedRow == t {
 				paused = in.paused
 			}
-			prior = freshHistory(t, open, request, s.rows.statusMessage(t.ID, t.Version), paused)
+			var requestRaw json.RawMessage
+			if kept {
+				requestRaw = l.Request
+			}
+			asked, askedRaw := s.rows.statusMessage(t.ID, t.Version)
+			prior = freshHistory(t, open, request, requestRaw, asked, askedRaw, paused)
 		}
 		if in != nil && quick && next.Runnable && lock.Holding() {
 			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, lock: lock, unlock: lock.Unlock, known: prior, trace: s.obs.traceParent(ctx)}
@@ -418,7 +425,7 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			return errInternal(err)
 		}
 		out, wrote = nil, false
-		err = decide(l)
+		err = decide(l, kept)
 		if kept && !wrote && !errors.Is(err, store.ErrConflict) {
 			// A kept row decides only what it writes (a compare-and-set
 			// checks it); an answer that writes nothing is decided again

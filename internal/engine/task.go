@@ -24,9 +24,16 @@ func agentMessage(t *store.Task, text string) *a2a.Message {
 // The status is encoded once, inside the event; the row's status is that
 // part of the event's bytes.
 func statusEntry(t *store.Task, state a2a.TaskState, msg *a2a.Message, now time.Time) (json.RawMessage, store.LogEntry, error) {
+	return statusEntryData(t, state, msg, nil, now)
+}
+
+// statusEntryData is statusEntry with data, when not nil, what the one
+// data part of msg encodes as (a question's data part written without its
+// maps: question.Question.MessageAndWire).
+func statusEntryData(t *store.Task, state a2a.TaskState, msg *a2a.Message, data any, now time.Time) (json.RawMessage, store.LogEntry, error) {
 	ts := now.UTC()
 	status := a2a.TaskStatus{State: state, Message: msg, Timestamp: &ts}
-	body, start, end, err := wrapped(statusValue(&status),
+	body, start, end, err := wrapped(statusValueData(&status, data),
 		[]piece{lit(`{"contextId":`), str(t.ContextID), lit(`,"status":`)},
 		[]piece{lit(`,"taskId":`), str(t.ID), lit(`}`)})
 	if err != nil {
@@ -180,23 +187,33 @@ func (s *Engine) toA2A(ctx context.Context, t *store.Task, v taskView) (*a2a.Tas
 		last = *v.historyLength
 	}
 	if last != 0 {
-		entries, ok := v.known.history(t, last)
-		if !ok {
-			var err error
-			if entries, err = s.store.History(ctx, t.ID, max(last, 0)); err != nil {
-				return nil, err
-			}
-		}
-		out.History = make([]*a2a.Message, 0, len(entries))
-		for _, e := range entries {
+		add := func(e store.LogEntry) error {
 			m, err := historyMessage(e)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if m != nil {
 				out.History = append(out.History, m)
 				if rb != nil {
-					rb.history = append(rb.history, historyBytes(e, t))
+					rb.history = append(rb.history, v.known.messageBytes(e, t))
+				}
+			}
+			return nil
+		}
+		if skip, n, ok := v.known.history(t, last); ok {
+			out.History = make([]*a2a.Message, 0, n)
+			if err := v.known.historyEntries(skip, add); err != nil {
+				return nil, err
+			}
+		} else {
+			entries, err := s.store.History(ctx, t.ID, max(last, 0))
+			if err != nil {
+				return nil, err
+			}
+			out.History = make([]*a2a.Message, 0, len(entries))
+			for _, e := range entries {
+				if err := add(e); err != nil {
+					return nil, err
 				}
 			}
 		}

@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"io"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -35,21 +37,21 @@ type partWire struct {
 
 // messageWire mirrors a2a.Message.
 type messageWire struct {
-	ID             string          `json:"messageId"`
-	ContextID      string          `json:"contextId,omitempty"`
-	Extensions     []string        `json:"extensions,omitempty"`
-	Metadata       map[string]any  `json:"metadata,omitempty"`
-	Parts          []partWire      `json:"parts"`
-	ReferenceTasks []a2a.TaskID    `json:"referenceTaskIds,omitempty"`
-	Role           a2a.MessageRole `json:"role"`
-	TaskID         a2a.TaskID      `json:"taskId,omitempty"`
+	ID             string         `json:"messageId"`
+	ContextID      string         `json:"contextId,omitempty"`
+	Extensions     []string       `json:"extensions,omitempty"`
+	Metadata       map[string]any `json:"metadata,omitempty"`
+	Parts          []partWire     `json:"parts"`
+	ReferenceTasks []a2a.TaskID   `json:"referenceTaskIds,omitempty"`
+	Role           string         `json:"role"` // a2a.MessageRole's String, which its MarshalJSON encodes
+	TaskID         a2a.TaskID     `json:"taskId,omitempty"`
 }
 
 // statusWire mirrors a2a.TaskStatus.
 type statusWire struct {
-	Message   *messageWire  `json:"message,omitempty"`
-	State     a2a.TaskState `json:"state"`
-	Timestamp *time.Time    `json:"timestamp,omitempty"`
+	Message   *messageWire `json:"message,omitempty"`
+	State     string       `json:"state"` // a2a.TaskState's String, which its MarshalJSON encodes
+	Timestamp *time.Time   `json:"timestamp,omitempty"`
 }
 
 // artifactWire mirrors a2a.Artifact.
@@ -65,8 +67,28 @@ type artifactWire struct {
 // partsWire is parts as mirrors, ok false when one of them has no exact
 // mirror. A nil list stays nil (encoded null, as the SDK's is).
 func partsWire(parts a2a.ContentParts) ([]partWire, bool) {
+	return partsWireData(parts, nil)
+}
+
+// partsWireData is partsWire with data, when not nil, what the one data
+// part of parts encodes as instead of its value; with more than one data
+// part, data is not used.
+func partsWireData(parts a2a.ContentParts, data any) ([]partWire, bool) {
 	if parts == nil {
 		return nil, true
+	}
+	if data != nil {
+		n := 0
+		for _, p := range parts {
+			if p != nil {
+				if _, ok := p.Content.(a2a.Data); ok {
+					n++
+				}
+			}
+		}
+		if n != 1 {
+			data = nil
+		}
 	}
 	out := make([]partWire, len(parts))
 	for i, p := range parts {
@@ -85,6 +107,9 @@ func partsWire(parts a2a.ContentParts) ([]partWire, bool) {
 				return nil, false // the SDK writes "data":null
 			}
 			w.Data = c.Value
+			if data != nil {
+				w.Data = data
+			}
 		case a2a.URL:
 			w.URL = c // the SDK leaves an empty URL out too
 		default:
@@ -95,22 +120,28 @@ func partsWire(parts a2a.ContentParts) ([]partWire, bool) {
 	return out, true
 }
 
-func messageWireOf(m *a2a.Message) (*messageWire, bool) {
-	parts, ok := partsWire(m.Parts)
+func messageWireOf(m *a2a.Message, data any) (*messageWire, bool) {
+	parts, ok := partsWireData(m.Parts, data)
 	if !ok {
 		return nil, false
 	}
 	return &messageWire{
 		ID: m.ID, ContextID: m.ContextID, Extensions: m.Extensions, Metadata: m.Metadata, Parts: parts,
-		ReferenceTasks: m.ReferenceTasks, Role: m.Role, TaskID: m.TaskID,
+		ReferenceTasks: m.ReferenceTasks, Role: m.Role.String(), TaskID: m.TaskID,
 	}, true
 }
 
 // statusValue is what encodes as status: its mirror, or status itself.
 func statusValue(status *a2a.TaskStatus) any {
-	w := &statusWire{State: status.State, Timestamp: status.Timestamp}
+	return statusValueData(status, nil)
+}
+
+// statusValueData is statusValue with data, when not nil, what the one
+// data part of the status message encodes as (partsWireData).
+func statusValueData(status *a2a.TaskStatus, data any) any {
+	w := &statusWire{State: status.State.String(), Timestamp: status.Timestamp}
 	if status.Message != nil {
-		m, ok := messageWireOf(status.Message)
+		m, ok := messageWireOf(status.Message, data)
 		if !ok {
 			return status
 		}
@@ -121,7 +152,7 @@ func statusValue(status *a2a.TaskStatus) any {
 
 // messageValue is what encodes as m: its mirror, or m itself.
 func messageValue(m *a2a.Message) any {
-	if w, ok := messageWireOf(m); ok {
+	if w, ok := messageWireOf(m, nil); ok {
 		return w
 	}
 	return m
@@ -146,57 +177,129 @@ type piece struct {
 func lit(s string) piece { return piece{s: s} }
 func str(s string) piece { return piece{s: s, quote: true} }
 
-// wrapped encodes v between the pieces before and after it, in one buffer
-// of the size needed, and returns the whole and where v's JSON starts and
-// ends in it. With the names of an event's fields in encoding/json's order,
-// the whole is the bytes json.Marshal writes for the event
-// (task_encoding_test.go), with v encoded once.
+// wrapped encodes v between the pieces before and after it (at most
+// maxPieces each), in one buffer of the size needed, and returns the whole
+// and where v's JSON starts and ends in it. With the names of an event's
+// fields in encoding/json's order, the whole is the bytes json.Marshal
+// writes for the event (task_encoding_test.go), with v encoded once.
 func wrapped(v any, before, after []piece) (b []byte, start, end int, err error) {
-	w := wrapWriter{before: before, after: after}
-	if err := json.NewEncoder(&w).Encode(v); err != nil {
-		return nil, 0, 0, err
-	}
-	if w.out == nil {
-		return nil, 0, 0, errors.New("the encoder wrote nothing")
-	}
-	return w.out, w.start, w.end, nil
+	return encodeBetween(nil, v, before, after)
 }
 
+// encodeBetween encodes v between the pieces before and after it (at
+// most maxPieces each): to to, in the encoder's one write, when to is not
+// nil, else into a buffer it returns (see wrapped).
+func encodeBetween(to io.Writer, v any, before, after []piece) (b []byte, start, end int, err error) {
+	if len(before) > maxPieces || len(after) > maxPieces {
+		return nil, 0, 0, errors.New("too many pieces around a value")
+	}
+	// An encoder and its writer are taken from wrapEncoders for this one
+	// value and put back empty: a buffer made is the caller's, and nothing
+	// else keeps the pair. One that failed is not put back (an Encoder
+	// keeps its writer's error).
+	e := wrapEncoders.Get().(*wrapEncoder)
+	w := &e.w
+	w.to = to
+	w.nb, w.na = copy(w.before[:], before), copy(w.after[:], after)
+	err = e.enc.Encode(v)
+	b, start, end = w.out, w.start, w.end
+	wrote := w.wrote
+	*w = wrapWriter{}
+	if err == nil {
+		wrapEncoders.Put(e)
+	}
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	if !wrote {
+		return nil, 0, 0, errors.New("the encoder wrote nothing")
+	}
+	return b, start, end, nil
+}
+
+// maxPieces is how many pieces encodeBetween takes on either side of a
+// value.
+const maxPieces = 5
+
+// wrapEncoder is an encoder that writes to its own wrapWriter.
+type wrapEncoder struct {
+	w   wrapWriter
+	enc *json.Encoder
+}
+
+var wrapEncoders = sync.Pool{New: func() any {
+	e := &wrapEncoder{}
+	e.enc = json.NewEncoder(&e.w)
+	return e
+}}
+
 // wrapWriter takes the encoder's one write (the value and a newline) and
-// assembles the pieces around it.
+// writes it to to between the pieces, or assembles them in out.
 type wrapWriter struct {
-	before, after []piece
+	before, after [maxPieces]piece
+	nb, na        int
+	to            io.Writer
+	wrote         bool
 	out           []byte
 	start, end    int
 }
 
 func (w *wrapWriter) Write(p []byte) (int, error) {
-	if w.out != nil {
+	if w.wrote {
 		return 0, errors.New("the encoder wrote twice")
 	}
+	w.wrote = true
 	v := p
 	if n := len(v); n > 0 && v[n-1] == '\n' {
 		v = v[:n-1]
 	}
+	before, after := w.before[:w.nb], w.after[:w.na]
+	if w.to != nil {
+		for _, pc := range before {
+			if err := pc.writeTo(w.to); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := w.to.Write(v); err != nil {
+			return 0, err
+		}
+		for _, pc := range after {
+			if err := pc.writeTo(w.to); err != nil {
+				return 0, err
+			}
+		}
+		return len(p), nil
+	}
 	size := len(v)
-	for _, pc := range w.before {
+	for _, pc := range before {
 		size += pc.size()
 	}
-	for _, pc := range w.after {
+	for _, pc := range after {
 		size += pc.size()
 	}
 	b := make([]byte, 0, size)
-	for _, pc := range w.before {
+	for _, pc := range before {
 		b = pc.append(b)
 	}
 	w.start = len(b)
 	b = append(b, v...)
 	w.end = len(b)
-	for _, pc := range w.after {
+	for _, pc := range after {
 		b = pc.append(b)
 	}
 	w.out = b
 	return len(p), nil
+}
+
+// writeTo writes pc to w (a literal piece; a quoted one as it appends).
+func (pc piece) writeTo(w io.Writer) error {
+	var err error
+	if pc.quote {
+		_, err = w.Write(pc.append(nil))
+	} else {
+		_, err = io.WriteString(w, pc.s)
+	}
+	return err
 }
 
 func (pc piece) size() int {
@@ -253,14 +356,39 @@ func appendQuoted(b []byte, s string) []byte {
 // it (front.decodeSendMessage, whose fuzz test holds it to the SDK's
 // decoding), and the engine a stored request.
 type MessageIn struct {
-	ID             string          `json:"messageId"`
-	ContextID      string          `json:"contextId"`
-	Extensions     []string        `json:"extensions"`
-	Metadata       map[string]any  `json:"metadata"`
-	Parts          []*PartIn       `json:"parts"`
-	ReferenceTasks []a2a.TaskID    `json:"referenceTaskIds"`
-	Role           a2a.MessageRole `json:"role"`
-	TaskID         a2a.TaskID      `json:"taskId"`
+	ID             string         `json:"messageId"`
+	ContextID      string         `json:"contextId"`
+	Extensions     []string       `json:"extensions"`
+	Metadata       map[string]any `json:"metadata"`
+	Parts          []*PartIn      `json:"parts"`
+	ReferenceTasks []a2a.TaskID   `json:"referenceTaskIds"`
+	Role           roleIn         `json:"role"`
+	TaskID         a2a.TaskID     `json:"taskId"`
+}
+
+// roleIn decodes as a2a.MessageRole.UnmarshalJSON decodes, reading a
+// string that needs no unescaping in place instead of through a
+// json.Unmarshal of its own.
+type roleIn a2a.MessageRole
+
+func (r *roleIn) UnmarshalJSON(b []byte) error {
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && plainJSONString(string(b[1:n-1])) {
+		switch string(b[1 : n-1]) {
+		case string(a2a.MessageRoleUser):
+			*r = roleIn(a2a.MessageRoleUser)
+		case string(a2a.MessageRoleAgent):
+			*r = roleIn(a2a.MessageRoleAgent)
+		case "ROLE_UNSPECIFIED":
+			*r = roleIn(a2a.MessageRoleUnspecified)
+		default:
+			*r = roleIn(b[1 : n-1])
+		}
+		return nil
+	}
+	mr := a2a.MessageRole(*r)
+	err := mr.UnmarshalJSON(b)
+	*r = roleIn(mr)
+	return err
 }
 
 // PartIn mirrors a2a.Part's JSON for decoding.
@@ -279,7 +407,7 @@ type PartIn struct {
 // the SDK's decoding is then to refuse in its words.
 func (m *MessageIn) Message() (*a2a.Message, bool) {
 	msg := &a2a.Message{ID: m.ID, ContextID: m.ContextID, Extensions: m.Extensions, Metadata: m.Metadata,
-		ReferenceTasks: m.ReferenceTasks, Role: m.Role, TaskID: m.TaskID}
+		ReferenceTasks: m.ReferenceTasks, Role: a2a.MessageRole(m.Role), TaskID: m.TaskID}
 	if m.Parts == nil {
 		return msg, true
 	}

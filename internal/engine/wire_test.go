@@ -88,6 +88,44 @@ func TestMirrorsEncodeAsTheSDKsValues(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("status without message = %s, want %s", got, want)
 	}
+	// Roles and states are written as their String, as their MarshalJSON
+	// writes it: every one the SDK names, none, and one it does not know.
+	for _, role := range []a2a.MessageRole{a2a.MessageRoleUser, a2a.MessageRoleAgent, a2a.MessageRoleUnspecified, "ROLE_<other> & \"q\" é"} {
+		m := &a2a.Message{ID: "m", Role: role, Parts: a2a.ContentParts{a2a.NewTextPart("x")}}
+		got, _ := json.Marshal(messageValue(m))
+		want, _ := json.Marshal(m)
+		if !bytes.Equal(got, want) {
+			t.Errorf("role %q: message = %s, want %s", role, got, want)
+		}
+	}
+	for _, state := range []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired,
+		a2a.TaskStateCompleted, a2a.TaskStateCanceled, a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateUnspecified, "TASK_<other>"} {
+		st := a2a.TaskStatus{State: state}
+		got, _ := json.Marshal(statusValue(&st))
+		want, _ := json.Marshal(st)
+		if !bytes.Equal(got, want) {
+			t.Errorf("state %q: status = %s, want %s", state, got, want)
+		}
+	}
+}
+
+// TestRolesDecodeAsTheSDKDecodesThem: MessageIn's role is what
+// a2a.MessageRole.UnmarshalJSON makes of the same JSON, error or not.
+func TestRolesDecodeAsTheSDKDecodesThem(t *testing.T) {
+	for _, in := range []string{`"ROLE_USER"`, `"ROLE_AGENT"`, `"ROLE_UNSPECIFIED"`, `""`, `"role <x> & y"`, `"\u0052OLE_USER"`,
+		`"ROLE_\"USER"`, `"é"`, "\"\xff\"", `null`, `1`, `{}`, `"a\nb"`} {
+		var got roleIn = "before"
+		gotErr := got.UnmarshalJSON([]byte(in))
+		var want a2a.MessageRole = "before"
+		wantErr := want.UnmarshalJSON([]byte(in))
+		if a2a.MessageRole(got) != want || (gotErr == nil) != (wantErr == nil) {
+			t.Errorf("%s: role %q (error %v), want %q (error %v)", in, got, gotErr, want, wantErr)
+		}
+		var m MessageIn
+		if err := json.Unmarshal([]byte(`{"messageId":"m","role":`+in+`}`), &m); err == nil && a2a.MessageRole(m.Role) != want {
+			t.Errorf("%s: MessageIn's role %q, want %q", in, m.Role, want)
+		}
+	}
 }
 
 func TestMirrorsRefuseWhatTheSDKCannotEncode(t *testing.T) {
@@ -133,5 +171,35 @@ func TestOpenQuestionIDReadsWhatTheDecoderReads(t *testing.T) {
 	}
 	if got := openQuestionID(&store.Task{Question: json.RawMessage(`{"text":"t","questionId":"q-2"}`)}); got != "q-2" {
 		t.Errorf("openQuestionID of a question in another order = %q, want q-2", got)
+	}
+}
+
+// TestAQuestionsStatusIsTheSameWrittenFromItsWireData: a question's status
+// entry written with the data part's wire value (MessageAndWire) is the
+// entry written from the message's maps, byte for byte; with a second data
+// part the wire value is not used.
+func TestAQuestionsStatusIsTheSameWrittenFromItsWireData(t *testing.T) {
+	q := question.Question{ID: "q-1", Text: "Which cost centre?", Expires: time.Date(2031, 1, 2, 3, 4, 5, 6, time.UTC),
+		Schema:  json.RawMessage(`{"type":"object","properties":{"costCentre":{"type":"string"}},"required":["costCentre"]}`),
+		Options: []question.Option{{Value: "CC-4410", Label: "Engineering"}, {Value: "CC-4420"}}, Attempt: 2, MaxAttempts: 3,
+		Errors: []question.FieldError{{Pointer: "/costCentre", Message: "expected one of CC-4410, CC-4420"}}}
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	m, data := q.MessageAndWire()
+	wantSt, want, err := statusEntry(encodingTask(), a2a.TaskStateInputRequired, m, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotSt, got, err := statusEntryData(encodingTask(), a2a.TaskStateInputRequired, m, data, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Body, want.Body) || !bytes.Equal(gotSt, wantSt) {
+		t.Errorf("written from the wire data:\n%s\nwant\n%s", got.Body, want.Body)
+	}
+	m.Parts = append(m.Parts, a2a.NewDataPart(map[string]any{"other": 1.0}))
+	_, want, _ = statusEntry(encodingTask(), a2a.TaskStateInputRequired, m, now)
+	_, got, _ = statusEntryData(encodingTask(), a2a.TaskStateInputRequired, m, data, now)
+	if !bytes.Equal(got.Body, want.Body) {
+		t.Errorf("two data parts, written with the wire data:\n%s\nwant\n%s", got.Body, want.Body)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -60,7 +61,8 @@ func taskValue(t *a2a.Task, rb *ReplyBytes) *taskWire {
 	return w
 }
 
-// WriteWrappedJSON writes prefix, the JSON of v, and suffix to w. A task
+// WriteWrappedJSON writes the strings of prefix, the JSON of v, and the
+// strings of suffix (at most five each) to w. A task
 // or a message (a non-nil *a2a.Task or *a2a.Message) is encoded in one
 // pass through the mirrors of wire.go, in the bytes json.Marshal writes for
 // it (wirejson_test.go); any other value as encoding/json encodes it. The
@@ -68,7 +70,7 @@ func taskValue(t *a2a.Task, rb *ReplyBytes) *taskWire {
 // its own: w is a buffered writer (an HTTP response). The front writes its
 // JSON-RPC replies with it (docs/decisions/0022-front-answers-message-send.md).
 // Nothing is written when v cannot be encoded.
-func WriteWrappedJSON(w io.Writer, prefix string, v any, suffix string) error {
+func WriteWrappedJSON(w io.Writer, prefix []string, v any, suffix []string) error {
 	switch x := v.(type) {
 	case *a2a.Task:
 		if x != nil {
@@ -79,30 +81,24 @@ func WriteWrappedJSON(w io.Writer, prefix string, v any, suffix string) error {
 			v = messageValue(x)
 		}
 	}
-	return json.NewEncoder(&wrapOnce{w: w, prefix: prefix, suffix: suffix}).Encode(v)
+	return writeBetween(w, prefix, v, suffix)
 }
 
-// wrapOnce writes the encoder's one write (the value and a newline) between
-// prefix and suffix.
-type wrapOnce struct {
-	w              io.Writer
-	prefix, suffix string
-}
-
-func (o *wrapOnce) Write(p []byte) (int, error) {
-	if n := len(p); n > 0 && p[n-1] == '\n' {
-		p = p[:n-1]
+// writeBetween writes the strings of prefix, the JSON of v, and the
+// strings of suffix to w, in the encoder's one write.
+func writeBetween(w io.Writer, prefix []string, v any, suffix []string) error {
+	if len(prefix) > maxPieces || len(suffix) > maxPieces {
+		return errors.New("too many strings around a value")
 	}
-	if _, err := io.WriteString(o.w, o.prefix); err != nil {
-		return 0, err
+	var before, after [maxPieces]piece
+	for i, s := range prefix {
+		before[i] = lit(s)
 	}
-	if _, err := o.w.Write(p); err != nil {
-		return 0, err
+	for i, s := range suffix {
+		after[i] = lit(s)
 	}
-	if _, err := io.WriteString(o.w, o.suffix); err != nil {
-		return 0, err
-	}
-	return len(p) + 1, nil
+	_, _, _, err := encodeBetween(w, v, before[:len(prefix)], after[:len(suffix)])
+	return err
 }
 
 // ReplyBytes are the encoded pieces of the task a call returned that this
@@ -175,21 +171,26 @@ func historyBytes(e store.LogEntry, t *store.Task) json.RawMessage {
 	case store.KindMessage:
 		return e.Body
 	case store.KindStatus:
-		st := statusBytes(e, t)
-		end := bytes.LastIndex(st, []byte(`,"state":`))
-		if !bytes.HasPrefix(st, []byte(statusMessageMark)) || end < len(statusMessageMark) {
-			return nil
-		}
-		return st[len(statusMessageMark):end:end]
+		return statusMessageBytes(statusBytes(e, t))
 	}
 	return nil
 }
 
+// statusMessageBytes is the message of the encoded status st, nil when it
+// has none.
+func statusMessageBytes(st json.RawMessage) json.RawMessage {
+	end := bytes.LastIndex(st, []byte(`,"state":`))
+	if !bytes.HasPrefix(st, []byte(statusMessageMark)) || end < len(statusMessageMark) {
+		return nil
+	}
+	return st[len(statusMessageMark):end:end]
+}
+
 // WriteTaskJSON is WriteWrappedJSON for a task a call made with rb's
 // context returned: the pieces rb holds are written as they are.
-func WriteTaskJSON(w io.Writer, prefix string, t *a2a.Task, rb *ReplyBytes, suffix string) error {
+func WriteTaskJSON(w io.Writer, prefix []string, t *a2a.Task, rb *ReplyBytes, suffix []string) error {
 	if t == nil {
 		return WriteWrappedJSON(w, prefix, t, suffix)
 	}
-	return json.NewEncoder(&wrapOnce{w: w, prefix: prefix, suffix: suffix}).Encode(taskValue(t, rb))
+	return writeBetween(w, prefix, taskValue(t, rb), suffix)
 }

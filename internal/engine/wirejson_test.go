@@ -36,7 +36,7 @@ func TestWriteWrappedJSONIsJSONMarshalOfTheSDKsValues(t *testing.T) {
 			t.Fatalf("%s: json.Marshal = %v", name, err)
 		}
 		var got bytes.Buffer
-		if err := WriteWrappedJSON(&got, `{"r":`, v, "}\n"); err != nil {
+		if err := WriteWrappedJSON(&got, []string{`{"r":`}, v, []string{"}", "\n"}); err != nil {
 			t.Fatalf("%s: WriteWrappedJSON = %v", name, err)
 		}
 		if want := append(append([]byte(`{"r":`), want...), "}\n"...); !bytes.Equal(got.Bytes(), want) {
@@ -49,7 +49,7 @@ func TestWriteWrappedJSONIsJSONMarshalOfTheSDKsValues(t *testing.T) {
 // refuses leaves w empty, as the SDK's encoder leaves its response.
 func TestWriteWrappedJSONWritesNothingWhenTheValueFails(t *testing.T) {
 	var got bytes.Buffer
-	if err := WriteWrappedJSON(&got, "[", map[string]any{"f": func() {}}, "]"); err == nil || got.Len() != 0 {
+	if err := WriteWrappedJSON(&got, []string{"["}, map[string]any{"f": func() {}}, []string{"]"}); err == nil || got.Len() != 0 {
 		t.Fatalf("WriteWrappedJSON(a func) = %v, wrote %q; want an error and nothing written", err, got.String())
 	}
 }

@@ -80,7 +80,7 @@ func (f *Front) answerJSONRPC(w http.ResponseWriter, r *http.Request, h Handler,
 func writeJSONRPCResult(w http.ResponseWriter, id any, result any, rb *engine.ReplyBytes) {
 	w.Header().Set("Content-Type", "application/json")
 	idJSON, err := json.Marshal(id)
-	if err == nil && writeResult(w, `{"jsonrpc":"2.0","id":`+string(idJSON)+`,"result":`, "}\n", result, rb) {
+	if err == nil && writeResult(w, []string{`{"jsonrpc":"2.0","id":`, string(idJSON), `,"result":`}, "}\n", result, rb) {
 		return
 	}
 	// The SDK's way, failures included: an encoding that fails writes
@@ -94,23 +94,25 @@ func writeJSONRPCResult(w http.ResponseWriter, id any, result any, rb *engine.Re
 // the call encoded of the task) as they are. Anything else (a nil result)
 // it leaves to the caller, having written nothing. The JSON-RPC and the
 // HTTP+JSON replies are written with it.
-func writeResult(w io.Writer, prefix, suffix string, result any, rb *engine.ReplyBytes) bool {
+func writeResult(w io.Writer, prefix []string, suffix string, result any, rb *engine.ReplyBytes) bool {
 	var v any
+	// At most five strings on either side (engine.WriteWrappedJSON).
+	prefix, after := append(make([]string, 0, 5), prefix...), append(make([]string, 0, 5), suffix)
 	switch x := result.(type) {
 	case *a2a.Task:
 		v = nilIfNil(x)
 	case a2a.StreamResponse:
 		switch ev := x.Event.(type) {
 		case *a2a.Task:
-			prefix, suffix, v = prefix+`{"task":`, "}"+suffix, nilIfNil(ev)
+			prefix, after, v = append(prefix, `{"task":`), append(after[:0], "}", suffix), nilIfNil(ev)
 		case *a2a.Message:
-			prefix, suffix, v = prefix+`{"message":`, "}"+suffix, nilIfNil(ev)
+			prefix, after, v = append(prefix, `{"message":`), append(after[:0], "}", suffix), nilIfNil(ev)
 		}
 	}
 	if t, ok := v.(*a2a.Task); ok {
-		return engine.WriteTaskJSON(w, prefix, t, rb, suffix) == nil
+		return engine.WriteTaskJSON(w, prefix, t, rb, after) == nil
 	}
-	return v != nil && engine.WriteWrappedJSON(w, prefix, v, suffix) == nil
+	return v != nil && engine.WriteWrappedJSON(w, prefix, v, after) == nil
 }
 
 // nilIfNil is p as a value, nil when p is a nil pointer.

@@ -70,7 +70,7 @@ func answerREST(w http.ResponseWriter, r *http.Request, h Handler, body []byte, 
 		return true
 	}
 	w.Header().Set("Content-Type", "application/json")
-	if !writeResult(w, "", "\n", result, rb) {
+	if !writeResult(w, nil, "\n", result, rb) {
 		_ = json.NewEncoder(w).Encode(result)
 	}
 	return true

@@ -97,13 +97,13 @@ func (s *service) sendMessage(ctx context.Context, pbReq *a2apb.SendMessageReque
 	switch x := res.(type) {
 	case *a2a.Task:
 		if x != nil {
-			if r := writeReply(replySentTask, func(b *bytes.Buffer) error { return engine.WriteTaskJSON(b, "", x, rb, "") }); r != nil {
+			if r := writeReply(replySentTask, func(b *bytes.Buffer) error { return engine.WriteTaskJSON(b, nil, x, rb, nil) }); r != nil {
 				return r, nil
 			}
 		}
 	case *a2a.Message:
 		if x != nil {
-			if r := writeReply(replySentMessage, func(b *bytes.Buffer) error { return engine.WriteWrappedJSON(b, "", x, "") }); r != nil {
+			if r := writeReply(replySentMessage, func(b *bytes.Buffer) error { return engine.WriteWrappedJSON(b, nil, x, nil) }); r != nil {
 				return r, nil
 			}
 		}
@@ -147,7 +147,7 @@ func (s *service) cancelTask(ctx context.Context, pbReq *a2apb.CancelTaskRequest
 // taskReply is the Task reply of GetTask and CancelTask.
 func taskReply(task *a2a.Task) (any, error) {
 	if task != nil {
-		if r := writeReply(replyTask, func(b *bytes.Buffer) error { return engine.WriteTaskJSON(b, "", task, nil, "") }); r != nil {
+		if r := writeReply(replyTask, func(b *bytes.Buffer) error { return engine.WriteTaskJSON(b, nil, task, nil, nil) }); r != nil {
 			return r, nil
 		}
 	}

@@ -166,23 +166,23 @@ func checkReply(t *testing.T, name string, r *wireReply, js, want []byte, sdk pr
 func TestRepliesFromJSONAreTheSDKsEncoding(t *testing.T) {
 	for name, task := range wireTasks() {
 		var js bytes.Buffer
-		if err := engine.WriteTaskJSON(&js, "", task, nil, ""); err != nil {
+		if err := engine.WriteTaskJSON(&js, nil, task, nil, nil); err != nil {
 			t.Fatalf("%s: WriteTaskJSON = %v", name, err)
 		}
 		want, sdk := sdkWire(t, js.Bytes(), task, false)
-		checkReply(t, name, writeReply(replyTask, func(b *bytes.Buffer) error { return engine.WriteTaskJSON(b, "", task, nil, "") }), js.Bytes(), want, sdk)
+		checkReply(t, name, writeReply(replyTask, func(b *bytes.Buffer) error { return engine.WriteTaskJSON(b, nil, task, nil, nil) }), js.Bytes(), want, sdk)
 		want, sdk = sdkWire(t, js.Bytes(), task, true)
-		checkReply(t, name+" sent", writeReply(replySentTask, func(b *bytes.Buffer) error { return engine.WriteTaskJSON(b, "", task, nil, "") }), js.Bytes(), want, sdk)
+		checkReply(t, name+" sent", writeReply(replySentTask, func(b *bytes.Buffer) error { return engine.WriteTaskJSON(b, nil, task, nil, nil) }), js.Bytes(), want, sdk)
 		for i, m := range task.History {
 			if m == nil {
 				continue
 			}
 			js.Reset()
-			if err := engine.WriteWrappedJSON(&js, "", m, ""); err != nil {
+			if err := engine.WriteWrappedJSON(&js, nil, m, nil); err != nil {
 				t.Fatalf("%s: WriteWrappedJSON = %v", name, err)
 			}
 			want, sdk := sdkWire(t, js.Bytes(), m, true)
-			checkReply(t, name+" message "+string(rune('0'+i)), writeReply(replySentMessage, func(b *bytes.Buffer) error { return engine.WriteWrappedJSON(b, "", m, "") }), js.Bytes(), want, sdk)
+			checkReply(t, name+" message "+string(rune('0'+i)), writeReply(replySentMessage, func(b *bytes.Buffer) error { return engine.WriteWrappedJSON(b, nil, m, nil) }), js.Bytes(), want, sdk)
 		}
 	}
 }
@@ -221,7 +221,7 @@ func TestRepliesTheSDKMustMakeAreLeftToIt(t *testing.T) {
 	}
 	for _, v := range []any{[]any{"CC-4410"}, "CC-4410", nil} {
 		task := &a2a.Task{ID: "t", ContextID: "c", History: []*a2a.Message{{ID: "m", Role: a2a.MessageRoleUser, Parts: a2a.ContentParts{{Content: a2a.Data{Value: v}}}}}}
-		if r := writeReply(replyTask, func(b *bytes.Buffer) error { return engine.WriteTaskJSON(b, "", task, nil, "") }); r != nil {
+		if r := writeReply(replyTask, func(b *bytes.Buffer) error { return engine.WriteTaskJSON(b, nil, task, nil, nil) }); r != nil {
 			t.Errorf("a data part holding %#v: written from its JSON, want the SDK's conversion", v)
 		}
 		if _, err := pbconv.ToProtoTask(task); err == nil {
@@ -235,7 +235,7 @@ func TestRepliesTheSDKMustMakeAreLeftToIt(t *testing.T) {
 // message as proto's codec does.
 func TestACodecSendsAWrittenReplyAsItIs(t *testing.T) {
 	task := wireTasks()["state TASK_STATE_INPUT_REQUIRED"]
-	r := writeReply(replyTask, func(b *bytes.Buffer) error { return engine.WriteTaskJSON(b, "", task, nil, "") })
+	r := writeReply(replyTask, func(b *bytes.Buffer) error { return engine.WriteTaskJSON(b, nil, task, nil, nil) })
 	if r == nil {
 		t.Fatal("the reply was not written from its JSON")
 	}
@@ -314,7 +314,7 @@ func BenchmarkTaskReply(b *testing.B) {
 	b.Run("from-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for range b.N {
-			r := writeReply(replySentTask, func(buf *bytes.Buffer) error { return engine.WriteTaskJSON(buf, "", task, nil, "") })
+			r := writeReply(replySentTask, func(buf *bytes.Buffer) error { return engine.WriteTaskJSON(buf, nil, task, nil, nil) })
 			if r == nil {
 				b.Fatal("not written from its JSON")
 			}
@@ -325,7 +325,7 @@ func BenchmarkTaskReply(b *testing.B) {
 		// The JSON already encoded, as the pieces a SendMessage's call
 		// encoded for its log entries are.
 		var js bytes.Buffer
-		if err := engine.WriteTaskJSON(&js, "", task, nil, ""); err != nil {
+		if err := engine.WriteTaskJSON(&js, nil, task, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
