@@ -337,13 +337,21 @@ func freeStaleClaims(ctx context.Context, w *sql.DB, now time.Time) error {
 	return nil
 }
 
-// taskCols are the tasks columns in the order scanTask reads them.
+// taskCols are the tasks columns a new task is inserted with.
 const taskCols = `id, context_id, tenant, owner, agent, state, version, last_seq,
 	status, artifacts, metadata, checkpoint, question, input, pause,
-	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at`
+	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at, ref_seq`
 
 // numTaskCols is how many columns taskCols names.
-const numTaskCols = 22
+const numTaskCols = 23
+
+// taskSel is what a read of a task selects, in the order scanTask reads
+// it: the columns, and the body of the log entry its JSON columns are
+// packed against (packed.go), in place of ref_seq.
+const taskSel = `id, context_id, tenant, owner, agent, state, version, last_seq,
+	status, artifacts, metadata, checkpoint, question, input, pause,
+	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at,
+	(SELECT body FROM task_log r WHERE r.task_id = tasks.id AND r.seq = tasks.ref_seq) AS ref`
 
 // logCols are the task_log columns in the order scanEntry reads them.
 const logCols = `seq, kind, message_id, in_history, notify, body, at`
@@ -386,7 +394,7 @@ const (
 var writeSQL = [numWriteStmts]string{
 	stmtInsertTask: `
 		INSERT INTO tasks (` + taskCols + `, request_key)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 	// Only the columns the caller does not already hold come back.
 	stmtUpdateTask: `
@@ -394,7 +402,7 @@ var writeSQL = [numWriteStmts]string{
 			context_id = ?, state = ?,
 			status = ?, artifacts = ?, metadata = ?, checkpoint = ?, question = ?, input = ?, pause = ?,
 			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ?, lease_until = ?,
-			updated_at = ?, version = version + 1, last_seq = last_seq + ?
+			updated_at = ?, version = version + 1, last_seq = last_seq + ?, ref_seq = last_seq + ?
 		WHERE id = ? AND version = ?
 		RETURNING tenant, owner, agent, version, last_seq, created_at`,
 	stmtTaskExists: `SELECT 1 FROM tasks WHERE id = ?`,
@@ -412,7 +420,7 @@ var writeSQL = [numWriteStmts]string{
 			ORDER BY lease_until
 			LIMIT ?
 		)
-		RETURNING ` + taskCols,
+		RETURNING ` + taskSel,
 	// Entries with notify set were appended: every configuration of the
 	// task now has them to deliver, and is due now unless it already has
 	// a due time (a retry's backoff, a claim's lease). The version stays:
@@ -458,8 +466,8 @@ var writeSQL = [numWriteStmts]string{
 }
 
 var readSQL = [numReadStmts]string{
-	stmtGetTask:       `SELECT ` + taskCols + ` FROM tasks WHERE id = ?`,
-	stmtTaskByRequest: `SELECT ` + taskCols + ` FROM tasks WHERE request_key = ?`,
+	stmtGetTask:       `SELECT ` + taskSel + ` FROM tasks WHERE id = ?`,
+	stmtTaskByRequest: `SELECT ` + taskSel + ` FROM tasks WHERE request_key = ?`,
 	// ?2: the messageId to look up ('' for none, which no message entry
 	// has); ?3: whether the request is wanted. Each subquery is one
 	// lookup: task_log_message, and the log's primary key. Left to
@@ -468,7 +476,7 @@ var readSQL = [numReadStmts]string{
 	// INDEXED BY keeps the lookup O(1) in the length of the log (the index
 	// holds seq, the key's tail, so the first match needs no sort).
 	stmtLoadTask: `
-		SELECT ` + taskCols + `,
+		SELECT ` + taskSel + `,
 			(SELECT body FROM task_log l INDEXED BY task_log_message
 				WHERE l.task_id = tasks.id AND l.kind = 'message' AND l.message_id = ?2 AND ?2 <> ''
 				ORDER BY l.seq LIMIT 1),
@@ -479,6 +487,9 @@ var readSQL = [numReadStmts]string{
 		WHERE task_id = ? AND seq > ?
 		ORDER BY seq
 		LIMIT ?`,
+	// The task's log by its primary key, newest first, skipping what is
+	// not history: a task's log is a few entries, most of them history
+	// (migration 0009 dropped the index of history entries).
 	stmtHistory: `
 		SELECT ` + logCols + ` FROM (
 			SELECT ` + logCols + ` FROM task_log
@@ -487,12 +498,12 @@ var readSQL = [numReadStmts]string{
 			LIMIT ?
 		) ORDER BY seq`,
 	stmtDueWake: `
-		SELECT ` + taskCols + ` FROM tasks
+		SELECT ` + taskSel + ` FROM tasks
 		WHERE wake_at IS NOT NULL AND wake_at <= ?
 		ORDER BY wake_at, id
 		LIMIT ?`,
 	stmtDueHold: `
-		SELECT ` + taskCols + ` FROM tasks
+		SELECT ` + taskSel + ` FROM tasks
 		WHERE hold_at IS NOT NULL AND hold_at <= ?
 		ORDER BY hold_at, id
 		LIMIT ?`,
@@ -556,21 +567,40 @@ func scanTaskWith(row scanner, extra ...any) (*store.Task, error) {
 		runnable             int64
 		leaseUntil           int64
 		createdAt, updatedAt int64
+		ref                  []byte
 	)
 	dest := []any{&t.ID, &t.ContextID, &t.Tenant, &t.Owner, &t.Agent, &state, &t.Version, &t.LastSeq,
 		&status, &artifacts, &metadata, &checkpoint, &question, &input, &pause,
-		&wakeAt, &holdAt, &runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt}
+		&wakeAt, &holdAt, &runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt, &ref}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	t.State = a2a.TaskState(state)
-	t.Status = raw(status)
-	t.Artifacts = raw(artifacts)
-	t.Metadata = raw(metadata)
-	t.Checkpoint = raw(checkpoint)
-	t.Question = raw(question)
-	t.Input = raw(input)
-	t.Pause = raw(pause)
+	u, err := newUnpacker(t.ID, t.ContextID, ref)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status, err = u.col(status); err != nil {
+		return nil, err
+	}
+	if t.Artifacts, err = u.col(artifacts); err != nil {
+		return nil, err
+	}
+	if t.Metadata, err = u.col(metadata); err != nil {
+		return nil, err
+	}
+	if t.Checkpoint, err = u.col(checkpoint); err != nil {
+		return nil, err
+	}
+	if t.Question, err = u.col(question); err != nil {
+		return nil, err
+	}
+	if t.Input, err = u.col(input); err != nil {
+		return nil, err
+	}
+	if t.Pause, err = u.col(pause); err != nil {
+		return nil, err
+	}
 	t.WakeAt = fromNullMillis(wakeAt)
 	t.HoldAt = fromNullMillis(holdAt)
 	t.Runnable = runnable != 0
@@ -580,7 +610,12 @@ func scanTaskWith(row scanner, extra ...any) (*store.Task, error) {
 	return &t, nil
 }
 
-func scanEntry(row scanner) (store.LogEntry, error) {
+// scanEntry returns the scanner of task taskID's log entries.
+func scanEntry(taskID string) func(scanner) (store.LogEntry, error) {
+	return func(row scanner) (store.LogEntry, error) { return scanEntryOf(row, taskID) }
+}
+
+func scanEntryOf(row scanner, taskID string) (store.LogEntry, error) {
 	var (
 		e         store.LogEntry
 		kind      string
@@ -595,7 +630,10 @@ func scanEntry(row scanner) (store.LogEntry, error) {
 	e.Kind = store.Kind(kind)
 	e.InHistory = inHistory != 0
 	e.Notify = notify != 0
-	e.Body = raw(body)
+	var err error
+	if e.Body, err = unpackEntry(taskID, body); err != nil {
+		return store.LogEntry{}, err
+	}
 	e.At = fromMillis(at)
 	return e, nil
 }
@@ -632,9 +670,10 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 		return nil, errors.New("sqlite: CreateTask: nil task")
 	}
 	var got *store.Task
+	p := packTask(t, entries)
 	err := s.write(ctx, func(b *batch) error {
 		var err error
-		got, err = b.createTask(t, entries, time.Now().UnixMilli())
+		got, err = b.createTask(t, entries, &p, time.Now().UnixMilli())
 		return err
 	})
 	if err != nil {
@@ -643,11 +682,11 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 	return got, nil
 }
 
-func (b *batch) createTask(t *store.Task, entries []store.LogEntry, now int64) (*store.Task, error) {
+func (b *batch) createTask(t *store.Task, entries []store.LogEntry, p *packedTask, now int64) (*store.Task, error) {
 	res, err := b.stmt(stmtInsertTask).Exec(
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(len(entries)),
-		blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
-		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now,
+		p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
+		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now, p.ref,
 		nullString(t.RequestKey))
 	if err != nil {
 		return nil, translate("CreateTask", t.ID, err)
@@ -657,7 +696,7 @@ func (b *batch) createTask(t *store.Task, entries []store.LogEntry, now int64) (
 	} else if n == 0 {
 		return nil, store.ErrExists // ON CONFLICT DO NOTHING: the ID or the request key is taken
 	}
-	if err := b.appendLog(t.ID, 1, entries, now); err != nil {
+	if err := b.appendLog(t.ID, 1, entries, p.bodies, now); err != nil {
 		return nil, translate("CreateTask", t.ID, err)
 	}
 	got := asStored(t)
@@ -683,13 +722,21 @@ func (s *Store) CreateTasks(ctx context.Context, tasks []*store.Task, logs [][]s
 			return errors.New("sqlite: CreateTasks: nil task")
 		}
 	}
+	packed := make([]packedTask, len(tasks))
+	for i, t := range tasks {
+		var es []store.LogEntry
+		if i < len(logs) {
+			es = logs[i]
+		}
+		packed[i] = packTask(t, es)
+	}
 	return s.write(ctx, func(b *batch) error {
 		// Its own savepoint: a taken ID undoes this call's inserts only,
 		// not the other writes of the batch.
 		if _, err := b.exec(`SAVEPOINT create_tasks`); err != nil {
 			return fmt.Errorf("sqlite: CreateTasks: %w", err)
 		}
-		err := b.createTasks(tasks, logs, time.Now().UnixMilli())
+		err := b.createTasks(tasks, logs, packed, time.Now().UnixMilli())
 		if err != nil {
 			if _, rerr := b.exec(`ROLLBACK TO create_tasks`); rerr != nil {
 				err = errors.Join(err, rerr)
@@ -708,8 +755,9 @@ const bulkRows = 64
 // bulkLogCols are the task_log columns CreateTasks inserts.
 const bulkLogCols = "task_id, seq, kind, message_id, in_history, notify, body, at"
 
-// createTasks inserts tasks and their logs with multi-row INSERTs.
-func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, now int64) error {
+// createTasks inserts tasks and their logs with multi-row INSERTs; packed
+// are their packTask.
+func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, packed []packedTask, now int64) error {
 	var args []any
 	flush := func(table, cols string, ncols int, rows int, onConflict string) (int64, error) {
 		if rows == 0 {
@@ -730,9 +778,10 @@ func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, now in
 		if i < len(logs) {
 			n = int64(len(logs[i]))
 		}
+		p := &packed[i]
 		args = append(args, t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(1), n,
-			blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
-			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now,
+			p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
+			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now, p.ref,
 			nullString(t.RequestKey))
 		if rows++; rows == bulkRows || i == len(tasks)-1 {
 			got, err := flush("tasks", taskCols+", request_key", numTaskCols+1, rows, " ON CONFLICT DO NOTHING")
@@ -752,7 +801,7 @@ func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, now in
 			if !e.At.IsZero() {
 				at = e.At.UnixMilli()
 			}
-			args = append(args, tasks[i].ID, int64(j+1), string(e.Kind), e.MessageID, boolInt(e.InHistory), boolInt(e.Notify), blob(e.Body), at)
+			args = append(args, tasks[i].ID, int64(j+1), string(e.Kind), e.MessageID, boolInt(e.InHistory), boolInt(e.Notify), packed[i].bodies[j], at)
 			last = tasks[i].ID
 			if rows++; rows == bulkRows {
 				if _, err := flush("task_log", bulkLogCols, 8, rows, ""); err != nil {
@@ -830,7 +879,14 @@ func (s *Store) LoadTask(ctx context.Context, id string, p store.LoadParams) (*s
 	if err != nil {
 		return nil, translate("LoadTask", id, err)
 	}
-	return &store.Loaded{Task: t, Message: raw(msg), Request: raw(req)}, nil
+	l := &store.Loaded{Task: t}
+	if l.Message, err = unpackEntry(id, msg); err != nil {
+		return nil, translate("LoadTask", id, err)
+	}
+	if l.Request, err = unpackEntry(id, req); err != nil {
+		return nil, translate("LoadTask", id, err)
+	}
+	return l, nil
 }
 
 // UpdateTask replaces the mutable columns of the task (all but ID, Tenant,
@@ -846,6 +902,7 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		return nil, errors.New("sqlite: UpdateTask: nil task")
 	}
 	var got *store.Task
+	p := packTask(t, entries)
 	err := s.write(ctx, func(b *batch) error {
 		now := time.Now().UnixMilli()
 		n := int64(len(entries))
@@ -857,9 +914,9 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		)
 		err := b.stmt(stmtUpdateTask).QueryRow(
 			t.ContextID, string(t.State),
-			blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
+			p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
 			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil),
-			now, n,
+			now, n, p.ref,
 			t.ID, t.Version).Scan(&tenant, &owner, &agent, &version, &lastSeq, &createdAt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return b.missingOrMoved(t.ID)
@@ -867,7 +924,7 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		if err != nil {
 			return translate("UpdateTask", t.ID, err)
 		}
-		if err := b.appendLog(t.ID, lastSeq-n+1, entries, now); err != nil {
+		if err := b.appendLog(t.ID, lastSeq-n+1, entries, p.bodies, now); err != nil {
 			return translate("UpdateTask", t.ID, err)
 		}
 		if seq := newestNotify(lastSeq-n+1, entries); seq > 0 {
@@ -908,8 +965,8 @@ func (b *batch) missingOrMoved(id string) error {
 }
 
 // appendLog inserts entries into the log of task id, numbering them from
-// first on. A zero At becomes now.
-func (b *batch) appendLog(id string, first int64, entries []store.LogEntry, now int64) error {
+// first on, with bodies, their packed bodies. A zero At becomes now.
+func (b *batch) appendLog(id string, first int64, entries []store.LogEntry, bodies []any, now int64) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -920,7 +977,7 @@ func (b *batch) appendLog(id string, first int64, entries []store.LogEntry, now 
 			at = e.At.UnixMilli()
 		}
 		if _, err := ins.Exec(id, first+int64(i), string(e.Kind), e.MessageID,
-			boolInt(e.InHistory), boolInt(e.Notify), blob(e.Body), at); err != nil {
+			boolInt(e.InHistory), boolInt(e.Notify), bodies[i], at); err != nil {
 			return err
 		}
 	}
@@ -974,7 +1031,7 @@ func (s *Store) History(ctx context.Context, taskID string, last int) ([]store.L
 }
 
 func collectEntries(op, id string, rows *sql.Rows) ([]store.LogEntry, error) {
-	out, err := scanAll(rows, scanEntry)
+	out, err := scanAll(rows, scanEntry(id))
 	if err != nil {
 		return nil, translate(op, id, err)
 	}
@@ -1047,7 +1104,7 @@ var listDialect = listing.Dialect{
 	// Without statistics the planner takes the index that matches more
 	// columns, and reads every task of the caller's.
 	ByContext: "tasks INDEXED BY tasks_context",
-	Cols:      taskCols,
+	Cols:      taskSel,
 	// Migration 0008's triggers count every state, in the writer's
 	// transaction: about 1% of a round trip (docs/decisions/0125).
 	Counted: store.TaskStates,
@@ -1225,11 +1282,13 @@ func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID
 		var kind string
 		var inHistory, notify, at int64
 		var body []byte
-		if err := rows.Scan(&id, &agent, &e.Seq, &kind, &e.MessageID, &inHistory, &notify, &body, &at); err != nil {
+		if err = rows.Scan(&id, &agent, &e.Seq, &kind, &e.MessageID, &inHistory, &notify, &body, &at); err != nil {
 			return fmt.Errorf("sqlite: ScanLogs: %w", err)
 		}
 		e.Kind, e.InHistory, e.Notify, e.At = store.Kind(kind), inHistory != 0, notify != 0, fromMillis(at)
-		e.Body = raw(body) // Scan into []byte copies
+		if e.Body, err = unpackEntry(id, body); err != nil {
+			return fmt.Errorf("sqlite: ScanLogs: task %q: %w", id, err)
+		}
 		if err := fn(id, agent, e); err != nil {
 			return err
 		}

@@ -1,0 +1,217 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+
+	"github.com/askpoint/askpoint"
+	"github.com/askpoint/askpoint/examples/expense"
+	"github.com/askpoint/askpoint/question"
+	"github.com/askpoint/askpoint/store"
+	"github.com/askpoint/askpoint/store/sqlite"
+)
+
+// DiskResult is what MeasureDisk found: the bytes an SQLite file grows by
+// per task of the worked example, paused and completed.
+type DiskResult struct {
+	Tasks     int   // tasks seeded of each kind
+	Empty     int64 // the file with its two template tasks, bytes
+	Paused    int64 // after Tasks paused tasks more
+	Completed int64 // after Tasks completed tasks more again
+}
+
+// PausedPerTask is the bytes one paused task takes.
+func (d DiskResult) PausedPerTask() float64 { return float64(d.Paused-d.Empty) / float64(d.Tasks) }
+
+// CompletedPerTask is the bytes one completed task takes.
+func (d DiskResult) CompletedPerTask() float64 {
+	return float64(d.Completed-d.Paused) / float64(d.Tasks)
+}
+
+// MeasureDisk makes an SQLite file in dir, pauses one expense task through
+// the engine and completes another, then adds n copies of the paused one's
+// rows and n of the completed one's (every ID in them new, as seedAskpoint
+// does) and measures the file after each: page count × page size once the
+// WAL is checkpointed into it.
+func MeasureDisk(ctx context.Context, dir string, n int) (DiskResult, error) {
+	res := DiskResult{Tasks: n}
+	path := filepath.Join(dir, "disk.db")
+	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return res, err
+	}
+	defer st.Close()
+	srv, err := askpoint.NewServer(askpoint.Config{Store: st})
+	if err != nil {
+		return res, err
+	}
+	if err := srv.Register(askpoint.AgentSpec{Name: "expense", Agent: expense.Agent(expense.DefaultDirectory, expense.IDLedger{}, nil), Card: expense.Card()}); err != nil {
+		return res, err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return res, err
+	}
+	defer srv.Stop(context.WithoutCancel(ctx))
+	h, ok := srv.RequestHandler("expense")
+	if !ok {
+		return res, errors.New("no expense agent")
+	}
+	paused, err := pauseOne(ctx, h)
+	if err != nil {
+		return res, err
+	}
+	done, err := pauseOne(ctx, h)
+	if err != nil {
+		return res, err
+	}
+	if err := completeOne(ctx, h, done); err != nil {
+		return res, err
+	}
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		return res, err
+	}
+	defer db.Close()
+	if res.Empty, err = fileBytes(ctx, db); err != nil {
+		return res, err
+	}
+	if err := seedCopies(ctx, st, paused, n); err != nil {
+		return res, fmt.Errorf("seed paused tasks: %w", err)
+	}
+	if res.Paused, err = fileBytes(ctx, db); err != nil {
+		return res, err
+	}
+	if err := seedCopies(ctx, st, done, n); err != nil {
+		return res, fmt.Errorf("seed completed tasks: %w", err)
+	}
+	if res.Completed, err = fileBytes(ctx, db); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// pauseOne sends the receipt and returns the paused task's ID.
+func pauseOne(ctx context.Context, h a2asrv.RequestHandler) (string, error) {
+	res, err := h.SendMessage(ctx, &a2a.SendMessageRequest{Message: receiptMessage()})
+	if err != nil {
+		return "", err
+	}
+	t, ok := res.(*a2a.Task)
+	if !ok || t.Status.State != a2a.TaskStateInputRequired {
+		return "", fmt.Errorf("got %T, want a task in input-required", res)
+	}
+	return string(t.ID), nil
+}
+
+// completeOne answers the paused task id as the bench's callers do.
+func completeOne(ctx context.Context, h a2asrv.RequestHandler, id string) error {
+	p := a2a.NewDataPart(map[string]any{"costCentre": "CC-4410"})
+	p.MediaType = question.MediaTypeJSON
+	m := a2a.NewMessage(a2a.MessageRoleUser, p)
+	m.TaskID = a2a.TaskID(id)
+	res, err := h.SendMessage(ctx, &a2a.SendMessageRequest{Message: m})
+	if err != nil {
+		return err
+	}
+	if t, ok := res.(*a2a.Task); !ok || t.Status.State != a2a.TaskStateCompleted {
+		return fmt.Errorf("answer: got %T, want a completed task", res)
+	}
+	return nil
+}
+
+// anID is what the engine and the SDK write as an ID: a UUID, or a
+// time-ordered task ID (decision 0017), bare or after a prefix.
+var anID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9A-Za-z]{20,32}`)
+
+// seedCopies inserts n copies of task id's row and log, each with every
+// ID of the template replaced by a new one of the same shape.
+func seedCopies(ctx context.Context, st *sqlite.Store, id string, n int) error {
+	tmpl, err := st.GetTask(ctx, id)
+	if err != nil {
+		return err
+	}
+	log, err := st.ReadLog(ctx, id, 0, 0)
+	if err != nil {
+		return err
+	}
+	ids := map[string]bool{tmpl.ID: true, tmpl.ContextID: true}
+	for _, b := range [][]byte{tmpl.Status, tmpl.Question, tmpl.Checkpoint, tmpl.Input, tmpl.Pause, tmpl.Artifacts, tmpl.Metadata} {
+		for _, m := range anID.FindAll(b, -1) {
+			ids[string(m)] = true
+		}
+	}
+	for _, e := range log {
+		if e.MessageID != "" {
+			ids[e.MessageID] = true
+		}
+		for _, m := range anID.FindAll(e.Body, -1) {
+			ids[string(m)] = true
+		}
+	}
+	const batch = 2000
+	for done := 0; done < n; {
+		size := min(batch, n-done)
+		tasks, logs := make([]*store.Task, size), make([][]store.LogEntry, size)
+		for i := range size {
+			var r replacer
+			for old := range ids {
+				r = append(r, pair{[]byte(old), []byte(newLike(old))})
+			}
+			c := *tmpl
+			c.ID, c.ContextID = string(r.apply([]byte(c.ID))), string(r.apply([]byte(c.ContextID)))
+			c.Status, c.Checkpoint, c.Question = r.apply(c.Status), r.apply(c.Checkpoint), r.apply(c.Question)
+			c.Artifacts, c.Metadata, c.Input, c.Pause = r.apply(c.Artifacts), r.apply(c.Metadata), r.apply(c.Input), r.apply(c.Pause)
+			es := make([]store.LogEntry, len(log))
+			for j, e := range log {
+				e.Seq = 0
+				e.MessageID = string(r.apply([]byte(e.MessageID)))
+				e.Body = r.apply(e.Body)
+				es[j] = e
+			}
+			tasks[i], logs[i] = &c, es
+		}
+		if err := st.CreateTasks(ctx, tasks, logs); err != nil {
+			return err
+		}
+		done += size
+	}
+	return nil
+}
+
+// newLike returns a new ID of the shape of old: a task ID for a task ID,
+// a UUID for a UUID, random letters and digits otherwise.
+func newLike(old string) string {
+	switch {
+	case len(old) == 36 && old[8] == '-':
+		return a2a.NewMessageID()
+	case len(old) == len(a2a.NewTaskID()) && old[0] != 'q':
+		return string(a2a.NewTaskID())
+	}
+	return old[:len(old)-len(randomID())] + randomID()
+}
+
+// fileBytes checkpoints the WAL into the file and returns its size in
+// pages × page size.
+func fileBytes(ctx context.Context, db *sql.DB) (int64, error) {
+	var busy, logPages, moved, pages, size int64
+	if err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &moved); err != nil {
+		return 0, fmt.Errorf("checkpoint: %w", err)
+	}
+	if busy != 0 {
+		return 0, errors.New("checkpoint: the WAL is busy")
+	}
+	if err := db.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+		return 0, err
+	}
+	if err := db.QueryRowContext(ctx, `PRAGMA page_size`).Scan(&size); err != nil {
+		return 0, err
+	}
+	return pages * size, nil
+}
