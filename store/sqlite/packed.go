@@ -110,7 +110,7 @@ func unpackEntry(id string, b []byte) (json.RawMessage, error) {
 
 // askpoint_pack(value, task_id, context_id, ref) is pack.Pack in SQL, for
 // migration 0009, which packs the rows of an existing file in place: value
-// packed against the task's ID and context ID ('' for none) and ref, an
+// packed against the task's ID and context ID (” for none) and ref, an
 // unpacked value (NULL for none). NULL and empty values are NULL.
 func init() {
 	sqlite.MustRegisterDeterministicScalarFunction("askpoint_pack", 4, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {

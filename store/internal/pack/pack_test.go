@@ -6,9 +6,9 @@ import (
 )
 
 const (
-	taskID = "01a237dd-8632-715d-b491-c9a18877031f"
-	ctxID  = "01a237dd-8632-7174-8e2b-5c8650fd4ec0"
-	entry  = `{"contextId":"` + ctxID + `","status":{"message":{"messageId":"01a237dd-8632-7cfb-a5cb-48c5e2bd904c","contextId":"` + ctxID + `","extensions":["https://askpoint.dev/ext/question/v1"],"parts":[{"text":"Which cost centre should this expense be charged to? CC-4410 or CC-4420."},{"data":{"answerSchema":{"properties":{"costCentre":{"pattern":"^CC-[0-9]{4}$","type":"string"}},"required":["costCentre"],"type":"object"},"expires":"2026-12-03T17:46:34.419Z","options":[{"value":"CC-4410"},{"value":"CC-4420"}],"questionId":"q-0-e0a53cf87a9d"},"mediaType":"application/json"}],"role":"ROLE_AGENT","taskId":"` + taskID + `"},"state":"TASK_STATE_INPUT_REQUIRED","timestamp":"2026-12-02T17:46:34.418283764Z"},"taskId":"` + taskID + `"}`
+	taskID   = "01a237dd-8632-715d-b491-c9a18877031f"
+	ctxID    = "01a237dd-8632-7174-8e2b-5c8650fd4ec0"
+	entry    = `{"contextId":"` + ctxID + `","status":{"message":{"messageId":"01a237dd-8632-7cfb-a5cb-48c5e2bd904c","contextId":"` + ctxID + `","extensions":["https://askpoint.dev/ext/question/v1"],"parts":[{"text":"Which cost centre should this expense be charged to? CC-4410 or CC-4420."},{"data":{"answerSchema":{"properties":{"costCentre":{"pattern":"^CC-[0-9]{4}$","type":"string"}},"required":["costCentre"],"type":"object"},"expires":"2026-12-03T17:46:34.419Z","options":[{"value":"CC-4410"},{"value":"CC-4420"}],"questionId":"q-0-e0a53cf87a9d"},"mediaType":"application/json"}],"role":"ROLE_AGENT","taskId":"` + taskID + `"},"state":"TASK_STATE_INPUT_REQUIRED","timestamp":"2026-12-02T17:46:34.418283764Z"},"taskId":"` + taskID + `"}`
 	question = `{"questionId":"q-0-e0a53cf87a9d","text":"Which cost centre should this expense be charged to? CC-4410 or CC-4420.","expires":"2026-12-03T17:46:34.419Z","answerSchema":{"properties":{"costCentre":{"pattern":"^CC-[0-9]{4}$","type":"string"}},"required":["costCentre"],"type":"object"},"options":[{"value":"CC-4410"},{"value":"CC-4420"}],"attempt":1,"maxAttempts":3}`
 )
 
