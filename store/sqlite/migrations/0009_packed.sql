@@ -34,3 +34,11 @@ UPDATE task_log SET body = askpoint_pack(body, task_id, '', NULL) WHERE body IS 
 -- entries, most of them history): this index was a second copy of every
 -- history entry's key that no query needs.
 DROP INDEX task_log_history;
+
+-- The list index ascending, read backwards by the same newest-first
+-- queries: a new task's key goes to the end of its state's range, where
+-- a page filled before stays full, instead of to its start, where every
+-- page split left two half-empty pages (the index took 172 bytes a task
+-- for 81 bytes of keys).
+DROP INDEX tasks_list;
+CREATE INDEX tasks_list ON tasks (tenant, owner, agent, state, updated_at, id);
