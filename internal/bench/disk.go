@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
@@ -58,7 +59,17 @@ func MeasureDisk(ctx context.Context, dir string, n int) (DiskResult, error) {
 	if err := srv.Start(ctx); err != nil {
 		return res, err
 	}
-	defer srv.Stop(context.WithoutCancel(ctx))
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return srv.Stop(sctx)
+	}
+	defer stop()
 	h, ok := srv.RequestHandler("expense")
 	if !ok {
 		return res, errors.New("no expense agent")
@@ -72,6 +83,12 @@ func MeasureDisk(ctx context.Context, dir string, n int) (DiskResult, error) {
 		return res, err
 	}
 	if err := completeOne(ctx, h, done); err != nil {
+		return res, err
+	}
+	// The engine's sweeps read the file while it runs: it is done with
+	// once the two templates are, so that nothing but the seeding touches
+	// the file.
+	if err := stop(); err != nil {
 		return res, err
 	}
 	db, err := sql.Open("sqlite", "file:"+path)
@@ -201,11 +218,19 @@ func newLike(old string) string {
 // pages × page size.
 func fileBytes(ctx context.Context, db *sql.DB) (int64, error) {
 	var busy, logPages, moved, pages, size int64
-	if err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &moved); err != nil {
-		return 0, fmt.Errorf("checkpoint: %w", err)
-	}
-	if busy != 0 {
-		return 0, errors.New("checkpoint: the WAL is busy")
+	// A reader of the store's pool may still hold the snapshot of its
+	// last read for a moment: a few tries, a few milliseconds apart.
+	for try := 0; ; try++ {
+		if err := db.QueryRowContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &logPages, &moved); err != nil {
+			return 0, fmt.Errorf("checkpoint: %w", err)
+		}
+		if busy == 0 {
+			break
+		}
+		if try == 50 {
+			return 0, errors.New("checkpoint: the WAL is busy")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if err := db.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
 		return 0, err

@@ -342,8 +342,9 @@ const taskCols = `id, context_id, tenant, owner, agent, state, version, last_seq
 	status, artifacts, metadata, checkpoint, question, input, pause,
 	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at, ref_seq`
 
-// numTaskCols is how many columns taskCols names.
-const numTaskCols = 23
+// taskRow is the values of one row of CreateTasks' INSERT: taskCols and
+// request_key.
+var taskRow = "(" + strings.TrimSuffix(strings.Repeat("?,", 24), ",") + ")"
 
 // taskSel is what a read of a task selects, in the order scanTask reads
 // it: the columns, and the body of the log entry its JSON columns are
@@ -351,7 +352,7 @@ const numTaskCols = 23
 const taskSel = `id, context_id, tenant, owner, agent, state, version, last_seq,
 	status, artifacts, metadata, checkpoint, question, input, pause,
 	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at,
-	(SELECT body FROM task_log r WHERE r.task_id = tasks.id AND r.seq = tasks.ref_seq) AS ref`
+	(SELECT body FROM task_log r WHERE r.task_key = tasks.key AND r.seq = tasks.ref_seq) AS ref`
 
 // logCols are the task_log columns in the order scanEntry reads them.
 const logCols = `seq, kind, message_id, in_history, notify, body, at`
@@ -404,10 +405,10 @@ var writeSQL = [numWriteStmts]string{
 			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ?, lease_until = ?,
 			updated_at = ?, version = version + 1, last_seq = last_seq + ?, ref_seq = last_seq + ?
 		WHERE id = ? AND version = ?
-		RETURNING tenant, owner, agent, version, last_seq, created_at`,
+		RETURNING key, tenant, owner, agent, version, last_seq, created_at`,
 	stmtTaskExists: `SELECT 1 FROM tasks WHERE id = ?`,
 	stmtInsertLog: `
-		INSERT INTO task_log (task_id, seq, kind, message_id, in_history, notify, body, at)
+		INSERT INTO task_log (task_key, seq, kind, message_id, in_history, notify, body, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 	stmtExtendLease: `
 		UPDATE tasks SET lease_until = ?
@@ -437,7 +438,7 @@ var writeSQL = [numWriteStmts]string{
 		SELECT t.id, ?2, ?3, ?5, ?4, coalesce(n.seq, ?4), 0, iif(n.seq IS NULL, NULL, ?5), 1
 		FROM tasks t LEFT JOIN (
 			SELECT seq FROM task_log
-			WHERE task_id = ?1 AND seq > ?4 AND notify = 1
+			WHERE task_key = (SELECT key FROM tasks WHERE id = ?1) AND seq > ?4 AND notify = 1
 			ORDER BY seq DESC
 			LIMIT 1
 		) n ON true
@@ -478,13 +479,13 @@ var readSQL = [numReadStmts]string{
 	stmtLoadTask: `
 		SELECT ` + taskSel + `,
 			(SELECT body FROM task_log l INDEXED BY task_log_message
-				WHERE l.task_id = tasks.id AND l.kind = 'message' AND l.message_id = ?2 AND ?2 <> ''
+				WHERE l.task_key = tasks.key AND l.kind = 'message' AND l.message_id = ?2 AND ?2 <> ''
 				ORDER BY l.seq LIMIT 1),
-			CASE WHEN ?3 THEN (SELECT body FROM task_log l WHERE l.task_id = tasks.id AND l.seq = 1) END
+			CASE WHEN ?3 THEN (SELECT body FROM task_log l WHERE l.task_key = tasks.key AND l.seq = 1) END
 		FROM tasks WHERE id = ?1`,
 	stmtReadLog: `
 		SELECT ` + logCols + ` FROM task_log
-		WHERE task_id = ? AND seq > ?
+		WHERE task_key = (SELECT key FROM tasks WHERE id = ?) AND seq > ?
 		ORDER BY seq
 		LIMIT ?`,
 	// The task's log by its primary key, newest first, skipping what is
@@ -493,7 +494,7 @@ var readSQL = [numReadStmts]string{
 	stmtHistory: `
 		SELECT ` + logCols + ` FROM (
 			SELECT ` + logCols + ` FROM task_log
-			WHERE task_id = ? AND in_history = 1
+			WHERE task_key = (SELECT key FROM tasks WHERE id = ?) AND in_history = 1
 			ORDER BY seq DESC
 			LIMIT ?
 		) ORDER BY seq`,
@@ -696,7 +697,11 @@ func (b *batch) createTask(t *store.Task, entries []store.LogEntry, p *packedTas
 	} else if n == 0 {
 		return nil, store.ErrExists // ON CONFLICT DO NOTHING: the ID or the request key is taken
 	}
-	if err := b.appendLog(t.ID, 1, entries, p.bodies, now); err != nil {
+	key, err := res.LastInsertId()
+	if err != nil {
+		return nil, translate("CreateTask", t.ID, err)
+	}
+	if err := b.appendLog(key, 1, entries, p.bodies, now); err != nil {
 		return nil, translate("CreateTask", t.ID, err)
 	}
 	got := asStored(t)
@@ -752,19 +757,24 @@ func (s *Store) CreateTasks(ctx context.Context, tasks []*store.Task, logs [][]s
 // bulkRows is how many rows one INSERT of CreateTasks carries.
 const bulkRows = 64
 
-// bulkLogCols are the task_log columns CreateTasks inserts.
-const bulkLogCols = "task_id, seq, kind, message_id, in_history, notify, body, at"
+// bulkLogCols are the task_log columns CreateTasks inserts, bulkLogRow
+// the values of one row: the task's key is looked up by its ID, as the
+// tasks of one INSERT get theirs.
+const (
+	bulkLogCols = "task_key, seq, kind, message_id, in_history, notify, body, at"
+	bulkLogRow  = "((SELECT key FROM tasks WHERE id = ?),?,?,?,?,?,?,?)"
+)
 
 // createTasks inserts tasks and their logs with multi-row INSERTs; packed
 // are their packTask.
 func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, packed []packedTask, now int64) error {
 	var args []any
-	flush := func(table, cols string, ncols int, rows int, onConflict string) (int64, error) {
+	flush := func(table, cols, row string, rows int, onConflict string) (int64, error) {
 		if rows == 0 {
 			return 0, nil
 		}
 		q := "INSERT INTO " + table + " (" + cols + ") VALUES " +
-			strings.TrimSuffix(strings.Repeat("("+strings.TrimSuffix(strings.Repeat("?,", ncols), ",")+"),", rows), ",") + onConflict
+			strings.TrimSuffix(strings.Repeat(row+",", rows), ",") + onConflict
 		res, err := b.exec(q, args...)
 		args = args[:0]
 		if err != nil {
@@ -784,7 +794,7 @@ func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, packed
 			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now, p.ref,
 			nullString(t.RequestKey))
 		if rows++; rows == bulkRows || i == len(tasks)-1 {
-			got, err := flush("tasks", taskCols+", request_key", numTaskCols+1, rows, " ON CONFLICT DO NOTHING")
+			got, err := flush("tasks", taskCols+", request_key", taskRow, rows, " ON CONFLICT DO NOTHING")
 			if err != nil {
 				return translate("CreateTasks", t.ID, err)
 			}
@@ -804,14 +814,14 @@ func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, packed
 			args = append(args, tasks[i].ID, int64(j+1), string(e.Kind), e.MessageID, boolInt(e.InHistory), boolInt(e.Notify), packed[i].bodies[j], at)
 			last = tasks[i].ID
 			if rows++; rows == bulkRows {
-				if _, err := flush("task_log", bulkLogCols, 8, rows, ""); err != nil {
+				if _, err := flush("task_log", bulkLogCols, bulkLogRow, rows, ""); err != nil {
 					return translate("CreateTasks", last, err)
 				}
 				rows = 0
 			}
 		}
 	}
-	if _, err := flush("task_log", bulkLogCols, 8, rows, ""); err != nil {
+	if _, err := flush("task_log", bulkLogCols, bulkLogRow, rows, ""); err != nil {
 		return translate("CreateTasks", last, err)
 	}
 	return nil
@@ -908,6 +918,7 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		n := int64(len(entries))
 		pushDue := false
 		var (
+			key                  int64
 			tenant, owner, agent string
 			version, lastSeq     int64
 			createdAt            int64
@@ -917,14 +928,14 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 			p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
 			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil),
 			now, n, p.ref,
-			t.ID, t.Version).Scan(&tenant, &owner, &agent, &version, &lastSeq, &createdAt)
+			t.ID, t.Version).Scan(&key, &tenant, &owner, &agent, &version, &lastSeq, &createdAt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return b.missingOrMoved(t.ID)
 		}
 		if err != nil {
 			return translate("UpdateTask", t.ID, err)
 		}
-		if err := b.appendLog(t.ID, lastSeq-n+1, entries, p.bodies, now); err != nil {
+		if err := b.appendLog(key, lastSeq-n+1, entries, p.bodies, now); err != nil {
 			return translate("UpdateTask", t.ID, err)
 		}
 		if seq := newestNotify(lastSeq-n+1, entries); seq > 0 {
@@ -964,9 +975,10 @@ func (b *batch) missingOrMoved(id string) error {
 	}
 }
 
-// appendLog inserts entries into the log of task id, numbering them from
-// first on, with bodies, their packed bodies. A zero At becomes now.
-func (b *batch) appendLog(id string, first int64, entries []store.LogEntry, bodies []any, now int64) error {
+// appendLog inserts entries into the log of the task with key, numbering
+// them from first on, with bodies, their packed bodies. A zero At becomes
+// now.
+func (b *batch) appendLog(key int64, first int64, entries []store.LogEntry, bodies []any, now int64) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -976,7 +988,7 @@ func (b *batch) appendLog(id string, first int64, entries []store.LogEntry, bodi
 		if !e.At.IsZero() {
 			at = e.At.UnixMilli()
 		}
-		if _, err := ins.Exec(id, first+int64(i), string(e.Kind), e.MessageID,
+		if _, err := ins.Exec(key, first+int64(i), string(e.Kind), e.MessageID,
 			boolInt(e.InHistory), boolInt(e.Notify), bodies[i], at); err != nil {
 			return err
 		}
@@ -1261,8 +1273,8 @@ func (s *Store) LockTask(key string) store.TaskLock { return s.locks.Take(key) }
 // the index and sorts nothing. The scan is one statement, on one reader
 // connection: one snapshot of the file, which writers do not wait for.
 func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID, agent string, e store.LogEntry) error) error {
-	q := `SELECT l.task_id, t.agent, l.seq, l.kind, l.message_id, l.in_history, l.notify, l.body, l.at
-		FROM task_log l JOIN tasks t ON t.id = l.task_id`
+	q := `SELECT t.id, t.agent, l.seq, l.kind, l.message_id, l.in_history, l.notify, l.body, l.at
+		FROM task_log l JOIN tasks t ON t.key = l.task_key`
 	var args []any
 	if len(kinds) > 0 {
 		q += ` WHERE l.kind IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(kinds)), ", ") + `)`
@@ -1270,7 +1282,7 @@ func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID
 			args = append(args, string(k))
 		}
 	}
-	q += ` ORDER BY l.task_id, l.seq`
+	q += ` ORDER BY l.task_key, l.seq`
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite: ScanLogs: %w", err)
