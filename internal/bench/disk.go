@@ -11,6 +11,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/google/uuid"
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/examples/expense"
@@ -183,6 +184,10 @@ func seedCopies(ctx context.Context, st *sqlite.Store, id string, n int) error {
 			}
 			c := *tmpl
 			c.ID, c.ContextID = string(r.apply([]byte(c.ID))), string(r.apply([]byte(c.ContextID)))
+			// Reads do not return the request key the engine wrote: a
+			// new one of its kind (a name-based UUID, in no order), as
+			// every task has.
+			c.RequestKey = uuid.NewSHA1(uuid.NameSpaceOID, []byte(c.ID)).String()
 			c.Status, c.Checkpoint, c.Question = r.apply(c.Status), r.apply(c.Checkpoint), r.apply(c.Question)
 			c.Artifacts, c.Metadata, c.Input, c.Pause = r.apply(c.Artifacts), r.apply(c.Metadata), r.apply(c.Input), r.apply(c.Pause)
 			es := make([]store.LogEntry, len(log))

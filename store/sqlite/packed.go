@@ -12,14 +12,16 @@ import (
 
 // The JSON the store keeps is packed (store/internal/pack): a log entry's
 // body against its task's ID, a task's JSON columns against its ID, its
-// context ID and one entry of its log, ref_seq, the newest status entry
-// the write that set them appended (else its newest entry). That entry
-// holds the task's status as the engine wrote it, and most of its
-// question, so the row keeps a reference to them instead of a second
-// copy; a write that appends no entry packs the columns against nothing
-// (ref_seq NULL). Entries are never changed or deleted apart from their
-// task, so ref_seq always names an entry that is there. Packing is done
-// by the caller's goroutine, before its write joins the writer's queue.
+// context ID and the last two entries (or the one) the write that set
+// them appended, from ref_seq on. Those entries hold the task's status as
+// the engine wrote it, most of its question, its new artifact, so the row
+// keeps references to them instead of a second copy. A write that appends
+// no entry packs the columns against nothing (ref_seq NULL); one that
+// appends entries moves ref_seq to them, so the entries from ref_seq to
+// the end of the log are always the ones the columns were packed
+// against. Entries are never changed or deleted apart from their task.
+// Packing is done by the caller's goroutine, before its write joins the
+// writer's queue.
 
 // packedTask is a task's JSON columns and its entries' bodies, packed.
 type packedTask struct {
@@ -28,17 +30,9 @@ type packedTask struct {
 	bodies []any  // the entries' bodies
 }
 
-// refEntry is the index in entries of the entry a task's columns are
-// packed against: the newest status entry, else the newest entry; -1
-// when there are none.
-func refEntry(entries []store.LogEntry) int {
-	for i := len(entries) - 1; i >= 0; i-- {
-		if entries[i].Kind == store.KindStatus {
-			return i
-		}
-	}
-	return len(entries) - 1
-}
+// refEntries is how many of a write's last entries its task's columns
+// are packed against.
+const refEntries = 2
 
 // packTask packs t's columns and the bodies of entries, its new entries.
 func packTask(t *store.Task, entries []store.LogEntry) packedTask {
@@ -48,9 +42,12 @@ func packTask(t *store.Task, entries []store.LogEntry) packedTask {
 		p.bodies[i] = packValue(e.Body, pack.Known{TaskID: t.ID})
 	}
 	k := pack.Known{TaskID: t.ID, ContextID: t.ContextID}
-	if i := refEntry(entries); i >= 0 && len(entries[i].Body) > 0 {
-		k.Ref = entries[i].Body
-		p.ref = int64(i + 1)
+	if len(entries) > 0 {
+		from := max(0, len(entries)-refEntries)
+		p.ref = int64(from + 1)
+		for _, e := range entries[from:] {
+			k.Ref = append(k.Ref, e.Body...)
+		}
 	}
 	for i, c := range [...]json.RawMessage{t.Status, t.Artifacts, t.Metadata, t.Checkpoint, t.Question, t.Input, t.Pause} {
 		p.cols[i] = packValue(c, k)
@@ -70,15 +67,14 @@ func packValue(b []byte, k pack.Known) any {
 type unpacker struct{ k pack.Known }
 
 // newUnpacker unpacks the columns of task id, in context ctx, whose
-// ref_seq entry's stored body is ref (nil: none).
-func newUnpacker(id, ctx string, ref []byte) (unpacker, error) {
+// entries from ref_seq on have the stored bodies refs.
+func newUnpacker(id, ctx string, refs ...[]byte) (unpacker, error) {
 	u := unpacker{pack.Known{TaskID: id, ContextID: ctx}}
-	if len(ref) > 0 {
-		body, err := pack.Unpack(make([]byte, 0, 2*len(ref)), ref, pack.Known{TaskID: id})
-		if err != nil {
+	for _, ref := range refs {
+		var err error
+		if u.k.Ref, err = pack.Unpack(u.k.Ref, ref, pack.Known{TaskID: id}); err != nil {
 			return u, err
 		}
-		u.k.Ref = body
 	}
 	return u, nil
 }
@@ -108,17 +104,19 @@ func unpackEntry(id string, b []byte) (json.RawMessage, error) {
 	return out, nil
 }
 
-// askpoint_pack(value, task_id, context_id, ref) is pack.Pack in SQL, for
-// migration 0009, which packs the rows of an existing file in place: value
-// packed against the task's ID and context ID (” for none) and ref, an
-// unpacked value (NULL for none). NULL and empty values are NULL.
+// askpoint_pack(value, task_id, context_id, ref, ref2) is pack.Pack in
+// SQL, for migration 0009, which packs the rows of an existing file in
+// place: value packed against the task's ID and context ID (empty for
+// none) and the unpacked values ref and ref2 one after the other (NULL
+// for none). NULL and empty values are NULL.
 func init() {
-	sqlite.MustRegisterDeterministicScalarFunction("askpoint_pack", 4, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+	sqlite.MustRegisterDeterministicScalarFunction("askpoint_pack", 5, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
 		b := sqlBytes(args[0])
 		if len(b) == 0 {
 			return nil, nil
 		}
-		k := pack.Known{TaskID: string(sqlBytes(args[1])), ContextID: string(sqlBytes(args[2])), Ref: sqlBytes(args[3])}
+		ref := append(append([]byte(nil), sqlBytes(args[3])...), sqlBytes(args[4])...)
+		k := pack.Known{TaskID: string(sqlBytes(args[1])), ContextID: string(sqlBytes(args[2])), Ref: ref}
 		return pack.Pack(nil, b, k), nil
 	})
 }
@@ -133,4 +131,32 @@ func sqlBytes(v driver.Value) []byte {
 		return []byte(v)
 	}
 	return nil
+}
+
+// packKey is the stored form of an ID the store looks rows up by (a log
+// entry's messageId, a task's request key): packed against nothing, so
+// that a UUID takes 18 bytes instead of 36 and the same ID always packs
+// to the same bytes; "" stays "".
+func packKey(id string) any {
+	if id == "" {
+		return ""
+	}
+	return pack.Pack(make([]byte, 0, 18), []byte(id), pack.Known{})
+}
+
+// nullKey is packKey with "" stored as NULL (request_key).
+func nullKey(id string) any {
+	if id == "" {
+		return nil
+	}
+	return packKey(id)
+}
+
+// unpackKey reads back a packKey value.
+func unpackKey(b []byte) (string, error) {
+	if len(b) == 0 {
+		return "", nil
+	}
+	id, err := pack.Unpack(make([]byte, 0, 36), b, pack.Known{})
+	return string(id), err
 }

@@ -347,12 +347,14 @@ const taskCols = `id, context_id, tenant, owner, agent, state, version, last_seq
 var taskRow = "(" + strings.TrimSuffix(strings.Repeat("?,", 24), ",") + ")"
 
 // taskSel is what a read of a task selects, in the order scanTask reads
-// it: the columns, and the body of the log entry its JSON columns are
-// packed against (packed.go), in place of ref_seq.
+// it: the columns, and the bodies of the log entries its JSON columns are
+// packed against (packed.go: ref_seq and the one after it, if any), in
+// place of ref_seq.
 const taskSel = `id, context_id, tenant, owner, agent, state, version, last_seq,
 	status, artifacts, metadata, checkpoint, question, input, pause,
 	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at,
-	(SELECT body FROM task_log r WHERE r.task_key = tasks.key AND r.seq = tasks.ref_seq) AS ref`
+	(SELECT body FROM task_log r WHERE r.task_key = tasks.key AND r.seq = tasks.ref_seq) AS ref,
+	(SELECT body FROM task_log r WHERE r.task_key = tasks.key AND r.seq = tasks.ref_seq + 1) AS ref2`
 
 // logCols are the task_log columns in the order scanEntry reads them.
 const logCols = `seq, kind, message_id, in_history, notify, body, at`
@@ -568,16 +570,16 @@ func scanTaskWith(row scanner, extra ...any) (*store.Task, error) {
 		runnable             int64
 		leaseUntil           int64
 		createdAt, updatedAt int64
-		ref                  []byte
+		ref, ref2            []byte
 	)
 	dest := []any{&t.ID, &t.ContextID, &t.Tenant, &t.Owner, &t.Agent, &state, &t.Version, &t.LastSeq,
 		&status, &artifacts, &metadata, &checkpoint, &question, &input, &pause,
-		&wakeAt, &holdAt, &runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt, &ref}
+		&wakeAt, &holdAt, &runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt, &ref, &ref2}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	t.State = a2a.TaskState(state)
-	u, err := newUnpacker(t.ID, t.ContextID, ref)
+	u, err := newUnpacker(t.ID, t.ContextID, ref, ref2)
 	if err != nil {
 		return nil, err
 	}
@@ -625,13 +627,17 @@ func scanEntryOf(row scanner, taskID string) (store.LogEntry, error) {
 		body      []byte
 		at        int64
 	)
-	if err := row.Scan(&e.Seq, &kind, &e.MessageID, &inHistory, &notify, &body, &at); err != nil {
+	var msgID []byte
+	if err := row.Scan(&e.Seq, &kind, &msgID, &inHistory, &notify, &body, &at); err != nil {
+		return store.LogEntry{}, err
+	}
+	var err error
+	if e.MessageID, err = unpackKey(msgID); err != nil {
 		return store.LogEntry{}, err
 	}
 	e.Kind = store.Kind(kind)
 	e.InHistory = inHistory != 0
 	e.Notify = notify != 0
-	var err error
 	if e.Body, err = unpackEntry(taskID, body); err != nil {
 		return store.LogEntry{}, err
 	}
@@ -688,7 +694,7 @@ func (b *batch) createTask(t *store.Task, entries []store.LogEntry, p *packedTas
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(len(entries)),
 		p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
 		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now, p.ref,
-		nullString(t.RequestKey))
+		nullKey(t.RequestKey))
 	if err != nil {
 		return nil, translate("CreateTask", t.ID, err)
 	}
@@ -792,7 +798,7 @@ func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, packed
 		args = append(args, t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(1), n,
 			p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
 			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now, p.ref,
-			nullString(t.RequestKey))
+			nullKey(t.RequestKey))
 		if rows++; rows == bulkRows || i == len(tasks)-1 {
 			got, err := flush("tasks", taskCols+", request_key", taskRow, rows, " ON CONFLICT DO NOTHING")
 			if err != nil {
@@ -811,7 +817,7 @@ func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, packed
 			if !e.At.IsZero() {
 				at = e.At.UnixMilli()
 			}
-			args = append(args, tasks[i].ID, int64(j+1), string(e.Kind), e.MessageID, boolInt(e.InHistory), boolInt(e.Notify), packed[i].bodies[j], at)
+			args = append(args, tasks[i].ID, int64(j+1), string(e.Kind), packKey(e.MessageID), boolInt(e.InHistory), boolInt(e.Notify), packed[i].bodies[j], at)
 			last = tasks[i].ID
 			if rows++; rows == bulkRows {
 				if _, err := flush("task_log", bulkLogCols, bulkLogRow, rows, ""); err != nil {
@@ -865,7 +871,7 @@ func (s *Store) TaskByRequestKey(ctx context.Context, key string) (*store.Task, 
 	if err != nil {
 		return nil, err
 	}
-	t, err := scanTask(s.rstmts[stmtTaskByRequest].QueryRowContext(ctx, key))
+	t, err := scanTask(s.rstmts[stmtTaskByRequest].QueryRowContext(ctx, packKey(key)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -882,7 +888,7 @@ func (s *Store) LoadTask(ctx context.Context, id string, p store.LoadParams) (*s
 		return nil, err
 	}
 	var msg, req []byte
-	t, err := scanTaskWith(s.rstmts[stmtLoadTask].QueryRowContext(ctx, id, p.MessageID, boolInt(p.Request)), &msg, &req)
+	t, err := scanTaskWith(s.rstmts[stmtLoadTask].QueryRowContext(ctx, id, packKey(p.MessageID), boolInt(p.Request)), &msg, &req)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -988,7 +994,7 @@ func (b *batch) appendLog(key int64, first int64, entries []store.LogEntry, bodi
 		if !e.At.IsZero() {
 			at = e.At.UnixMilli()
 		}
-		if _, err := ins.Exec(key, first+int64(i), string(e.Kind), e.MessageID,
+		if _, err := ins.Exec(key, first+int64(i), string(e.Kind), packKey(e.MessageID),
 			boolInt(e.InHistory), boolInt(e.Notify), bodies[i], at); err != nil {
 			return err
 		}
@@ -1294,8 +1300,12 @@ func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID
 		var kind string
 		var inHistory, notify, at int64
 		var body []byte
-		if err = rows.Scan(&id, &agent, &e.Seq, &kind, &e.MessageID, &inHistory, &notify, &body, &at); err != nil {
+		var msgID []byte
+		if err = rows.Scan(&id, &agent, &e.Seq, &kind, &msgID, &inHistory, &notify, &body, &at); err != nil {
 			return fmt.Errorf("sqlite: ScanLogs: %w", err)
+		}
+		if e.MessageID, err = unpackKey(msgID); err != nil {
+			return fmt.Errorf("sqlite: ScanLogs: task %q: %w", id, err)
 		}
 		e.Kind, e.InHistory, e.Notify, e.At = store.Kind(kind), inHistory != 0, notify != 0, fromMillis(at)
 		if e.Body, err = unpackEntry(id, body); err != nil {

@@ -5,16 +5,18 @@
 -- same afterwards.
 --
 -- - A task's status is the status of the newest status entry of its log,
---   and its question most of that entry again: a task's JSON columns are
---   packed against that entry, ref_seq, so they hold references to its
---   bytes instead of a second copy.
+--   its question most of that entry again, its artifacts those of its
+--   artifact entries: a task's JSON columns are packed against the last
+--   two entries of its log, from ref_seq on, so they hold references to
+--   their bytes instead of a second copy.
 -- - Every JSON value holds its task's ID, its context ID and the UUIDs of
 --   its messages and artifacts as tokens of 1 or 17 bytes instead of 36,
 --   the phrases of A2A's JSON as a byte or two, its times as about ten
 --   bytes. askpoint_pack is pack.Pack, registered with the driver.
 -- - A log entry names its task by the task's integer key, not by its
 --   36-byte ID: each entry and each key of the log's indexes was the ID
---   again.
+--   again. The IDs rows are looked up by (a message's messageId, a task's
+--   request key) are packed too, a UUID in 18 bytes.
 -- - History is read from the log's primary key (a task's log is a few
 --   entries, most of them history): task_log_history, a second copy of
 --   every history entry's key, is gone.
@@ -55,27 +57,28 @@ CREATE TABLE tasks_new (
 	request_key TEXT
 );
 
--- The columns are packed against the newest status entry (else the newest
--- entry), as it is before the log is packed.
+-- The columns are packed against the last two entries of the log (or
+-- its one), as they are before the log is packed.
 CREATE TEMP TABLE refs AS
-	SELECT t.id AS id, r.seq AS seq, r.body AS body
-	FROM tasks t JOIN task_log r ON r.task_id = t.id AND r.seq = coalesce(
-		(SELECT max(seq) FROM task_log l WHERE l.task_id = t.id AND l.kind = 'status'),
-		(SELECT max(seq) FROM task_log l WHERE l.task_id = t.id));
+	SELECT t.id AS id, max(1, t.last_seq - 1) AS seq,
+		(SELECT body FROM task_log l WHERE l.task_id = t.id AND l.seq = max(1, t.last_seq - 1)) AS body,
+		(SELECT body FROM task_log l WHERE l.task_id = t.id AND l.seq = max(1, t.last_seq - 1) + 1) AS body2
+	FROM tasks t WHERE t.last_seq > 0;
 
 INSERT INTO tasks_new (key, id, context_id, tenant, owner, agent, state, version, last_seq, ref_seq,
 		status, artifacts, metadata, checkpoint, question, input, pause,
 		wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at, request_key)
 	SELECT t.rowid, t.id, t.context_id, t.tenant, t.owner, t.agent, t.state, t.version, t.last_seq,
-		iif(r.body IS NULL, NULL, r.seq),
-		askpoint_pack(t.status, t.id, t.context_id, r.body),
-		askpoint_pack(t.artifacts, t.id, t.context_id, r.body),
-		askpoint_pack(t.metadata, t.id, t.context_id, r.body),
-		askpoint_pack(t.checkpoint, t.id, t.context_id, r.body),
-		askpoint_pack(t.question, t.id, t.context_id, r.body),
-		askpoint_pack(t.input, t.id, t.context_id, r.body),
-		askpoint_pack(t.pause, t.id, t.context_id, r.body),
-		t.wake_at, t.hold_at, t.runnable, t.lease_owner, t.lease_until, t.created_at, t.updated_at, t.request_key
+		r.seq,
+		askpoint_pack(t.status, t.id, t.context_id, r.body, r.body2),
+		askpoint_pack(t.artifacts, t.id, t.context_id, r.body, r.body2),
+		askpoint_pack(t.metadata, t.id, t.context_id, r.body, r.body2),
+		askpoint_pack(t.checkpoint, t.id, t.context_id, r.body, r.body2),
+		askpoint_pack(t.question, t.id, t.context_id, r.body, r.body2),
+		askpoint_pack(t.input, t.id, t.context_id, r.body, r.body2),
+		askpoint_pack(t.pause, t.id, t.context_id, r.body, r.body2),
+		t.wake_at, t.hold_at, t.runnable, t.lease_owner, t.lease_until, t.created_at, t.updated_at,
+		askpoint_pack(t.request_key, '', '', NULL, NULL)
 	FROM tasks t LEFT JOIN refs r ON r.id = t.id
 	ORDER BY t.rowid;
 
@@ -94,7 +97,7 @@ CREATE TABLE task_log_new (
 ) WITHOUT ROWID;
 
 INSERT INTO task_log_new (task_key, seq, kind, message_id, in_history, notify, body, at)
-	SELECT t.key, l.seq, l.kind, l.message_id, l.in_history, l.notify, askpoint_pack(l.body, l.task_id, '', NULL), l.at
+	SELECT t.key, l.seq, l.kind, coalesce(askpoint_pack(l.message_id, '', '', NULL, NULL), ''), l.in_history, l.notify, askpoint_pack(l.body, l.task_id, '', NULL, NULL), l.at
 	FROM task_log l JOIN tasks_new t ON t.id = l.task_id;
 
 CREATE TABLE push_configs_new (
