@@ -12,11 +12,13 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/examples/expense"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
+	"github.com/askpoint/askpoint/store/postgres"
 	"github.com/askpoint/askpoint/store/sqlite"
 )
 
@@ -27,6 +29,8 @@ type DiskResult struct {
 	Empty     int64 // the file with its two template tasks, bytes
 	Paused    int64 // after Tasks paused tasks more
 	Completed int64 // after Tasks completed tasks more again
+
+	SeedPaused time.Duration // how long the paused tasks took to insert
 }
 
 // PausedPerTask is the bytes one paused task takes.
@@ -43,13 +47,52 @@ func (d DiskResult) CompletedPerTask() float64 {
 // does) and measures the file after each: page count × page size once the
 // WAL is checkpointed into it.
 func MeasureDisk(ctx context.Context, dir string, n int) (DiskResult, error) {
-	res := DiskResult{Tasks: n}
 	path := filepath.Join(dir, "disk.db")
 	st, err := sqlite.Open(ctx, path)
+	if err != nil {
+		return DiskResult{Tasks: n}, err
+	}
+	defer st.Close()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		return DiskResult{Tasks: n}, err
+	}
+	defer db.Close()
+	return measureDisk(ctx, st, n, func(ctx context.Context) (int64, error) { return fileBytes(ctx, db) })
+}
+
+// MeasureDiskPostgres is MeasureDisk on PostgreSQL, in a schema of its own
+// in the database at url (dropped after): the size is that of the
+// schema's tables with their indexes and TOAST, as PostgreSQL reports it.
+func MeasureDiskPostgres(ctx context.Context, url string, n int) (DiskResult, error) {
+	res := DiskResult{Tasks: n}
+	pg, err := newPGScratch(url)
+	if err != nil {
+		return res, err
+	}
+	defer pg.drop(context.WithoutCancel(ctx))
+	st, err := postgres.Open(ctx, pg.url)
 	if err != nil {
 		return res, err
 	}
 	defer st.Close()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return res, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	return measureDisk(ctx, st, n, func(ctx context.Context) (int64, error) {
+		var size int64
+		err := conn.QueryRow(ctx, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint
+			FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
+			WHERE ns.nspname = $1 AND c.relkind IN ('r', 'm')`, pg.schema).Scan(&size)
+		return size, err
+	})
+}
+
+// measureDisk seeds st as MeasureDisk says, measuring it with size.
+func measureDisk(ctx context.Context, st store.Store, n int, size func(context.Context) (int64, error)) (DiskResult, error) {
+	res := DiskResult{Tasks: n}
 	srv, err := askpoint.NewServer(askpoint.Config{Store: st})
 	if err != nil {
 		return res, err
@@ -86,30 +129,27 @@ func MeasureDisk(ctx context.Context, dir string, n int) (DiskResult, error) {
 	if err := completeOne(ctx, h, done); err != nil {
 		return res, err
 	}
-	// The engine's sweeps read the file while it runs: it is done with
+	// The engine's sweeps read the store while it runs: it is done with
 	// once the two templates are, so that nothing but the seeding touches
-	// the file.
+	// the store.
 	if err := stop(); err != nil {
 		return res, err
 	}
-	db, err := sql.Open("sqlite", "file:"+path)
-	if err != nil {
+	if res.Empty, err = size(ctx); err != nil {
 		return res, err
 	}
-	defer db.Close()
-	if res.Empty, err = fileBytes(ctx, db); err != nil {
-		return res, err
-	}
+	t0 := time.Now()
 	if err := seedCopies(ctx, st, paused, n); err != nil {
 		return res, fmt.Errorf("seed paused tasks: %w", err)
 	}
-	if res.Paused, err = fileBytes(ctx, db); err != nil {
+	res.SeedPaused = time.Since(t0)
+	if res.Paused, err = size(ctx); err != nil {
 		return res, err
 	}
 	if err := seedCopies(ctx, st, done, n); err != nil {
 		return res, fmt.Errorf("seed completed tasks: %w", err)
 	}
-	if res.Completed, err = fileBytes(ctx, db); err != nil {
+	if res.Completed, err = size(ctx); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -150,7 +190,7 @@ var anID = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[
 
 // seedCopies inserts n copies of task id's row and log, each with every
 // ID of the template replaced by a new one of the same shape.
-func seedCopies(ctx context.Context, st *sqlite.Store, id string, n int) error {
+func seedCopies(ctx context.Context, st store.Store, id string, n int) error {
 	tmpl, err := st.GetTask(ctx, id)
 	if err != nil {
 		return err
@@ -199,7 +239,13 @@ func seedCopies(ctx context.Context, st *sqlite.Store, id string, n int) error {
 			}
 			tasks[i], logs[i] = &c, es
 		}
-		if err := st.CreateTasks(ctx, tasks, logs); err != nil {
+		var err error
+		if bulk, ok := st.(bulkCreator); ok {
+			err = bulk.CreateTasks(ctx, tasks, logs)
+		} else {
+			err = createEach(ctx, st, tasks, logs)
+		}
+		if err != nil {
 			return err
 		}
 		done += size
