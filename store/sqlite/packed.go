@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql/driver"
 	"encoding/json"
+	"sync"
 
 	"modernc.org/sqlite"
 
@@ -63,45 +64,61 @@ func packValue(b []byte, k pack.Known) any {
 	return pack.Pack(make([]byte, 0, len(b)/2), b, k)
 }
 
-// unpacker reads back the JSON columns of one task row.
-type unpacker struct{ k pack.Known }
+// refBufs are the scratch buffers the entries a task's columns are
+// packed against are unpacked into: the columns copy what they need from
+// them, so a buffer goes back once the row is read.
+var refBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// newUnpacker unpacks the columns of task id, in context ctx, whose
-// entries from ref_seq on have the stored bodies refs.
-func newUnpacker(id, ctx string, refs ...[]byte) (unpacker, error) {
-	u := unpacker{pack.Known{TaskID: id, ContextID: ctx}}
+// unpackColumns reads back the JSON columns of task id, in context ctx,
+// from their stored values cols, packed against the entries from ref_seq
+// on, whose stored bodies are refs. The columns share one new buffer.
+func unpackColumns(id, ctx string, cols []*json.RawMessage, stored [][]byte, refs ...[]byte) error {
+	k := pack.Known{TaskID: id, ContextID: ctx}
+	bp := refBufs.Get().(*[]byte)
+	defer func() { *bp = k.Ref[:0]; refBufs.Put(bp) }()
+	k.Ref = (*bp)[:0]
 	for _, ref := range refs {
 		var err error
-		if u.k.Ref, err = pack.Unpack(u.k.Ref, ref, pack.Known{TaskID: id}); err != nil {
-			return u, err
+		if k.Ref, err = pack.Unpack(k.Ref, ref, pack.Known{TaskID: id}); err != nil {
+			return err
 		}
 	}
-	return u, nil
+	total := 0
+	for _, c := range stored {
+		n, err := pack.Len(c, k)
+		if err != nil {
+			return err
+		}
+		total += n
+	}
+	out := make([]byte, 0, total)
+	for i, c := range stored {
+		if len(c) == 0 {
+			*cols[i] = nil
+			continue
+		}
+		start := len(out)
+		var err error
+		if out, err = pack.Unpack(out, c, k); err != nil {
+			return err
+		}
+		*cols[i] = out[start:len(out):len(out)]
+	}
+	return nil
 }
 
-// col unpacks one column; nil for NULL.
-func (u unpacker) col(b []byte) (json.RawMessage, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	out, err := pack.Unpack(make([]byte, 0, 2*len(b)), b, u.k)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// unpackEntry reads back the stored body of an entry of task id; nil for
-// NULL.
+// unpackEntry reads back the stored body of an entry of task id into a
+// new buffer; nil for NULL.
 func unpackEntry(id string, b []byte) (json.RawMessage, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
-	out, err := pack.Unpack(make([]byte, 0, 2*len(b)), b, pack.Known{TaskID: id})
+	k := pack.Known{TaskID: id}
+	n, err := pack.Len(b, k)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return pack.Unpack(make([]byte, 0, n), b, k)
 }
 
 // askpoint_pack(value, task_id, context_id, ref, ref2) is pack.Pack in

@@ -579,29 +579,9 @@ func scanTaskWith(row scanner, extra ...any) (*store.Task, error) {
 		return nil, err
 	}
 	t.State = a2a.TaskState(state)
-	u, err := newUnpacker(t.ID, t.ContextID, ref, ref2)
-	if err != nil {
-		return nil, err
-	}
-	if t.Status, err = u.col(status); err != nil {
-		return nil, err
-	}
-	if t.Artifacts, err = u.col(artifacts); err != nil {
-		return nil, err
-	}
-	if t.Metadata, err = u.col(metadata); err != nil {
-		return nil, err
-	}
-	if t.Checkpoint, err = u.col(checkpoint); err != nil {
-		return nil, err
-	}
-	if t.Question, err = u.col(question); err != nil {
-		return nil, err
-	}
-	if t.Input, err = u.col(input); err != nil {
-		return nil, err
-	}
-	if t.Pause, err = u.col(pause); err != nil {
+	if err := unpackColumns(t.ID, t.ContextID,
+		[]*json.RawMessage{&t.Status, &t.Artifacts, &t.Metadata, &t.Checkpoint, &t.Question, &t.Input, &t.Pause},
+		[][]byte{status, artifacts, metadata, checkpoint, question, input, pause}, ref, ref2); err != nil {
 		return nil, err
 	}
 	t.WakeAt = fromNullMillis(wakeAt)
@@ -618,16 +598,17 @@ func scanEntry(taskID string) func(scanner) (store.LogEntry, error) {
 	return func(row scanner) (store.LogEntry, error) { return scanEntryOf(row, taskID) }
 }
 
+// scanEntryOf scans one row of rows (a *sql.Rows: the bytes are read in
+// place, and copied as they are unpacked).
 func scanEntryOf(row scanner, taskID string) (store.LogEntry, error) {
 	var (
-		e         store.LogEntry
-		kind      string
-		inHistory int64
-		notify    int64
-		body      []byte
-		at        int64
+		e           store.LogEntry
+		kind, msgID sql.RawBytes
+		inHistory   int64
+		notify      int64
+		body        sql.RawBytes
+		at          int64
 	)
-	var msgID []byte
 	if err := row.Scan(&e.Seq, &kind, &msgID, &inHistory, &notify, &body, &at); err != nil {
 		return store.LogEntry{}, err
 	}
@@ -635,7 +616,7 @@ func scanEntryOf(row scanner, taskID string) (store.LogEntry, error) {
 	if e.MessageID, err = unpackKey(msgID); err != nil {
 		return store.LogEntry{}, err
 	}
-	e.Kind = store.Kind(kind)
+	e.Kind = kindOf(kind)
 	e.InHistory = inHistory != 0
 	e.Notify = notify != 0
 	if e.Body, err = unpackEntry(taskID, body); err != nil {
@@ -643,6 +624,17 @@ func scanEntryOf(row scanner, taskID string) (store.LogEntry, error) {
 	}
 	e.At = fromMillis(at)
 	return e, nil
+}
+
+// kindOf is a stored kind as a store.Kind, without a new string for the
+// kinds there are.
+func kindOf(b []byte) store.Kind {
+	for _, k := range [...]store.Kind{store.KindMessage, store.KindStatus, store.KindArtifact, store.KindReminder} {
+		if string(b) == string(k) {
+			return k
+		}
+	}
+	return store.Kind(b)
 }
 
 // asStored returns t as it reads back from the store: JSON columns nil when

@@ -234,6 +234,78 @@ func longestIn(ref, b []byte) (off, n int) {
 	return off, n
 }
 
+// Len returns the length of the value p packs (what Unpack appends), so
+// that a reader can make one buffer for several values; k must be what p
+// was packed against.
+func Len(p []byte, k Known) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	switch p[0] {
+	case tokRaw:
+		return len(p) - 1, nil
+	case tokPacked:
+	default:
+		return len(p), nil
+	}
+	n := 0
+	for i := 1; i < len(p); {
+		c := p[i]
+		i++
+		switch {
+		case c >= 0x20:
+			n++
+		case c == tokTask:
+			n += len(k.TaskID)
+		case c == tokContext:
+			n += len(k.ContextID)
+		case c == tokUUID:
+			if len(p)-i < 16 {
+				return 0, ErrCorrupt
+			}
+			n += 36
+			i += 16
+		case c == tokRef:
+			off, n1 := binary.Uvarint(p[i:])
+			if n1 <= 0 {
+				return 0, ErrCorrupt
+			}
+			l, n2 := binary.Uvarint(p[i+n1:])
+			if n2 <= 0 || off > uint64(len(k.Ref)) || l > uint64(len(k.Ref))-off {
+				return 0, ErrCorrupt
+			}
+			n += int(l)
+			i += n1 + n2
+		case c == tokTime:
+			secs, n1 := binary.Varint(p[i:])
+			if n1 <= 0 || n1 >= len(p)-i || secs < 0 || secs > 253402300799 {
+				return 0, ErrCorrupt
+			}
+			digits := int(p[i+n1])
+			frac, n2 := binary.Uvarint(p[i+n1+1:])
+			if n2 <= 0 || digits > 9 {
+				return 0, ErrCorrupt
+			}
+			n += 20 // 2006-01-02T15:04:05Z
+			if digits > 0 {
+				n += 1 + max(digits, len(strconv.FormatUint(frac, 10)))
+			}
+			i += n1 + 1 + n2
+		case c == tokPhrase2:
+			if i >= len(p) || numShort+int(p[i]) >= len(phrases) {
+				return 0, ErrCorrupt
+			}
+			n += len(phrases[numShort+int(p[i])])
+			i++
+		case c >= tokShort:
+			n += len(phrases[c-tokShort])
+		default:
+			return 0, ErrCorrupt
+		}
+	}
+	return n, nil
+}
+
 // ErrCorrupt is what Unpack returns for bytes Pack did not make.
 var ErrCorrupt = errors.New("pack: corrupt value")
 

@@ -22,6 +22,9 @@ func roundTrip(t testing.TB, b []byte, k Known) []byte {
 	if !bytes.Equal(got, b) {
 		t.Fatalf("Unpack(Pack(%q)) = %q", b, got)
 	}
+	if n, err := Len(p, k); err != nil || n != len(b) {
+		t.Fatalf("Len(Pack(%q)) = %d, %v, want %d", b, n, err, len(b))
+	}
 	return p
 }
 
@@ -68,8 +71,12 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b, ref []byte, task, ctx string) {
 		k := Known{TaskID: task, ContextID: ctx, Ref: ref}
 		roundTrip(t, b, k)
-		// Unpack never panics on any input.
-		_, _ = Unpack(nil, b, k)
+		// Unpack and Len never panic on any input, and agree.
+		got, err := Unpack(nil, b, k)
+		n, lerr := Len(b, k)
+		if (err == nil) != (lerr == nil) || err == nil && n != len(got) {
+			t.Fatalf("Unpack(%q) = %d bytes, %v; Len = %d, %v", b, len(got), err, n, lerr)
+		}
 	})
 }
 

@@ -1,5 +1,5 @@
 -- 0009: each fact stored once, and packed (store/internal/pack,
--- store/sqlite/packed.go; docs/decisions/0200-a-task-in-a-kilobyte.md).
+-- store/sqlite/packed.go; docs/decisions/0200-each-fact-stored-once.md).
 -- The tables are rebuilt and their rows converted here, in this
 -- migration's transaction: a file of any earlier version reads back the
 -- same afterwards.
