@@ -29,20 +29,44 @@ type packedTask struct {
 	cols   [7]any // status, artifacts, metadata, checkpoint, question, input, pause
 	ref    any    // ref_seq less the seq before the first entry (nil: none)
 	bodies []any  // the entries' bodies
+
+	buf *[]byte // what cols and bodies are in, from refBufs
 }
+
+// release gives the buffer the packed values are in back, once the write
+// that used them is done (Store.write has returned: the writer has run
+// the write, or never will).
+func (p *packedTask) release() {
+	if p.buf != nil && cap(*p.buf) <= maxPooled {
+		refBufs.Put(p.buf)
+	}
+	p.buf = nil
+}
+
+// maxPooled is the largest buffer kept for another task.
+const maxPooled = 64 << 10
 
 // refEntries is how many of a write's last entries its task's columns
 // are packed against.
 const refEntries = 2
 
-// packTask packs t's columns and the bodies of entries, its new entries.
+// packTask packs t's columns and the bodies of entries, its new entries,
+// into one buffer from refBufs, which the statements' arguments share:
+// the caller releases it once its write is done.
 func packTask(t *store.Task, entries []store.LogEntry) packedTask {
-	var p packedTask
-	p.bodies = make([]any, len(entries))
+	p := packedTask{bodies: make([]any, len(entries))}
+	bp := refBufs.Get().(*[]byte)
+	scratch := (*bp)[:0]
+	var ends [7]int
+	bodyEnds := make([]int, len(entries))
 	for i, e := range entries {
-		p.bodies[i] = packValue(e.Body, pack.Known{TaskID: t.ID})
+		scratch = pack.Pack(scratch, e.Body, pack.Known{TaskID: t.ID})
+		bodyEnds[i] = len(scratch)
 	}
+	packed := len(scratch)
 	k := pack.Known{TaskID: t.ID, ContextID: t.ContextID}
+	rb := refBufs.Get().(*[]byte)
+	k.Ref = (*rb)[:0]
 	if len(entries) > 0 {
 		from := max(0, len(entries)-refEntries)
 		p.ref = int64(from + 1)
@@ -50,18 +74,36 @@ func packTask(t *store.Task, entries []store.LogEntry) packedTask {
 			k.Ref = append(k.Ref, e.Body...)
 		}
 	}
+	k = k.WithIndex()
 	for i, c := range [...]json.RawMessage{t.Status, t.Artifacts, t.Metadata, t.Checkpoint, t.Question, t.Input, t.Pause} {
-		p.cols[i] = packValue(c, k)
+		scratch = pack.Pack(scratch, c, k)
+		ends[i] = len(scratch)
+	}
+	k.Release()
+	*rb = k.Ref[:0]
+	refBufs.Put(rb)
+	out := scratch
+	*bp = scratch[:0]
+	p.buf = bp
+	start := 0
+	for i, end := range bodyEnds {
+		p.bodies[i] = value(out[start:end:end])
+		start = end
+	}
+	start = packed
+	for i, end := range ends {
+		p.cols[i] = value(out[start:end:end])
+		start = end
 	}
 	return p
 }
 
-// packValue is a packed column's value: NULL when empty.
-func packValue(b []byte, k pack.Known) any {
+// value is a packed value as a statement argument: NULL when empty.
+func value(b []byte) any {
 	if len(b) == 0 {
 		return nil
 	}
-	return pack.Pack(make([]byte, 0, len(b)/2), b, k)
+	return b
 }
 
 // refBufs are the scratch buffers the entries a task's columns are

@@ -670,6 +670,7 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 	}
 	var got *store.Task
 	p := packTask(t, entries)
+	defer p.release()
 	err := s.write(ctx, func(b *batch) error {
 		var err error
 		got, err = b.createTask(t, entries, &p, time.Now().UnixMilli())
@@ -733,6 +734,11 @@ func (s *Store) CreateTasks(ctx context.Context, tasks []*store.Task, logs [][]s
 		}
 		packed[i] = packTask(t, es)
 	}
+	defer func() {
+		for i := range packed {
+			packed[i].release()
+		}
+	}()
 	return s.write(ctx, func(b *batch) error {
 		// Its own savepoint: a taken ID undoes this call's inserts only,
 		// not the other writes of the batch.
@@ -911,6 +917,7 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 	}
 	var got *store.Task
 	p := packTask(t, entries)
+	defer p.release()
 	err := s.write(ctx, func(b *batch) error {
 		now := time.Now().UnixMilli()
 		n := int64(len(entries))

@@ -25,6 +25,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"strconv"
+	"sync"
 )
 
 // Known is what a value is packed against: what its reader has already.
@@ -32,6 +33,83 @@ type Known struct {
 	TaskID    string // the task's ID; "" when the reader does not know it
 	ContextID string // the task's context ID; "" likewise
 	Ref       []byte // a value the reader holds, unpacked; nil for none
+
+	// index finds runs of Ref (Index); nil: Pack searches Ref itself.
+	index *Index
+}
+
+// Index finds where in a reference value a run starts, for Pack: the
+// places in it a run is looked for (a '"', '{' or '[', where JSON values
+// and keys start) by the hash of their first minRef bytes. One Index
+// serves every value packed against the same Ref.
+type Index struct {
+	slots [indexSlots]uint16 // a position+1 in Ref, 0 for none
+}
+
+const indexSlots = 1024
+
+var indexes = sync.Pool{New: func() any { return new(Index) }}
+
+// WithIndex returns k with an Index of its Ref, for packing several values
+// against it; Release gives the Index back once they are packed.
+func (k Known) WithIndex() Known {
+	if len(k.Ref) < minRef {
+		return k
+	}
+	x := indexes.Get().(*Index)
+	x.slots = [indexSlots]uint16{}
+	ref := k.Ref[:min(len(k.Ref), 0xffff)]
+	for i := 0; i+minRef <= len(ref); i++ {
+		if c := ref[i]; c == '"' || c == '{' || c == '[' || i == 0 {
+			h := slotOf(ref[i:])
+			for n := 0; n < 8 && x.slots[h] != 0; n++ { // linear probing; full: not indexed
+				h = (h + 1) % indexSlots
+			}
+			if x.slots[h] == 0 {
+				x.slots[h] = uint16(i + 1)
+			}
+		}
+	}
+	k.index = x
+	return k
+}
+
+// Release returns k's Index, if it has one, for another WithIndex.
+func (k Known) Release() {
+	if k.index != nil {
+		indexes.Put(k.index)
+	}
+}
+
+func slotOf(b []byte) int {
+	return int((binary.LittleEndian.Uint64(b) * 0x9E3779B97F4A7C15) >> 54) // 10 bits
+}
+
+// longestIndexed is longestIn through k's Index.
+func (x *Index) longest(ref, b []byte) (off, n int) {
+	if len(b) < minRef {
+		return 0, 0
+	}
+	head := b[:minRef]
+	h := slotOf(head)
+	for probe := 0; probe < 8; probe++ {
+		p := int(x.slots[h])
+		if p == 0 {
+			break
+		}
+		j := p - 1
+		if string(ref[j:j+minRef]) == string(head) {
+			m := minRef
+			for j+m < len(ref) && m < len(b) && ref[j+m] == b[m] {
+				m++
+			}
+			if m > n {
+				off, n = j, m
+			}
+		}
+		h = (h + 1) % indexSlots
+	}
+	return off, n
 }
 
 const (
@@ -113,19 +191,28 @@ var phrases = []string{
 	`"},"mediaType":"application/json"}],"role":"ROLE_USER","taskId":"`,
 }
 
-// byFirst lists, for each first byte, the phrases starting with it, the
-// longest first.
-var byFirst [256][]int
+// byTwo lists, for each first two bytes, the phrases starting with them,
+// the longest first: phrases[byTwo[b0<<8|b1][i]].
+var byTwo = map[uint16][]uint8{}
+
+// hasFirst says which bytes some phrase starts with.
+var hasFirst [256]bool
 
 func init() {
 	if len(phrases) > numShort+256 {
 		panic("pack: too many phrases")
 	}
-	for i, p := range phrases {
-		byFirst[p[0]] = append(byFirst[p[0]], i)
+	for _, p := range phrases {
+		if len(p) < 2 {
+			panic("pack: a phrase of less than two bytes")
+		}
 	}
-	for c := range byFirst {
-		l := byFirst[c]
+	for i, p := range phrases {
+		key := uint16(p[0])<<8 | uint16(p[1])
+		byTwo[key] = append(byTwo[key], uint8(i))
+		hasFirst[p[0]] = true
+	}
+	for _, l := range byTwo {
 		for i := 1; i < len(l); i++ { // insertion sort, longest first
 			for j := i; j > 0 && len(phrases[l[j]]) > len(phrases[l[j-1]]); j-- {
 				l[j], l[j-1] = l[j-1], l[j]
@@ -151,7 +238,13 @@ func Pack(dst, b []byte, k Known) []byte {
 	for i := 0; i < len(b); {
 		c := b[i]
 		if len(k.Ref) >= minRef && (c == '"' || c == '{' || c == '[' || i == 0) {
-			if off, n := longestIn(k.Ref, b[i:]); n >= minRef {
+			var off, n int
+			if k.index != nil {
+				off, n = k.index.longest(k.Ref, b[i:])
+			} else {
+				off, n = longestIn(k.Ref, b[i:])
+			}
+			if n >= minRef {
 				dst = append(dst, tokRef)
 				dst = binary.AppendUvarint(dst, uint64(off))
 				dst = binary.AppendUvarint(dst, uint64(n))
@@ -201,9 +294,13 @@ func Pack(dst, b []byte, k Known) []byte {
 
 // phraseAt returns the longest phrase b starts with.
 func phraseAt(b []byte) (int, bool) {
-	for _, p := range byFirst[b[0]] {
-		if len(b) >= len(phrases[p]) && string(b[:len(phrases[p])]) == phrases[p] {
-			return p, true
+	if len(b) < 2 || !hasFirst[b[0]] {
+		return 0, false
+	}
+	for _, p := range byTwo[uint16(b[0])<<8|uint16(b[1])] {
+		ph := phrases[p]
+		if len(b) >= len(ph) && string(b[:len(ph)]) == ph {
+			return int(p), true
 		}
 	}
 	return 0, false

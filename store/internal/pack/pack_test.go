@@ -15,6 +15,14 @@ const (
 func roundTrip(t testing.TB, b []byte, k Known) []byte {
 	t.Helper()
 	p := Pack(nil, b, k)
+	// Through an Index, the same value comes back (the runs found may
+	// differ).
+	ki := k.WithIndex()
+	pi := Pack(nil, b, ki)
+	ki.Release()
+	if got, err := Unpack(nil, pi, k); err != nil || !bytes.Equal(got, b) {
+		t.Fatalf("Unpack(Pack(%q)) through an Index = %q, %v", b, got, err)
+	}
 	got, err := Unpack(nil, p, k)
 	if err != nil {
 		t.Fatalf("Unpack(Pack(%q)): %v", b, err)
@@ -85,7 +93,9 @@ func BenchmarkPack(b *testing.B) {
 	b.ReportAllocs()
 	var buf []byte
 	for b.Loop() {
-		buf = Pack(buf[:0], []byte(question), k)
+		ki := k.WithIndex()
+		buf = Pack(buf[:0], []byte(question), ki)
+		ki.Release()
 		buf = Pack(buf[:0], []byte(entry), Known{TaskID: taskID})
 	}
 }
