@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql/driver"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"modernc.org/sqlite"
@@ -218,4 +219,57 @@ func unpackKey(b []byte) (string, error) {
 	}
 	id, err := pack.Unpack(make([]byte, 0, 36), b, pack.Known{})
 	return string(id), err
+}
+
+// storedRow holds the stored JSON values of one task row while it is
+// read: each is scanned (storedVal) into one pooled buffer, unpacked from
+// there, and the buffer goes back.
+type storedRow struct {
+	buf  *[]byte
+	vals [9]storedVal // the seven columns, then the two entries from ref_seq on
+}
+
+func newStoredRow() *storedRow {
+	r := &storedRow{buf: refBufs.Get().(*[]byte)}
+	*r.buf = (*r.buf)[:0]
+	for i := range r.vals {
+		r.vals[i].r = r
+	}
+	return r
+}
+
+// release gives the buffer back; the values are not to be read after.
+func (r *storedRow) release() {
+	if cap(*r.buf) <= maxPooled {
+		refBufs.Put(r.buf)
+	}
+}
+
+// value is the stored bytes of value i.
+func (r *storedRow) value(i int) []byte {
+	v := r.vals[i]
+	return (*r.buf)[v.off : v.off+v.n]
+}
+
+// storedVal is an sql.Scanner of one stored value into its storedRow.
+type storedVal struct {
+	r      *storedRow
+	off, n int
+}
+
+func (v *storedVal) Scan(src any) error {
+	b := *v.r.buf
+	v.off = len(b)
+	switch s := src.(type) {
+	case nil:
+	case []byte:
+		b = append(b, s...)
+	case string:
+		b = append(b, s...)
+	default:
+		return fmt.Errorf("a JSON column holds a %T", src)
+	}
+	v.n = len(b) - v.off
+	*v.r.buf = b
+	return nil
 }

@@ -562,26 +562,25 @@ func scanTaskWith(row scanner, extra ...any) (*store.Task, error) {
 	var (
 		t                    store.Task
 		state                string
-		status, artifacts    []byte
-		metadata, checkpoint []byte
-		question, input      []byte
-		pause                []byte
 		wakeAt, holdAt       sql.NullInt64
 		runnable             int64
 		leaseUntil           int64
 		createdAt, updatedAt int64
-		ref, ref2            []byte
 	)
+	r := newStoredRow()
+	defer r.release()
+	v := &r.vals
 	dest := []any{&t.ID, &t.ContextID, &t.Tenant, &t.Owner, &t.Agent, &state, &t.Version, &t.LastSeq,
-		&status, &artifacts, &metadata, &checkpoint, &question, &input, &pause,
-		&wakeAt, &holdAt, &runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt, &ref, &ref2}
+		&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+		&wakeAt, &holdAt, &runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt, &v[7], &v[8]}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	t.State = a2a.TaskState(state)
 	if err := unpackColumns(t.ID, t.ContextID,
 		[]*json.RawMessage{&t.Status, &t.Artifacts, &t.Metadata, &t.Checkpoint, &t.Question, &t.Input, &t.Pause},
-		[][]byte{status, artifacts, metadata, checkpoint, question, input, pause}, ref, ref2); err != nil {
+		[][]byte{r.value(0), r.value(1), r.value(2), r.value(3), r.value(4), r.value(5), r.value(6)},
+		r.value(7), r.value(8)); err != nil {
 		return nil, err
 	}
 	t.WakeAt = fromNullMillis(wakeAt)
