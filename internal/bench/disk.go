@@ -222,22 +222,12 @@ func seedCopies(ctx context.Context, st store.Store, id string, n int) error {
 			for old := range ids {
 				r = append(r, pair{[]byte(old), []byte(newLike(old))})
 			}
-			c := *tmpl
-			c.ID, c.ContextID = string(r.apply([]byte(c.ID))), string(r.apply([]byte(c.ContextID)))
+			c, es := r.clone(tmpl, log)
 			// Reads do not return the request key the engine wrote: a
 			// new one of its kind (a name-based UUID, in no order), as
 			// every task has.
 			c.RequestKey = uuid.NewSHA1(uuid.NameSpaceOID, []byte(c.ID)).String()
-			c.Status, c.Checkpoint, c.Question = r.apply(c.Status), r.apply(c.Checkpoint), r.apply(c.Question)
-			c.Artifacts, c.Metadata, c.Input, c.Pause = r.apply(c.Artifacts), r.apply(c.Metadata), r.apply(c.Input), r.apply(c.Pause)
-			es := make([]store.LogEntry, len(log))
-			for j, e := range log {
-				e.Seq = 0
-				e.MessageID = string(r.apply([]byte(e.MessageID)))
-				e.Body = r.apply(e.Body)
-				es[j] = e
-			}
-			tasks[i], logs[i] = &c, es
+			tasks[i], logs[i] = c, es
 		}
 		var err error
 		if bulk, ok := st.(bulkCreator); ok {

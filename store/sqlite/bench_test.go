@@ -23,6 +23,18 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 2s ./store/sqlite/
 
+// seedLogs gives every task two log entries, as the store writes them:
+// benchRequest, then a status entry with status.
+func seedLogs(bt *batch, status string) error {
+	_, err := bt.exec(`
+		INSERT INTO task_log (task_key, seq, kind, in_history, notify, body, at)
+		SELECT key, 1, 'message', 1, 0, askpoint_pack(?1, id, '', NULL, NULL), created_at FROM tasks
+		UNION ALL
+		SELECT key, 2, 'status', 1, 1, askpoint_pack(?2, id, '', NULL, NULL), created_at FROM tasks`,
+		benchRequest, `{"status":`+status+`}`)
+	return err
+}
+
 // benchRequest is the first message of the tasks seedDue and seedList
 // write.
 const benchRequest = `{"role":"ROLE_USER","parts":[{"text":"Lunch with the team, 120 EUR"}]}`
@@ -214,13 +226,7 @@ func seedDue(b *testing.B, s *Store, paused, due int, now time.Time) {
 			now.UnixMilli(), benchRequest, `{"status":`+status+`}`); err != nil {
 			return err
 		}
-		_, err := bt.exec(`
-			INSERT INTO task_log (task_key, seq, kind, in_history, notify, body, at)
-			SELECT key, 1, 'message', 1, 0, askpoint_pack(?1, id, '', NULL, NULL), created_at FROM tasks
-			UNION ALL
-			SELECT key, 2, 'status', 1, 1, askpoint_pack(?2, id, '', NULL, NULL), created_at FROM tasks`,
-			benchRequest, `{"status":`+status+`}`)
-		return err
+		return seedLogs(bt, status)
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -261,13 +267,7 @@ func seedList(b *testing.B, st store.Store, tasks int, few, most a2a.TaskState) 
 			benchRequest, `{"status":`+status+`}`); err != nil {
 			return err
 		}
-		_, err := bt.exec(`
-			INSERT INTO task_log (task_key, seq, kind, in_history, notify, body, at)
-			SELECT key, 1, 'message', 1, 0, askpoint_pack(?1, id, '', NULL, NULL), created_at FROM tasks
-			UNION ALL
-			SELECT key, 2, 'status', 1, 1, askpoint_pack(?2, id, '', NULL, NULL), created_at FROM tasks`,
-			benchRequest, `{"status":`+status+`}`)
-		return err
+		return seedLogs(bt, status)
 	})
 	if err != nil {
 		b.Fatal(err)

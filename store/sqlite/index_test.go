@@ -35,33 +35,16 @@ func storeQueries() []string {
 		`SELECT count(*) FROM tasks WHERE tenant = ? AND owner = ? AND state NOT IN `+terminalIn)
 }
 
-// plan returns the query plan of q, one line a step.
+// plan returns the query plan of q with every parameter NULL (a plan
+// does not depend on the values).
 func plan(t *testing.T, s *Store, q string) string {
 	t.Helper()
-	// Every parameter NULL: a plan does not depend on the values.
 	n := strings.Count(q, "?")
 	for _, m := range regexp.MustCompile(`\?(\d+)`).FindAllStringSubmatch(q, -1) {
 		k, _ := strconv.Atoi(m[1])
 		n = max(n, k)
 	}
-	rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, make([]any, n)...)
-	if err != nil {
-		t.Fatalf("EXPLAIN QUERY PLAN %s: %v", q, err)
-	}
-	defer rows.Close()
-	var b strings.Builder
-	for rows.Next() {
-		var id, parent, notUsed int
-		var detail string
-		if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString(detail + "\n")
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return b.String()
+	return explain(t, s, q, make([]any, n))
 }
 
 // Every index of the schema is one some query of the store's reads by:
