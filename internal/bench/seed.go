@@ -233,10 +233,16 @@ func clonePaused(tmpl *store.Task, log []store.LogEntry, questionID, msgID strin
 	if msgID != "" {
 		r = append(r, pair{[]byte(msgID), []byte(a2a.NewMessageID())})
 	}
+	return r.clone(tmpl, log)
+}
+
+// clone copies a task and its log with r applied to its IDs and to every
+// JSON value.
+func (r replacer) clone(tmpl *store.Task, log []store.LogEntry) (*store.Task, []store.LogEntry) {
 	c := *tmpl
-	c.ID, c.ContextID = string(r[0].to), string(r[1].to)
+	c.ID, c.ContextID = string(r.apply([]byte(c.ID))), string(r.apply([]byte(c.ContextID)))
 	c.Status, c.Checkpoint, c.Question = r.apply(c.Status), r.apply(c.Checkpoint), r.apply(c.Question)
-	c.Artifacts, c.Metadata, c.Input = r.apply(c.Artifacts), r.apply(c.Metadata), r.apply(c.Input)
+	c.Artifacts, c.Metadata, c.Input, c.Pause = r.apply(c.Artifacts), r.apply(c.Metadata), r.apply(c.Input), r.apply(c.Pause)
 	es := make([]store.LogEntry, len(log))
 	for j, e := range log {
 		e.Seq = 0

@@ -23,6 +23,22 @@ import (
 //
 //	go test -run '^$' -bench . -benchtime 2s ./store/sqlite/
 
+// seedLogs gives every task two log entries, as the store writes them:
+// benchRequest, then a status entry with status.
+func seedLogs(bt *batch, status string) error {
+	_, err := bt.exec(`
+		INSERT INTO task_log (task_key, seq, kind, in_history, notify, body, at)
+		SELECT key, 1, 'message', 1, 0, askpoint_pack(?1, id, '', NULL, NULL), created_at FROM tasks
+		UNION ALL
+		SELECT key, 2, 'status', 1, 1, askpoint_pack(?2, id, '', NULL, NULL), created_at FROM tasks`,
+		benchRequest, `{"status":`+status+`}`)
+	return err
+}
+
+// benchRequest is the first message of the tasks seedDue and seedList
+// write.
+const benchRequest = `{"role":"ROLE_USER","parts":[{"text":"Lunch with the team, 120 EUR"}]}`
+
 var benchBlob = json.RawMessage(`{"text":"` + strings.Repeat("x", 700) + `"}`)
 
 func benchTask(id string) *store.Task {
@@ -182,28 +198,35 @@ func BenchmarkDueTasks(b *testing.B) {
 	}
 }
 
-// seedDue inserts paused input-required tasks with one SQL statement
-// through the writer: every paused/due-th one has its wake_at up to 100s
-// before now, the others theirs 1 to 25 hours after now.
+// seedDue inserts paused input-required tasks with two SQL statements
+// through the writer, as the store writes them (packed.go): two log
+// entries each, the second the status entry the columns are packed
+// against. Every paused/due-th one has its wake_at up to 100s before now,
+// the others theirs 1 to 25 hours after now.
 func seedDue(b *testing.B, s *Store, paused, due int, now time.Time) {
 	b.Helper()
 	start := time.Now()
+	const status = `{"state":"TASK_STATE_INPUT_REQUIRED","timestamp":"2026-01-02T03:04:05Z","message":{"role":"agent","parts":[{"text":"Approve?"}]}}`
 	err := s.write(b.Context(), func(bt *batch) error {
-		_, err := bt.exec(`
+		if _, err := bt.exec(`
 			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
-			INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq,
+			INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, ref_seq,
 				status, question, pause, wake_at, created_at, updated_at)
-			SELECT printf('task-%08d', i), printf('ctx-%08d', i), 'tenant', 'alice', 'expense', 'TASK_STATE_INPUT_REQUIRED', 1, 2,
-				?3, ?4, ?5,
+			SELECT printf('task-%08d', i), printf('ctx-%08d', i), 'tenant', 'alice', 'expense', 'TASK_STATE_INPUT_REQUIRED', 1, 2, 1,
+				askpoint_pack(?3, printf('task-%08d', i), printf('ctx-%08d', i), ?7, ?8),
+				askpoint_pack(?4, printf('task-%08d', i), printf('ctx-%08d', i), ?7, ?8),
+				askpoint_pack(?5, printf('task-%08d', i), printf('ctx-%08d', i), ?7, ?8),
 				CASE WHEN i % ?2 = 0 THEN ?6 - 1 - (i * 7919) % 100000 ELSE ?6 + 3600000 + (i * 7919) % 86400000 END,
 				?6, ?6
 			FROM n`,
 			paused, paused/due,
-			`{"state":"TASK_STATE_INPUT_REQUIRED","timestamp":"2026-01-02T03:04:05Z","message":{"role":"agent","parts":[{"text":"Approve?"}]}}`,
+			status,
 			`{"text":"Approve the expense of 120 EUR for the team lunch?","schema":{"type":"boolean"}}`,
 			`{"expiry":"cancel","expiresAt":"2026-01-02T04:04:05Z","reminders":["PT30M"],"sent":0}`,
-			now.UnixMilli())
-		return err
+			now.UnixMilli(), benchRequest, `{"status":`+status+`}`); err != nil {
+			return err
+		}
+		return seedLogs(bt, status)
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -229,17 +252,22 @@ func BenchmarkListTasks(b *testing.B) {
 func seedList(b *testing.B, st store.Store, tasks int, few, most a2a.TaskState) {
 	b.Helper()
 	s := st.(*Store)
+	const status = `{"state":"TASK_STATE_COMPLETED","message":{"role":"ROLE_AGENT","parts":[{"text":"Filed expense EXP-1234 for 42 EUR."}]}}`
 	err := s.write(b.Context(), func(bt *batch) error {
-		_, err := bt.exec(`
+		// As the store writes them (packed.go): the status packed
+		// against the log's last two entries.
+		if _, err := bt.exec(`
 			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
-			INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, status, created_at, updated_at)
+			INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, ref_seq, status, created_at, updated_at)
 			SELECT printf('task-%08d', i), printf('ctx-%08d', i), 'tenant', 'alice', 'expense',
-				CASE WHEN i % 100 = 0 THEN ?4 ELSE ?5 END, 1, 2,
-				?2, ?3 + i, ?3 + i
+				CASE WHEN i % 100 = 0 THEN ?4 ELSE ?5 END, 1, 2, 1,
+				askpoint_pack(?2, printf('task-%08d', i), printf('ctx-%08d', i), ?6, ?7), ?3 + i, ?3 + i
 			FROM n`,
-			tasks, `{"state":"TASK_STATE_COMPLETED","message":{"role":"ROLE_AGENT","parts":[{"text":"Filed expense EXP-1234 for 42 EUR."}]}}`,
-			storetest.ListBenchStart.UnixMilli()-1, string(few), string(most))
-		return err
+			tasks, status, storetest.ListBenchStart.UnixMilli()-1, string(few), string(most),
+			benchRequest, `{"status":`+status+`}`); err != nil {
+			return err
+		}
+		return seedLogs(bt, status)
 	})
 	if err != nil {
 		b.Fatal(err)

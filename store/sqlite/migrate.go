@@ -28,7 +28,11 @@ func migrations() ([]migration.Migration, error) {
 // schema_migrations, or none is. Concurrent openers of the same file
 // serialise on the write lock, so each migration runs once. A file whose
 // schema is newer than this binary's migrations is refused.
-func migrate(ctx context.Context, db *sql.DB) error {
+func migrate(ctx context.Context, db *sql.DB) error { return migrateTo(ctx, db, 0) }
+
+// migrateTo is migrate up to version upTo (0: all), for the tests of a
+// migration, which build a file at the version before it.
+func migrateTo(ctx context.Context, db *sql.DB, upTo int) error {
 	ms, err := migrations()
 	if err != nil {
 		return err
@@ -71,7 +75,7 @@ func migrate(ctx context.Context, db *sql.DB) error {
 	}
 
 	for _, m := range ms {
-		if applied[m.Version] {
+		if applied[m.Version] || upTo > 0 && m.Version > upTo {
 			continue
 		}
 		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {

@@ -337,13 +337,24 @@ func freeStaleClaims(ctx context.Context, w *sql.DB, now time.Time) error {
 	return nil
 }
 
-// taskCols are the tasks columns in the order scanTask reads them.
+// taskCols are the tasks columns a new task is inserted with.
 const taskCols = `id, context_id, tenant, owner, agent, state, version, last_seq,
 	status, artifacts, metadata, checkpoint, question, input, pause,
-	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at`
+	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at, ref_seq`
 
-// numTaskCols is how many columns taskCols names.
-const numTaskCols = 22
+// taskRow is the values of one row of CreateTasks' INSERT: taskCols and
+// request_key.
+var taskRow = "(" + strings.TrimSuffix(strings.Repeat("?,", 24), ",") + ")"
+
+// taskSel is what a read of a task selects, in the order scanTask reads
+// it: the columns, and the bodies of the log entries its JSON columns are
+// packed against (packed.go: ref_seq and the one after it, if any), in
+// place of ref_seq.
+const taskSel = `id, context_id, tenant, owner, agent, state, version, last_seq,
+	status, artifacts, metadata, checkpoint, question, input, pause,
+	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at,
+	(SELECT body FROM task_log r WHERE r.task_key = tasks.key AND r.seq = tasks.ref_seq) AS ref,
+	(SELECT body FROM task_log r WHERE r.task_key = tasks.key AND r.seq = tasks.ref_seq + 1) AS ref2`
 
 // logCols are the task_log columns in the order scanEntry reads them.
 const logCols = `seq, kind, message_id, in_history, notify, body, at`
@@ -386,7 +397,7 @@ const (
 var writeSQL = [numWriteStmts]string{
 	stmtInsertTask: `
 		INSERT INTO tasks (` + taskCols + `, request_key)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 	// Only the columns the caller does not already hold come back.
 	stmtUpdateTask: `
@@ -394,12 +405,12 @@ var writeSQL = [numWriteStmts]string{
 			context_id = ?, state = ?,
 			status = ?, artifacts = ?, metadata = ?, checkpoint = ?, question = ?, input = ?, pause = ?,
 			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ?, lease_until = ?,
-			updated_at = ?, version = version + 1, last_seq = last_seq + ?
+			updated_at = ?, version = version + 1, last_seq = last_seq + ?, ref_seq = last_seq + ?
 		WHERE id = ? AND version = ?
-		RETURNING tenant, owner, agent, version, last_seq, created_at`,
+		RETURNING key, tenant, owner, agent, version, last_seq, created_at`,
 	stmtTaskExists: `SELECT 1 FROM tasks WHERE id = ?`,
 	stmtInsertLog: `
-		INSERT INTO task_log (task_id, seq, kind, message_id, in_history, notify, body, at)
+		INSERT INTO task_log (task_key, seq, kind, message_id, in_history, notify, body, at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 	stmtExtendLease: `
 		UPDATE tasks SET lease_until = ?
@@ -412,7 +423,7 @@ var writeSQL = [numWriteStmts]string{
 			ORDER BY lease_until
 			LIMIT ?
 		)
-		RETURNING ` + taskCols,
+		RETURNING ` + taskSel,
 	// Entries with notify set were appended: every configuration of the
 	// task now has them to deliver, and is due now unless it already has
 	// a due time (a retry's backoff, a claim's lease). The version stays:
@@ -429,7 +440,7 @@ var writeSQL = [numWriteStmts]string{
 		SELECT t.id, ?2, ?3, ?5, ?4, coalesce(n.seq, ?4), 0, iif(n.seq IS NULL, NULL, ?5), 1
 		FROM tasks t LEFT JOIN (
 			SELECT seq FROM task_log
-			WHERE task_id = ?1 AND seq > ?4 AND notify = 1
+			WHERE task_key = (SELECT key FROM tasks WHERE id = ?1) AND seq > ?4 AND notify = 1
 			ORDER BY seq DESC
 			LIMIT 1
 		) n ON true
@@ -458,8 +469,8 @@ var writeSQL = [numWriteStmts]string{
 }
 
 var readSQL = [numReadStmts]string{
-	stmtGetTask:       `SELECT ` + taskCols + ` FROM tasks WHERE id = ?`,
-	stmtTaskByRequest: `SELECT ` + taskCols + ` FROM tasks WHERE request_key = ?`,
+	stmtGetTask:       `SELECT ` + taskSel + ` FROM tasks WHERE id = ?`,
+	stmtTaskByRequest: `SELECT ` + taskSel + ` FROM tasks WHERE request_key = ?`,
 	// ?2: the messageId to look up ('' for none, which no message entry
 	// has); ?3: whether the request is wanted. Each subquery is one
 	// lookup: task_log_message, and the log's primary key. Left to
@@ -468,31 +479,34 @@ var readSQL = [numReadStmts]string{
 	// INDEXED BY keeps the lookup O(1) in the length of the log (the index
 	// holds seq, the key's tail, so the first match needs no sort).
 	stmtLoadTask: `
-		SELECT ` + taskCols + `,
+		SELECT ` + taskSel + `,
 			(SELECT body FROM task_log l INDEXED BY task_log_message
-				WHERE l.task_id = tasks.id AND l.kind = 'message' AND l.message_id = ?2 AND ?2 <> ''
+				WHERE l.task_key = tasks.key AND l.kind = 'message' AND l.message_id = ?2 AND ?2 <> ''
 				ORDER BY l.seq LIMIT 1),
-			CASE WHEN ?3 THEN (SELECT body FROM task_log l WHERE l.task_id = tasks.id AND l.seq = 1) END
+			CASE WHEN ?3 THEN (SELECT body FROM task_log l WHERE l.task_key = tasks.key AND l.seq = 1) END
 		FROM tasks WHERE id = ?1`,
 	stmtReadLog: `
 		SELECT ` + logCols + ` FROM task_log
-		WHERE task_id = ? AND seq > ?
+		WHERE task_key = (SELECT key FROM tasks WHERE id = ?) AND seq > ?
 		ORDER BY seq
 		LIMIT ?`,
+	// The task's log by its primary key, newest first, skipping what is
+	// not history: a task's log is a few entries, most of them history
+	// (migration 0009 dropped the index of history entries).
 	stmtHistory: `
 		SELECT ` + logCols + ` FROM (
 			SELECT ` + logCols + ` FROM task_log
-			WHERE task_id = ? AND in_history = 1
+			WHERE task_key = (SELECT key FROM tasks WHERE id = ?) AND in_history = 1
 			ORDER BY seq DESC
 			LIMIT ?
 		) ORDER BY seq`,
 	stmtDueWake: `
-		SELECT ` + taskCols + ` FROM tasks
+		SELECT ` + taskSel + ` FROM tasks
 		WHERE wake_at IS NOT NULL AND wake_at <= ?
 		ORDER BY wake_at, id
 		LIMIT ?`,
 	stmtDueHold: `
-		SELECT ` + taskCols + ` FROM tasks
+		SELECT ` + taskSel + ` FROM tasks
 		WHERE hold_at IS NOT NULL AND hold_at <= ?
 		ORDER BY hold_at, id
 		LIMIT ?`,
@@ -548,29 +562,27 @@ func scanTaskWith(row scanner, extra ...any) (*store.Task, error) {
 	var (
 		t                    store.Task
 		state                string
-		status, artifacts    []byte
-		metadata, checkpoint []byte
-		question, input      []byte
-		pause                []byte
 		wakeAt, holdAt       sql.NullInt64
 		runnable             int64
 		leaseUntil           int64
 		createdAt, updatedAt int64
 	)
+	r := newStoredRow()
+	defer r.release()
+	v := &r.vals
 	dest := []any{&t.ID, &t.ContextID, &t.Tenant, &t.Owner, &t.Agent, &state, &t.Version, &t.LastSeq,
-		&status, &artifacts, &metadata, &checkpoint, &question, &input, &pause,
-		&wakeAt, &holdAt, &runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt}
+		&v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+		&wakeAt, &holdAt, &runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt, &v[7], &v[8]}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	t.State = a2a.TaskState(state)
-	t.Status = raw(status)
-	t.Artifacts = raw(artifacts)
-	t.Metadata = raw(metadata)
-	t.Checkpoint = raw(checkpoint)
-	t.Question = raw(question)
-	t.Input = raw(input)
-	t.Pause = raw(pause)
+	if err := unpackColumns(t.ID, t.ContextID,
+		[]*json.RawMessage{&t.Status, &t.Artifacts, &t.Metadata, &t.Checkpoint, &t.Question, &t.Input, &t.Pause},
+		[][]byte{r.value(0), r.value(1), r.value(2), r.value(3), r.value(4), r.value(5), r.value(6)},
+		r.value(7), r.value(8)); err != nil {
+		return nil, err
+	}
 	t.WakeAt = fromNullMillis(wakeAt)
 	t.HoldAt = fromNullMillis(holdAt)
 	t.Runnable = runnable != 0
@@ -580,24 +592,48 @@ func scanTaskWith(row scanner, extra ...any) (*store.Task, error) {
 	return &t, nil
 }
 
-func scanEntry(row scanner) (store.LogEntry, error) {
+// scanEntry returns the scanner of task taskID's log entries.
+func scanEntry(taskID string) func(scanner) (store.LogEntry, error) {
+	return func(row scanner) (store.LogEntry, error) { return scanEntryOf(row, taskID) }
+}
+
+// scanEntryOf scans one row of rows (a *sql.Rows: the bytes are read in
+// place, and copied as they are unpacked).
+func scanEntryOf(row scanner, taskID string) (store.LogEntry, error) {
 	var (
-		e         store.LogEntry
-		kind      string
-		inHistory int64
-		notify    int64
-		body      []byte
-		at        int64
+		e           store.LogEntry
+		kind, msgID sql.RawBytes
+		inHistory   int64
+		notify      int64
+		body        sql.RawBytes
+		at          int64
 	)
-	if err := row.Scan(&e.Seq, &kind, &e.MessageID, &inHistory, &notify, &body, &at); err != nil {
+	if err := row.Scan(&e.Seq, &kind, &msgID, &inHistory, &notify, &body, &at); err != nil {
 		return store.LogEntry{}, err
 	}
-	e.Kind = store.Kind(kind)
+	var err error
+	if e.MessageID, err = unpackKey(msgID); err != nil {
+		return store.LogEntry{}, err
+	}
+	e.Kind = kindOf(kind)
 	e.InHistory = inHistory != 0
 	e.Notify = notify != 0
-	e.Body = raw(body)
+	if e.Body, err = unpackEntry(taskID, body); err != nil {
+		return store.LogEntry{}, err
+	}
 	e.At = fromMillis(at)
 	return e, nil
+}
+
+// kindOf is a stored kind as a store.Kind, without a new string for the
+// kinds there are.
+func kindOf(b []byte) store.Kind {
+	for _, k := range [...]store.Kind{store.KindMessage, store.KindStatus, store.KindArtifact, store.KindReminder} {
+		if string(b) == string(k) {
+			return k
+		}
+	}
+	return store.Kind(b)
 }
 
 // asStored returns t as it reads back from the store: JSON columns nil when
@@ -632,9 +668,11 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 		return nil, errors.New("sqlite: CreateTask: nil task")
 	}
 	var got *store.Task
+	p := packTask(t, entries)
+	defer p.release()
 	err := s.write(ctx, func(b *batch) error {
 		var err error
-		got, err = b.createTask(t, entries, time.Now().UnixMilli())
+		got, err = b.createTask(t, entries, &p, time.Now().UnixMilli())
 		return err
 	})
 	if err != nil {
@@ -643,12 +681,12 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 	return got, nil
 }
 
-func (b *batch) createTask(t *store.Task, entries []store.LogEntry, now int64) (*store.Task, error) {
+func (b *batch) createTask(t *store.Task, entries []store.LogEntry, p *packedTask, now int64) (*store.Task, error) {
 	res, err := b.stmt(stmtInsertTask).Exec(
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(len(entries)),
-		blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
-		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now,
-		nullString(t.RequestKey))
+		p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
+		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now, p.ref,
+		nullKey(t.RequestKey))
 	if err != nil {
 		return nil, translate("CreateTask", t.ID, err)
 	}
@@ -657,7 +695,11 @@ func (b *batch) createTask(t *store.Task, entries []store.LogEntry, now int64) (
 	} else if n == 0 {
 		return nil, store.ErrExists // ON CONFLICT DO NOTHING: the ID or the request key is taken
 	}
-	if err := b.appendLog(t.ID, 1, entries, now); err != nil {
+	key, err := res.LastInsertId()
+	if err != nil {
+		return nil, translate("CreateTask", t.ID, err)
+	}
+	if err := b.appendLog(key, 1, entries, p.bodies, now); err != nil {
 		return nil, translate("CreateTask", t.ID, err)
 	}
 	got := asStored(t)
@@ -683,13 +725,26 @@ func (s *Store) CreateTasks(ctx context.Context, tasks []*store.Task, logs [][]s
 			return errors.New("sqlite: CreateTasks: nil task")
 		}
 	}
+	packed := make([]packedTask, len(tasks))
+	for i, t := range tasks {
+		var es []store.LogEntry
+		if i < len(logs) {
+			es = logs[i]
+		}
+		packed[i] = packTask(t, es)
+	}
+	defer func() {
+		for i := range packed {
+			packed[i].release()
+		}
+	}()
 	return s.write(ctx, func(b *batch) error {
 		// Its own savepoint: a taken ID undoes this call's inserts only,
 		// not the other writes of the batch.
 		if _, err := b.exec(`SAVEPOINT create_tasks`); err != nil {
 			return fmt.Errorf("sqlite: CreateTasks: %w", err)
 		}
-		err := b.createTasks(tasks, logs, time.Now().UnixMilli())
+		err := b.createTasks(tasks, logs, packed, time.Now().UnixMilli())
 		if err != nil {
 			if _, rerr := b.exec(`ROLLBACK TO create_tasks`); rerr != nil {
 				err = errors.Join(err, rerr)
@@ -705,18 +760,24 @@ func (s *Store) CreateTasks(ctx context.Context, tasks []*store.Task, logs [][]s
 // bulkRows is how many rows one INSERT of CreateTasks carries.
 const bulkRows = 64
 
-// bulkLogCols are the task_log columns CreateTasks inserts.
-const bulkLogCols = "task_id, seq, kind, message_id, in_history, notify, body, at"
+// bulkLogCols are the task_log columns CreateTasks inserts, bulkLogRow
+// the values of one row: the task's key is looked up by its ID, as the
+// tasks of one INSERT get theirs.
+const (
+	bulkLogCols = "task_key, seq, kind, message_id, in_history, notify, body, at"
+	bulkLogRow  = "((SELECT key FROM tasks WHERE id = ?),?,?,?,?,?,?,?)"
+)
 
-// createTasks inserts tasks and their logs with multi-row INSERTs.
-func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, now int64) error {
+// createTasks inserts tasks and their logs with multi-row INSERTs; packed
+// are their packTask.
+func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, packed []packedTask, now int64) error {
 	var args []any
-	flush := func(table, cols string, ncols int, rows int, onConflict string) (int64, error) {
+	flush := func(table, cols, row string, rows int, onConflict string) (int64, error) {
 		if rows == 0 {
 			return 0, nil
 		}
 		q := "INSERT INTO " + table + " (" + cols + ") VALUES " +
-			strings.TrimSuffix(strings.Repeat("("+strings.TrimSuffix(strings.Repeat("?,", ncols), ",")+"),", rows), ",") + onConflict
+			strings.TrimSuffix(strings.Repeat(row+",", rows), ",") + onConflict
 		res, err := b.exec(q, args...)
 		args = args[:0]
 		if err != nil {
@@ -730,12 +791,13 @@ func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, now in
 		if i < len(logs) {
 			n = int64(len(logs[i]))
 		}
+		p := &packed[i]
 		args = append(args, t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(1), n,
-			blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
-			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now,
-			nullString(t.RequestKey))
+			p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
+			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now, p.ref,
+			nullKey(t.RequestKey))
 		if rows++; rows == bulkRows || i == len(tasks)-1 {
-			got, err := flush("tasks", taskCols+", request_key", numTaskCols+1, rows, " ON CONFLICT DO NOTHING")
+			got, err := flush("tasks", taskCols+", request_key", taskRow, rows, " ON CONFLICT DO NOTHING")
 			if err != nil {
 				return translate("CreateTasks", t.ID, err)
 			}
@@ -752,17 +814,17 @@ func (b *batch) createTasks(tasks []*store.Task, logs [][]store.LogEntry, now in
 			if !e.At.IsZero() {
 				at = e.At.UnixMilli()
 			}
-			args = append(args, tasks[i].ID, int64(j+1), string(e.Kind), e.MessageID, boolInt(e.InHistory), boolInt(e.Notify), blob(e.Body), at)
+			args = append(args, tasks[i].ID, int64(j+1), string(e.Kind), packKey(e.MessageID), boolInt(e.InHistory), boolInt(e.Notify), packed[i].bodies[j], at)
 			last = tasks[i].ID
 			if rows++; rows == bulkRows {
-				if _, err := flush("task_log", bulkLogCols, 8, rows, ""); err != nil {
+				if _, err := flush("task_log", bulkLogCols, bulkLogRow, rows, ""); err != nil {
 					return translate("CreateTasks", last, err)
 				}
 				rows = 0
 			}
 		}
 	}
-	if _, err := flush("task_log", bulkLogCols, 8, rows, ""); err != nil {
+	if _, err := flush("task_log", bulkLogCols, bulkLogRow, rows, ""); err != nil {
 		return translate("CreateTasks", last, err)
 	}
 	return nil
@@ -806,7 +868,7 @@ func (s *Store) TaskByRequestKey(ctx context.Context, key string) (*store.Task, 
 	if err != nil {
 		return nil, err
 	}
-	t, err := scanTask(s.rstmts[stmtTaskByRequest].QueryRowContext(ctx, key))
+	t, err := scanTask(s.rstmts[stmtTaskByRequest].QueryRowContext(ctx, packKey(key)))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -823,14 +885,21 @@ func (s *Store) LoadTask(ctx context.Context, id string, p store.LoadParams) (*s
 		return nil, err
 	}
 	var msg, req []byte
-	t, err := scanTaskWith(s.rstmts[stmtLoadTask].QueryRowContext(ctx, id, p.MessageID, boolInt(p.Request)), &msg, &req)
+	t, err := scanTaskWith(s.rstmts[stmtLoadTask].QueryRowContext(ctx, id, packKey(p.MessageID), boolInt(p.Request)), &msg, &req)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
 		return nil, translate("LoadTask", id, err)
 	}
-	return &store.Loaded{Task: t, Message: raw(msg), Request: raw(req)}, nil
+	l := &store.Loaded{Task: t}
+	if l.Message, err = unpackEntry(id, msg); err != nil {
+		return nil, translate("LoadTask", id, err)
+	}
+	if l.Request, err = unpackEntry(id, req); err != nil {
+		return nil, translate("LoadTask", id, err)
+	}
+	return l, nil
 }
 
 // UpdateTask replaces the mutable columns of the task (all but ID, Tenant,
@@ -846,28 +915,31 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		return nil, errors.New("sqlite: UpdateTask: nil task")
 	}
 	var got *store.Task
+	p := packTask(t, entries)
+	defer p.release()
 	err := s.write(ctx, func(b *batch) error {
 		now := time.Now().UnixMilli()
 		n := int64(len(entries))
 		pushDue := false
 		var (
+			key                  int64
 			tenant, owner, agent string
 			version, lastSeq     int64
 			createdAt            int64
 		)
 		err := b.stmt(stmtUpdateTask).QueryRow(
 			t.ContextID, string(t.State),
-			blob(t.Status), blob(t.Artifacts), blob(t.Metadata), blob(t.Checkpoint), blob(t.Question), blob(t.Input), blob(t.Pause),
+			p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
 			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil),
-			now, n,
-			t.ID, t.Version).Scan(&tenant, &owner, &agent, &version, &lastSeq, &createdAt)
+			now, n, p.ref,
+			t.ID, t.Version).Scan(&key, &tenant, &owner, &agent, &version, &lastSeq, &createdAt)
 		if errors.Is(err, sql.ErrNoRows) {
 			return b.missingOrMoved(t.ID)
 		}
 		if err != nil {
 			return translate("UpdateTask", t.ID, err)
 		}
-		if err := b.appendLog(t.ID, lastSeq-n+1, entries, now); err != nil {
+		if err := b.appendLog(key, lastSeq-n+1, entries, p.bodies, now); err != nil {
 			return translate("UpdateTask", t.ID, err)
 		}
 		if seq := newestNotify(lastSeq-n+1, entries); seq > 0 {
@@ -907,9 +979,10 @@ func (b *batch) missingOrMoved(id string) error {
 	}
 }
 
-// appendLog inserts entries into the log of task id, numbering them from
-// first on. A zero At becomes now.
-func (b *batch) appendLog(id string, first int64, entries []store.LogEntry, now int64) error {
+// appendLog inserts entries into the log of the task with key, numbering
+// them from first on, with bodies, their packed bodies. A zero At becomes
+// now.
+func (b *batch) appendLog(key int64, first int64, entries []store.LogEntry, bodies []any, now int64) error {
 	if len(entries) == 0 {
 		return nil
 	}
@@ -919,8 +992,8 @@ func (b *batch) appendLog(id string, first int64, entries []store.LogEntry, now 
 		if !e.At.IsZero() {
 			at = e.At.UnixMilli()
 		}
-		if _, err := ins.Exec(id, first+int64(i), string(e.Kind), e.MessageID,
-			boolInt(e.InHistory), boolInt(e.Notify), blob(e.Body), at); err != nil {
+		if _, err := ins.Exec(key, first+int64(i), string(e.Kind), packKey(e.MessageID),
+			boolInt(e.InHistory), boolInt(e.Notify), bodies[i], at); err != nil {
 			return err
 		}
 	}
@@ -974,7 +1047,7 @@ func (s *Store) History(ctx context.Context, taskID string, last int) ([]store.L
 }
 
 func collectEntries(op, id string, rows *sql.Rows) ([]store.LogEntry, error) {
-	out, err := scanAll(rows, scanEntry)
+	out, err := scanAll(rows, scanEntry(id))
 	if err != nil {
 		return nil, translate(op, id, err)
 	}
@@ -1047,7 +1120,7 @@ var listDialect = listing.Dialect{
 	// Without statistics the planner takes the index that matches more
 	// columns, and reads every task of the caller's.
 	ByContext: "tasks INDEXED BY tasks_context",
-	Cols:      taskCols,
+	Cols:      taskSel,
 	// Migration 0008's triggers count every state, in the writer's
 	// transaction: about 1% of a round trip (docs/decisions/0125).
 	Counted: store.TaskStates,
@@ -1204,8 +1277,8 @@ func (s *Store) LockTask(key string) store.TaskLock { return s.locks.Take(key) }
 // the index and sorts nothing. The scan is one statement, on one reader
 // connection: one snapshot of the file, which writers do not wait for.
 func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID, agent string, e store.LogEntry) error) error {
-	q := `SELECT l.task_id, t.agent, l.seq, l.kind, l.message_id, l.in_history, l.notify, l.body, l.at
-		FROM task_log l JOIN tasks t ON t.id = l.task_id`
+	q := `SELECT t.id, t.agent, l.seq, l.kind, l.message_id, l.in_history, l.notify, l.body, l.at
+		FROM task_log l JOIN tasks t ON t.key = l.task_key`
 	var args []any
 	if len(kinds) > 0 {
 		q += ` WHERE l.kind IN (` + strings.TrimSuffix(strings.Repeat("?, ", len(kinds)), ", ") + `)`
@@ -1213,7 +1286,7 @@ func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID
 			args = append(args, string(k))
 		}
 	}
-	q += ` ORDER BY l.task_id, l.seq`
+	q += ` ORDER BY l.task_key, l.seq`
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("sqlite: ScanLogs: %w", err)
@@ -1225,11 +1298,17 @@ func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID
 		var kind string
 		var inHistory, notify, at int64
 		var body []byte
-		if err := rows.Scan(&id, &agent, &e.Seq, &kind, &e.MessageID, &inHistory, &notify, &body, &at); err != nil {
+		var msgID []byte
+		if err = rows.Scan(&id, &agent, &e.Seq, &kind, &msgID, &inHistory, &notify, &body, &at); err != nil {
 			return fmt.Errorf("sqlite: ScanLogs: %w", err)
 		}
+		if e.MessageID, err = unpackKey(msgID); err != nil {
+			return fmt.Errorf("sqlite: ScanLogs: task %q: %w", id, err)
+		}
 		e.Kind, e.InHistory, e.Notify, e.At = store.Kind(kind), inHistory != 0, notify != 0, fromMillis(at)
-		e.Body = raw(body) // Scan into []byte copies
+		if e.Body, err = unpackEntry(id, body); err != nil {
+			return fmt.Errorf("sqlite: ScanLogs: task %q: %w", id, err)
+		}
 		if err := fn(id, agent, e); err != nil {
 			return err
 		}

@@ -197,7 +197,9 @@ func TestFailingWriteDoesNotFailItsBatch(t *testing.T) {
 	wg.Go(func() {
 		// Writes a task, then fails: a failure the batch cannot keep.
 		errBad = s.write(t.Context(), func(b *batch) error {
-			if _, err := b.createTask(sampleTask("bad"), nil, time.Now().UnixMilli()); err != nil {
+			bad := sampleTask("bad")
+			p := packTask(bad, nil)
+			if _, err := b.createTask(bad, nil, &p, time.Now().UnixMilli()); err != nil {
 				return err
 			}
 			return boom
