@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/askpoint/askpoint/internal/dbtest"
 	"github.com/askpoint/askpoint/store"
@@ -60,21 +61,19 @@ func sampleTask(id string) *store.Task {
 
 func appliedMigrations(t *testing.T, s *Store) []int {
 	t.Helper()
-	rows, err := s.pool.Query(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
+	return queryInts(t, s, `SELECT version FROM schema_migrations ORDER BY version`)
+}
+
+// queryInts runs a query of one integer column and returns its values.
+func queryInts(tb testing.TB, s *Store, sql string, args ...any) []int {
+	tb.Helper()
+	rows, err := s.pool.Query(tb.Context(), sql, args...)
 	if err != nil {
-		t.Fatalf("SELECT schema_migrations = %v, want nil", err)
+		tb.Fatalf("%s = %v, want nil", sql, err)
 	}
-	defer rows.Close()
-	var vs []int
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		vs = append(vs, v)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+	vs, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		tb.Fatalf("%s: %v", sql, err)
 	}
 	return vs
 }

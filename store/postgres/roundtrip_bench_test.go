@@ -186,23 +186,7 @@ func withParam(tb testing.TB, u, k, v string) string {
 // is app.
 func backendPIDs(tb testing.TB, s *Store, app string) []int {
 	tb.Helper()
-	rows, err := s.pool.Query(tb.Context(), `SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid`, app)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer rows.Close()
-	var pids []int
-	for rows.Next() {
-		var pid int
-		if err := rows.Scan(&pid); err != nil {
-			tb.Fatal(err)
-		}
-		pids = append(pids, pid)
-	}
-	if err := rows.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	return pids
+	return queryInts(tb, s, `SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid`, app)
 }
 
 // backendsCPU is the time the processes pids have run on a CPU
