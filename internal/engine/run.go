@@ -80,7 +80,8 @@ type work struct {
 	// reply is built without reading back what was just written.
 	known *knownLog
 	// trace is the traceparent of the request that made the step owed,
-	// "" when none is recorded.
+	// "" when none is recorded or the step runs within that request (a
+	// quick step: the observer has the request's context, caller).
 	trace string
 	// caller is the context of the request running the work quick, while
 	// runQuick runs it (for the observer); nil otherwise.
