@@ -503,8 +503,14 @@ func (r *run) finish(ctx context.Context, o api.Outcome, stepErr error) {
 			return
 		}
 	}
+	// A question's pause keeps the asking span's traceparent, written with
+	// the pause rather than spliced into it at the commit (observer.before).
+	var trace string
+	if o.Kind() == api.OutcomeAsk {
+		trace = s.obs.traceParent(ctx)
+	}
 	err := r.writeRetried(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
-		return s.outcomes.applyOutcome(next, o, r.historyIsRequest(), now)
+		return s.outcomes.applyOutcome(next, o, r.historyIsRequest(), trace, now)
 	})
 	if err != nil && !errors.Is(err, errLost) {
 		s.log.Error("write step outcome", slog.String("task", r.task.ID), slog.String("agent", r.task.Agent), slog.Any("err", err))
