@@ -26,11 +26,17 @@ import (
 // configured only by the standard variables (OTEL_EXPORTER_OTLP_ENDPOINT,
 // OTEL_SERVICE_NAME, and a schedule delay of an hour, so that nothing is
 // exported before the stop), asks and answers the worked example's
-// question with a caller's traceparent on the ask, and stops the server
-// with SIGTERM: by the time it exits, an OTLP/HTTP receiver on 127.0.0.1
-// has every span. The ask's request span is in the caller's trace with the
-// task's IDs, its step is the request span's child, and the answer's step
-// links to the step that asked.
+// question on each binding, with a caller's traceparent on the ask, and
+// stops the server with SIGTERM: by the time it exits, an OTLP/HTTP
+// receiver on 127.0.0.1 has every span.
+//
+// On JSON-RPC and HTTP+JSON the worked example's steps run within their
+// requests (quick steps), so they have no spans of their own (decision
+// 0230): the ask's request span is in the caller's trace, a child of its
+// span, with the task's IDs and askpoint.step=quick; the answer's, in a
+// trace of its own, says the question was answered and links to the ask's.
+// Over gRPC, which askpoint gives no server span, each step is a span of
+// its own, and the answer's step links to the step that asked.
 func TestServeExportsTracesOverOTLP(t *testing.T) {
 	bin := buildAskpoint(t)
 	rcv := startOTLPReceiver(t)
@@ -47,19 +53,40 @@ func TestServeExportsTracesOverOTLP(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	const callerTrace, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	tp := &traceparentTransport{}
-	c := crashClient(ctx, t, srv.url, a2aclient.WithJSONRPCTransport(&http.Client{Transport: tp}))
-
-	tp.set("00-" + callerTrace + "-" + callerSpan + "-01")
-	task := crashSendOK(ctx, t, c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros")), false)
-	q, ok, err := question.FromMessage(task.Status.Message)
-	if err != nil || !ok {
-		t.Fatalf("the task asks no question: %s, %v", task.Status.State, err)
+	only := func(p a2a.TransportProtocol) a2aclient.FactoryOption {
+		return a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{p}})
 	}
-	tp.set("") // the answer comes later, in a trace of its own
-	if done := crashSendOK(ctx, t, c, crashAnswer(string(task.ID), q.ID), false); done.Status.State != a2a.TaskStateCompleted {
-		t.Fatalf("answered task is %s, want completed", done.Status.State)
+	bindings := []struct {
+		name string
+		c    *a2aclient.Client
+		// callerSpan is the span of the caller's traceparent on the ask,
+		// "" on gRPC (askpoint reads none there); path is the ask's URL
+		// path, for the HTTP bindings.
+		callerSpan, path string
+	}{
+		{"JSON-RPC", crashClient(ctx, t, srv.url, a2aclient.WithJSONRPCTransport(&http.Client{Transport: tp}), only(a2a.TransportProtocolJSONRPC)),
+			"00f067aa0ba902b7", "/expense/jsonrpc"},
+		{"HTTP+JSON", crashClient(ctx, t, srv.url, a2aclient.WithRESTTransport(&http.Client{Transport: tp}), only(a2a.TransportProtocolHTTPJSON)),
+			"00f067aa0ba902b8", "/expense/rest/message:send"},
+		{"gRPC", grpcClient(t, srv.url, "expense", ""), "", ""},
+	}
+	tasks := make([]*a2a.Task, len(bindings))
+	for i, b := range bindings {
+		if b.callerSpan != "" {
+			tp.set("00-" + callerTrace + "-" + b.callerSpan + "-01")
+		}
+		task := crashSendOK(ctx, t, b.c, a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("File my taxi receipt from Tuesday, 42 euros")), false)
+		q, ok, err := question.FromMessage(task.Status.Message)
+		if err != nil || !ok {
+			t.Fatalf("%s: the task asks no question: %s, %v", b.name, task.Status.State, err)
+		}
+		tp.set("") // the answer comes later, in a trace of its own
+		if done := crashSendOK(ctx, t, b.c, crashAnswer(string(task.ID), q.ID), false); done.Status.State != a2a.TaskStateCompleted {
+			t.Fatalf("%s: answered task is %s, want completed", b.name, done.Status.State)
+		}
+		tasks[i] = task
 	}
 	if got := len(rcv.all()); got != 0 {
 		t.Fatalf("%d spans exported before the stop with a schedule delay of an hour; the test cannot tell the stop's flush from the timer", got)
@@ -90,29 +117,46 @@ func TestServeExportsTracesOverOTLP(t *testing.T) {
 		return nil
 	}
 	inCaller := func(s *tracepb.Span) bool { return fmt.Sprintf("%x", s.TraceId) == callerTrace }
-	askReq := find("a2a POST /expense", func(s *tracepb.Span) bool {
-		return inCaller(s) && fmt.Sprintf("%x", s.ParentSpanId) == callerSpan && attr(s, "askpoint.task_id") == string(task.ID) &&
-			attr(s, "askpoint.context_id") == task.ContextID && s.Kind == tracepb.Span_SPAN_KIND_SERVER
-	})
-	if askReq == nil {
-		t.Fatalf("no server span of the ask in the caller's trace, child of its span, with the task's IDs; spans: %s", spanList(spans))
+	linksTo := func(s, to *tracepb.Span) bool {
+		return len(s.Links) == 1 && string(s.Links[0].SpanId) == string(to.SpanId) && string(s.Links[0].TraceId) == string(to.TraceId) &&
+			len(s.Links[0].Attributes) == 1 && s.Links[0].Attributes[0].Key == "askpoint.link" && s.Links[0].Attributes[0].Value.GetStringValue() == "asked"
 	}
-	askStep := find("askpoint.step expense", func(s *tracepb.Span) bool {
-		return inCaller(s) && string(s.ParentSpanId) == string(askReq.SpanId) && attr(s, "askpoint.task_id") == string(task.ID)
-	})
-	if askStep == nil {
-		t.Fatalf("no step span of the ask under its request span; spans: %s", spanList(spans))
-	}
-	ansStep := find("askpoint.step expense", func(s *tracepb.Span) bool {
-		return !inCaller(s) && len(s.Links) == 1 && string(s.Links[0].SpanId) == string(askStep.SpanId) && string(s.Links[0].TraceId) == string(askStep.TraceId)
-	})
-	if ansStep == nil {
-		t.Fatalf("no step span of the answer, in a trace of its own, linked to the asking step; spans: %s", spanList(spans))
-	}
-	if find("a2a POST /expense", func(s *tracepb.Span) bool {
-		return string(s.SpanId) == string(ansStep.ParentSpanId) && attr(s, "askpoint.question") == "answered"
-	}) == nil {
-		t.Errorf("the answer's step has no parent request span that says the question was answered; spans: %s", spanList(spans))
+	for i, b := range bindings {
+		task := tasks[i]
+		ofTask := func(s *tracepb.Span) bool { return attr(s, "askpoint.task_id") == string(task.ID) }
+		if b.callerSpan == "" {
+			askStep := find("askpoint.step expense", func(s *tracepb.Span) bool {
+				return ofTask(s) && attr(s, "askpoint.context_id") == task.ContextID && len(s.Links) == 0
+			})
+			if askStep == nil {
+				t.Errorf("%s: no step span of the ask with the task's IDs; spans: %s", b.name, spanList(spans))
+				continue
+			}
+			if find("askpoint.step expense", func(s *tracepb.Span) bool {
+				return ofTask(s) && string(s.TraceId) != string(askStep.TraceId) && linksTo(s, askStep)
+			}) == nil {
+				t.Errorf("%s: no step span of the answer, in a trace of its own, linked to the asking step; spans: %s", b.name, spanList(spans))
+			}
+			continue
+		}
+		askReq := find("a2a POST /expense", func(s *tracepb.Span) bool {
+			return ofTask(s) && inCaller(s) && fmt.Sprintf("%x", s.ParentSpanId) == b.callerSpan && attr(s, "askpoint.context_id") == task.ContextID &&
+				attr(s, "askpoint.step") == "quick" && attr(s, "url.path") == b.path && s.Kind == tracepb.Span_SPAN_KIND_SERVER && len(s.Links) == 0
+		})
+		if askReq == nil {
+			t.Errorf("%s: no server span of the ask (%s) in the caller's trace, child of its span, with the task's IDs and askpoint.step=quick; spans: %s",
+				b.name, b.path, spanList(spans))
+			continue
+		}
+		if find("a2a POST /expense", func(s *tracepb.Span) bool {
+			return ofTask(s) && !inCaller(s) && attr(s, "askpoint.question") == "answered" && attr(s, "askpoint.step") == "quick" && linksTo(s, askReq)
+		}) == nil {
+			t.Errorf("%s: no server span of the answer, in a trace of its own, that says the question was answered and links to the ask's; spans: %s",
+				b.name, spanList(spans))
+		}
+		if s := find("askpoint.step expense", ofTask); s != nil {
+			t.Errorf("%s: a quick step has a span of its own: %s", b.name, spanList([]*tracepb.Span{s}))
+		}
 	}
 }
 
@@ -225,6 +269,9 @@ func spanList(spans []*tracepb.Span) string {
 	var b strings.Builder
 	for _, s := range spans {
 		fmt.Fprintf(&b, "\n  %s trace=%x span=%x parent=%x links=%d", s.Name, s.TraceId, s.SpanId, s.ParentSpanId, len(s.Links))
+		for _, l := range s.Links {
+			fmt.Fprintf(&b, " ->%x", l.SpanId)
+		}
 		for _, a := range s.Attributes {
 			fmt.Fprintf(&b, " %s=%v", a.Key, a.Value.GetValue())
 		}

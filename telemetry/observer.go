@@ -153,9 +153,9 @@ var _ api.Observer = (*Observer)(nil)
 // Transition counts a committed change and, when tracing, notes it: on the
 // server span of the request that made it (its attributes are set once, as
 // it ends), or on the recording span in ctx when no request is (a step run
-// by a worker). A step run within its request (a quick step) has ended its
-// own span before its change is written, so the request's span says what
-// the change did. Either span is then the task's latest traced change.
+// by a worker). A step run within its request (a quick step) has no span
+// of its own (decision 0230), so the request's span says what the change
+// did. Either span is then the task's latest traced change.
 func (o *Observer) Transition(ctx context.Context, t api.Transition) {
 	if o.Metrics != nil {
 		o.Metrics.transition(&t)
@@ -202,20 +202,33 @@ func (o *Observer) OpenQuestions(by map[string]int) {
 func noEnd(error) {}
 
 // StartStep starts the span of an agent step: a child of the request that
-// made it owed (s.Parent), linked to the request that asked the question
-// it resumes from (s.Link).
+// made it owed (s.Parent, or the span in s.Request), linked to the request
+// that asked the question it resumes from (s.Link).
+//
+// A step run within a request this observer traces (a quick step: it
+// starts and ends while its request's span is open) starts no span of its
+// own (decision 0230): the request's span carries its attributes, its link
+// and its error, and its context has the request's span as the current one,
+// so what the step writes and calls is told under the request's span.
 func (o *Observer) StartStep(ctx context.Context, s api.StepInfo) (context.Context, func(error)) {
 	if o.Tracer == nil {
 		return ctx, noEnd
 	}
 	if rs, _ := ctxValue(s.Request).(*served); rs != nil {
-		// A step run within its request: a child of the request's span,
-		// and what it writes is the request's to tell (Transition).
+		rs.step(&s, o.linked(s.Link))
 		if spanKey == nil { // a trace package that reads the span otherwise
 			ctx = trace.ContextWithSpan(ctx, rs.span)
 		}
-		ctx = &servedBy{Context: ctx, rs: rs}
-	} else if s.Parent != "" && !trace.SpanContextFromContext(ctx).IsValid() {
+		sb := &servedBy{Context: ctx, rs: rs}
+		return sb, sb.end
+	}
+	switch {
+	case trace.SpanContextFromContext(ctx).IsValid():
+	case s.Request != nil && trace.SpanContextFromContext(s.Request).IsValid():
+		// Within a request no server span of ours traces (a gRPC call, a
+		// handler of the program's own): a child of the request's span.
+		ctx = trace.ContextWithSpan(ctx, trace.SpanFromContext(s.Request))
+	case s.Parent != "":
 		ctx = o.extract(ctx, s.Parent)
 	}
 	name := o.names.get("", s.Agent, stepSpan)
@@ -247,7 +260,7 @@ func (o *Observer) StartStep(ctx context.Context, s api.StepInfo) (context.Conte
 }
 
 // attrList is the attributes a span is given at once: a request's at most
-// seven, a step's three.
+// eight, a step's three.
 type attrList [8]attribute.KeyValue
 
 // attrPool keeps the lists spans' attributes are passed in: SetAttributes
@@ -267,6 +280,9 @@ var (
 	// askedLinkAttrs are the attributes of a step's link to the request
 	// that asked the question it resumes from.
 	askedLinkAttrs = []attribute.KeyValue{attribute.String("askpoint.link", "asked")}
+	// quickStepAttr marks a request's span as that of a step run within
+	// the request too (decision 0230).
+	quickStepAttr = attribute.String("askpoint.step", "quick")
 )
 
 // linkPool keeps the one-link lists a resumed step's span starts with.
@@ -408,6 +424,9 @@ type served struct {
 	ended                    bool
 	taskID, contextID, agent string
 	question                 string
+	// quick: a step ran within the request (decision 0230); linked: its
+	// link to the asking span is on the request's span.
+	quick, linked bool
 }
 
 type servedKey struct{}
@@ -419,6 +438,15 @@ type servedKey struct{}
 type servedBy struct {
 	context.Context
 	rs *served
+}
+
+// end ends a step run within its request: its error, if any, is told on
+// the request's span, as the step's own span would have told it.
+func (c *servedBy) end(err error) {
+	if err != nil {
+		c.rs.span.RecordError(err)
+		c.rs.span.SetStatus(codes.Error, firstLine(err.Error()))
+	}
 }
 
 func (c *servedBy) Value(key any) any {
@@ -481,6 +509,28 @@ func (s *served) note(t *api.Transition) bool {
 	return true
 }
 
+// step keeps what the span of a step run within the request would have
+// said: the task's IDs (a change the step writes tells the same) and,
+// once, the link to the span that asked the question it resumes from,
+// added to the request's span at once.
+func (s *served) step(st *api.StepInfo, link trace.SpanContext) {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return
+	}
+	s.quick = true
+	s.taskID, s.contextID, s.agent = st.TaskID, st.ContextID, st.Agent
+	addLink := link.IsValid() && !s.linked
+	if addLink {
+		s.linked = true
+	}
+	s.mu.Unlock()
+	if addLink {
+		s.span.AddLink(trace.Link{SpanContext: link, Attributes: askedLinkAttrs})
+	}
+}
+
 // endRequest sets the request's attributes on its span and ends it.
 func (o *Observer) endRequest(s *served, r *http.Request) {
 	s.mu.Lock()
@@ -496,6 +546,9 @@ func (o *Observer) endRequest(s *served, r *http.Request) {
 		}
 		if s.question != "" {
 			a = append(a, attribute.String("askpoint.question", s.question))
+		}
+		if s.quick {
+			a = append(a, quickStepAttr)
 		}
 		s.span.SetAttributes(a...)
 		putAttrs(p, a)

@@ -24,9 +24,11 @@ type Observer interface {
 	Transition(ctx context.Context, t Transition)
 	// Event counts one occurrence of e for agent ("" when not known).
 	Event(ctx context.Context, agent string, e Event)
-	// StartStep starts the span of one agent step; end is called when the
-	// step returns. link is the traceparent of the request that asked the
-	// question the step resumes from ("" when none).
+	// StartStep starts the span of one agent step (or, for a step run
+	// within its request, notes it on that request's span: the telemetry
+	// package does); end is called when the step returns. s.Link is the
+	// traceparent of the request that asked the question the step resumes
+	// from ("" when none).
 	StartStep(ctx context.Context, s StepInfo) (context.Context, func(err error))
 	// StartPush starts the span of one push delivery for a task; end is
 	// called with the delivery's outcome.
@@ -115,14 +117,15 @@ type Transition struct {
 type StepInfo struct {
 	TaskID, ContextID, Agent string
 	// Parent is the traceparent of what started the step (the request
-	// that took its message), "" when it runs on its own (a takeover).
+	// that took its message), "" when it runs on its own (a takeover) or
+	// within that request (Request is set: its span is the parent).
 	Parent string
 	// Link is the traceparent of the request that asked the question the
 	// step resumes from, "" when none.
 	Link string
 	// Request is the context of the request the step runs within (a
-	// quick step, whose changes that request made), nil when a worker
-	// runs it.
+	// quick step, whose changes that request made; the step starts and
+	// ends before the request replies), nil when a worker runs it.
 	Request context.Context
 }
 

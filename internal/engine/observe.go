@@ -86,7 +86,9 @@ func (ch commitNote) pausedFrom() *pauseState {
 
 // before, on a write that opens a question while tracing records,
 // keeps the asking span's traceparent in the pause state, so that the step
-// resumed by the answer, however much later, links to it.
+// resumed by the answer, however much later, links to it. A step's
+// question has it from the step (run.finish, written with the pause); this
+// is for a pause built without it.
 func (o *observer) before(ctx context.Context, ch commitNote, next *store.Task) {
 	if o.obs == nil || len(next.Question) == 0 || len(next.Pause) == 0 {
 		return
@@ -94,8 +96,11 @@ func (o *observer) before(ctx context.Context, ch commitNote, next *store.Task) 
 	if ch.prev != nil && len(ch.prev.Question) > 0 && !ch.resumes() {
 		return // a re-ask or a reminder keeps the pause, and its link, as it is
 	}
+	if next.Pause[len(next.Pause)-1] != '}' || bytes.Contains(next.Pause, []byte(`"trace":`)) {
+		return
+	}
 	tp := o.obs.TraceParent(ctx)
-	if tp == "" || next.Pause[len(next.Pause)-1] != '}' || bytes.Contains(next.Pause, []byte(`"trace":`)) {
+	if tp == "" {
 		return
 	}
 	// Appended as the object's last key: the pause was just built, and

@@ -78,7 +78,9 @@ func (oc *outcomes) resumeRow(t *store.Task, in *runInput, msg *a2a.Message, not
 // applyOutcome turns an outcome into the task's next row and log entries.
 // historyIsRequest: the task's history holds only its request so far (the
 // run wrote all of it), so a question asked now is the pause's Fresh one.
-func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsRequest bool, now time.Time) ([]store.LogEntry, error) {
+// trace is the asking span's traceparent a question's pause keeps ("" for
+// none).
+func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsRequest bool, trace string, now time.Time) ([]store.LogEntry, error) {
 	next.Runnable = false
 	next.LeaseOwner = ""
 	next.LeaseUntil = time.Time{}
@@ -125,6 +127,7 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		if historyIsRequest {
 			pause.Fresh = q.ID
 		}
+		pause.Trace = trace
 		q.Holds = nil // the runtime's to say, from the holds it keeps
 		for _, h := range pause.Holds {
 			q.Holds = append(q.Holds, question.Held{Name: h.Name, Until: h.Until})
@@ -210,7 +213,7 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		}
 		msg = agentMessage(next, o.Text())
 	default:
-		return oc.applyOutcome(next, api.Fail("The agent ended its step without an outcome."), false, now)
+		return oc.applyOutcome(next, api.Fail("The agent ended its step without an outcome."), false, "", now)
 	}
 	st, e, err := statusEntryData(next, state, msg, data, now)
 	if err != nil {
@@ -224,7 +227,7 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 // keep, saying why, and keeps the holds the outcome declared, due for
 // release at once: the step reserved them before it asked.
 func (oc *outcomes) refuse(next *store.Task, o api.Outcome, releases bool, reason string, now time.Time) ([]store.LogEntry, error) {
-	entries, err := oc.applyOutcome(next, api.Fail(reason), false, now)
+	entries, err := oc.applyOutcome(next, api.Fail(reason), false, "", now)
 	if err != nil {
 		return nil, err
 	}

@@ -80,7 +80,8 @@ type work struct {
 	// reply is built without reading back what was just written.
 	known *knownLog
 	// trace is the traceparent of the request that made the step owed,
-	// "" when none is recorded.
+	// "" when none is recorded or the step runs within that request (a
+	// quick step: the observer has the request's context, caller).
 	trace string
 	// caller is the context of the request running the work quick, while
 	// runQuick runs it (for the observer); nil otherwise.
@@ -502,8 +503,14 @@ func (r *run) finish(ctx context.Context, o api.Outcome, stepErr error) {
 			return
 		}
 	}
+	// A question's pause keeps the asking span's traceparent, written with
+	// the pause rather than spliced into it at the commit (observer.before).
+	var trace string
+	if o.Kind() == api.OutcomeAsk {
+		trace = s.obs.traceParent(ctx)
+	}
 	err := r.writeRetried(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
-		return s.outcomes.applyOutcome(next, o, r.historyIsRequest(), now)
+		return s.outcomes.applyOutcome(next, o, r.historyIsRequest(), trace, now)
 	})
 	if err != nil && !errors.Is(err, errLost) {
 		s.log.Error("write step outcome", slog.String("task", r.task.ID), slog.String("agent", r.task.Agent), slog.Any("err", err))

@@ -226,7 +226,9 @@ func (h *Handler) quickStart(ctx context.Context, req *a2a.SendMessageRequest, i
 	if err != nil {
 		return nil, false
 	}
-	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, lock: lock, unlock: unlock, trace: s.obs.traceParent(ctx)}
+	// No traceparent: the step runs within ctx's request, which the
+	// observer is given (StepInfo.Request, decision 0230).
+	w := &work{task: row, in: in, request: in.Message, pending: &pendingWrite{create: true, entries: entries}, lock: lock, unlock: unlock}
 	final, ok := s.pool.runQuick(ctx, w)
 	if !ok {
 		return nil, false
@@ -379,7 +381,8 @@ func (h *Handler) continueTask(ctx context.Context, req *a2a.SendMessageRequest,
 			prior = freshHistory(t, open, request, requestRaw, asked, askedRaw, paused)
 		}
 		if in != nil && quick && next.Runnable && lock.Holding() {
-			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, lock: lock, unlock: lock.Unlock, known: prior, trace: s.obs.traceParent(ctx)}
+			// No traceparent, as for a quick start (decision 0230).
+			w := &work{task: next, in: in, request: request, pending: &pendingWrite{entries: entries, from: t}, lock: lock, unlock: lock.Unlock, known: prior}
 			if prior == nil {
 				w.known = newKnownLog(false, len(t.Artifacts) == 0)
 			}
