@@ -37,9 +37,13 @@ func BenchmarkObserver(b *testing.B) {
 				b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
 				obs = telemetry.New(newMetrics(b), tr)
 			default:
-				var sp sdktrace.SpanProcessor = sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter())
+				// Only the processor measured is made: one made and dropped
+				// would leave its goroutine running past the benchmark.
+				var sp sdktrace.SpanProcessor
 				if p == "batcher" {
 					sp = telemetry.NewBatcher(tracetest.NewNoopExporter())
+				} else {
+					sp = sdktrace.NewBatchSpanProcessor(tracetest.NewNoopExporter())
 				}
 				tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sp), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
