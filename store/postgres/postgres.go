@@ -105,6 +105,10 @@ type Options struct {
 	// PostgreSQL itself. The schema must be the one this binary's
 	// migrations make.
 	ReadOnly bool
+
+	// tracer, when set, sees every statement of the store's connections
+	// (the tests' record of what the store runs).
+	tracer pgx.QueryTracer
 }
 
 // Store is a store.Store in a PostgreSQL database. It is safe for
@@ -201,6 +205,9 @@ func OpenWith(ctx context.Context, connURL string, o Options) (*Store, error) {
 	}
 	if o.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
+	if o.tracer != nil {
+		cfg.ConnConfig.Tracer = o.tracer
 	}
 	log := o.Logger
 	if log == nil {
