@@ -255,14 +255,18 @@ const taskCols = `id, context_id, tenant, owner, agent, state, version, last_seq
 	status, artifacts, metadata, checkpoint, question, input, pause,
 	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at`
 
-// refCols are the columns read after taskCols (and ref_seq) of a task
-// row: the stored bodies of the entries its JSON columns are packed
-// against (pack.PackRow), from ref_seq on, each one lookup of the log's
-// primary key; NULL when there is none. from names the row.
+// refCols are the columns read after taskCols of a task row (from names
+// it; it has ref_seq and key too): the stored bodies of the entries its
+// JSON columns are packed against (pack.PackRow), from ref_seq on, each
+// one lookup of the log's primary key; NULL when there is none.
 func refCols(from string) string {
-	return fmt.Sprintf(`, (SELECT body FROM task_log WHERE task_id = %[1]s.id AND seq = %[1]s.ref_seq),
-	(SELECT body FROM task_log WHERE task_id = %[1]s.id AND seq = %[1]s.ref_seq + 1 AND seq <= %[1]s.last_seq)`, from)
+	return fmt.Sprintf(`, (SELECT body FROM task_log WHERE task_key = %[1]s.key AND seq = %[1]s.ref_seq),
+	(SELECT body FROM task_log WHERE task_key = %[1]s.key AND seq = %[1]s.ref_seq + 1 AND seq <= %[1]s.last_seq)`, from)
 }
+
+// logOf is the log's key of task $1 (migration 0010: the log names its
+// task by tasks.key), for a statement that reads the log by task ID.
+const logOf = `(SELECT key FROM tasks WHERE id = $1)`
 
 // readCols are the columns scanTask reads from the table tasks.
 var readCols = taskCols + refCols("tasks")
@@ -402,8 +406,8 @@ func entryArgs(entries []store.LogEntry, bodies [][]byte) logArgs {
 // on (an SQL expression over src).
 func insertLog(src, first string, p int) string {
 	return fmt.Sprintf(`
-		INSERT INTO task_log (task_id, seq, kind, message_id, in_history, notify, body, at)
-		SELECT %[1]s.id, %[2]s + e.ord - 1, e.kind, e.message_id, e.in_history, e.notify, e.body, coalesce(e.at, %[3]s)
+		INSERT INTO task_log (task_key, seq, kind, message_id, in_history, notify, body, at)
+		SELECT %[1]s.key, %[2]s + e.ord - 1, e.kind, e.message_id, e.in_history, e.notify, e.body, coalesce(e.at, %[3]s)
 		FROM %[1]s, unnest($%[4]d::text[], $%[5]d::text[], $%[6]d::boolean[], $%[7]d::boolean[], $%[8]d::bytea[], $%[9]d::timestamptz[])
 			WITH ORDINALITY AS e(kind, message_id, in_history, notify, body, at, ord)`,
 		src, first, nowMS, p, p+1, p+2, p+3, p+4, p+5)
@@ -426,7 +430,7 @@ func createTask(counts string) string {
 				$7::bytea, $8::bytea, $9::bytea, $10::bytea, $11::bytea, $12::bytea,
 				$22::bytea, $23::timestamptz, $24::timestamptz,
 				$13, $14, $21::timestamptz, ` + nowMS + `, ` + nowMS + `, $25, $26::bigint)
-			RETURNING ` + writtenCols + `
+			RETURNING ` + writtenCols + `, key
 		), l AS (` + insertLog("t", "1", 15) + `
 		)` + counts + `
 		SELECT ` + writtenCols + ` FROM t`
@@ -499,11 +503,11 @@ var loadTaskSQL = `
 		FROM tasks t
 		LEFT JOIN LATERAL (
 			SELECT body FROM task_log
-			WHERE task_id = t.id AND kind = 'message' AND message_id = $2 AND $2 <> ''
+			WHERE task_key = t.key AND kind = 'message' AND message_id = $2 AND $2 <> ''
 			ORDER BY seq LIMIT 1
 		) m ON true
 		LEFT JOIN LATERAL (
-			SELECT body FROM task_log WHERE task_id = t.id AND seq = 1 AND $3
+			SELECT body FROM task_log WHERE task_key = t.key AND seq = 1 AND $3
 		) r ON true
 		WHERE t.id = $1`
 
@@ -558,7 +562,7 @@ func updateSQL(where, counts string) update {
 				runnable = $11, lease_owner = $12, lease_until = $19,
 				updated_at = ` + nowMS + `, version = version + 1, last_seq = last_seq + cardinality($13::text[])
 			WHERE id = $1 AND version = $2` + where + `
-			RETURNING ` + writtenCols + `
+			RETURNING ` + writtenCols + `, key
 		), l AS (` + insertLog("u", "u.last_seq - cardinality($13::text[]) + 1", 13) + `
 		)` + counts
 	return update{
@@ -619,7 +623,7 @@ var pushTargetSQL = `
 		UPDATE push_configs p SET target_seq = n.seq, due_at = coalesce(p.due_at, ` + nowMS + `)
 		FROM (
 			SELECT seq FROM task_log
-			WHERE task_id = $1 AND notify
+			WHERE task_key = ` + logOf + ` AND notify
 			ORDER BY seq DESC
 			LIMIT 1
 		) n
@@ -800,7 +804,7 @@ func (s *Store) ReadLog(ctx context.Context, taskID string, afterSeq int64, limi
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+logCols+` FROM task_log
-		WHERE task_id = $1 AND seq > $2
+		WHERE task_key = `+logOf+` AND seq > $2
 		ORDER BY seq
 		LIMIT $3`, taskID, afterSeq, lim)
 	if err != nil {
@@ -820,7 +824,7 @@ func (s *Store) History(ctx context.Context, taskID string, last int) ([]store.L
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+logCols+` FROM (
 			SELECT `+logCols+` FROM task_log
-			WHERE task_id = $1 AND in_history
+			WHERE task_key = `+logOf+` AND in_history
 			ORDER BY seq DESC
 			LIMIT $2
 		) h ORDER BY seq`, taskID, lim)
@@ -901,7 +905,7 @@ var listDialect = listing.Dialect{
 	Time:      func(t time.Time) any { return ms(t) },
 	ByContext: "tasks",
 	Int:       "::bigint",
-	Cols:      taskCols + ", ref_seq",
+	Cols:      taskCols + ", ref_seq, key",
 	Counted:   countedStates,
 	Open:      openColumn,
 	// docs/decisions/0160.
@@ -944,7 +948,7 @@ var claimSQL = `
 		), u AS (
 			UPDATE tasks SET lease_owner = $3, lease_until = $4, version = version + 1
 			FROM c WHERE id = c.claim_id
-			RETURNING ` + taskCols + `, ref_seq
+			RETURNING ` + taskCols + `, ref_seq, key
 		)
 		SELECT ` + taskCols + refCols("u") + ` FROM u`
 
@@ -1064,8 +1068,8 @@ func fromTS(t pgtype.Timestamptz) time.Time {
 // ordered by task_log's primary key (task, then seq). It is one statement,
 // so one snapshot, read from the connection as it goes.
 func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID, agent string, e store.LogEntry) error) error {
-	q := `SELECT l.task_id, t.agent, l.seq, l.kind, l.message_id, l.in_history, l.notify, l.body, l.at
-		FROM task_log l JOIN tasks t ON t.id = l.task_id`
+	q := `SELECT t.id, t.agent, l.seq, l.kind, l.message_id, l.in_history, l.notify, l.body, l.at
+		FROM task_log l JOIN tasks t ON t.key = l.task_key`
 	var args []any
 	if len(kinds) > 0 {
 		ks := make([]string, len(kinds))
@@ -1075,7 +1079,7 @@ func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID
 		q += ` WHERE l.kind = ANY($1::text[])`
 		args = append(args, ks)
 	}
-	q += ` ORDER BY l.task_id, l.seq`
+	q += ` ORDER BY l.task_key, l.seq`
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("postgres: ScanLogs: %w", err)
