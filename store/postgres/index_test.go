@@ -182,17 +182,3 @@ func seedForPlans(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 }
-
-// queryStrings runs a query of one text column and returns its values.
-func queryStrings(tb testing.TB, s *Store, sql string, args ...any) []string {
-	tb.Helper()
-	rows, err := s.pool.Query(tb.Context(), sql, args...)
-	if err != nil {
-		tb.Fatalf("%s = %v, want nil", sql, err)
-	}
-	vs, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		tb.Fatalf("%s: %v", sql, err)
-	}
-	return vs
-}
