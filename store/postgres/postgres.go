@@ -690,10 +690,12 @@ func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries 
 			st = updateFinishingSQL
 		}
 	}
-	got, err := s.updateWith(ctx, q, st, t, entries, commit)
+	p := pack.PackRow(t, entries)
+	defer p.Release()
+	got, err := s.updateWith(ctx, q, st, t, entries, &p, commit)
 	if errors.Is(err, pgx.ErrNoRows) && was == "" && !commit && st != updateAnySQL {
 		// Not at that version, or not in an open state.
-		got, err = s.updateWith(ctx, q, updateAnySQL, t, entries, commit)
+		got, err = s.updateWith(ctx, q, updateAnySQL, t, entries, &p, commit)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, s.missingOrMoved(ctx, "UpdateTask", t.ID)
@@ -710,10 +712,8 @@ func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries 
 // in one round trip). In a task lock's transaction (commit), which took
 // the task's row lock in a statement before, one statement moves the push
 // configurations too (update.held): its snapshot is taken after that lock,
-// as pushTargetSQL's is after the write's.
-func (s *Store) updateWith(ctx context.Context, q querier, st update, t *store.Task, entries []store.LogEntry, commit bool) (*store.Task, error) {
-	p := pack.PackRow(t, entries)
-	defer p.Release()
+// as pushTargetSQL's is after the write's. p is t and entries packed.
+func (s *Store) updateWith(ctx context.Context, q querier, st update, t *store.Task, entries []store.LogEntry, p *pack.Row, commit bool) (*store.Task, error) {
 	la := entryArgs(entries, p.Bodies)
 	c := &p.Cols
 	args := []any{
