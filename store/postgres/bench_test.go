@@ -92,6 +92,7 @@ func BenchmarkDueTasks(b *testing.B) {
 // seedDue inserts paused input-required tasks with one SQL statement:
 // every paused/due-th one has its wake_at up to 100s before now, the
 // others theirs 1 to 25 hours after now.
+// (The JSON unpacked, as in a row from before migration 0010.)
 func seedDue(b *testing.B, s *Store, paused, due int, now time.Time) {
 	b.Helper()
 	start := time.Now()
@@ -100,7 +101,7 @@ func seedDue(b *testing.B, s *Store, paused, due int, now time.Time) {
 			status, question, pause, wake_at, created_at, updated_at)
 		SELECT format('task-%s', lpad(i::text, 8, '0')), format('ctx-%s', lpad(i::text, 8, '0')),
 			'tenant', 'alice', 'expense', 'TASK_STATE_INPUT_REQUIRED', 1, 2,
-			$3::text::json, $4::text::json, $5::text::json,
+			convert_to($3, 'UTF8'), convert_to($4, 'UTF8'), convert_to($5, 'UTF8'),
 			CASE WHEN i % $2 = 0
 				THEN $6::timestamptz - make_interval(secs => (1 + (i::bigint * 7919) % 100000) / 1000.0)
 				ELSE $6::timestamptz + make_interval(secs => (3600000 + (i::bigint * 7919) % 86400000) / 1000.0)
@@ -149,7 +150,7 @@ func seedList(b *testing.B, st store.Store, tasks int, few, most a2a.TaskState) 
 		INSERT INTO tasks (id, context_id, tenant, owner, agent, state, version, last_seq, status, created_at, updated_at)
 		SELECT format('task-%s', lpad(i::text, 8, '0')), format('ctx-%s', lpad(i::text, 8, '0')), 'tenant', 'alice', 'expense',
 			CASE WHEN i % 100 = 0 THEN $4 ELSE $5 END, 1, 2,
-			$2::text::json, to_timestamp(($3::bigint + i) / 1000.0), to_timestamp(($3::bigint + i) / 1000.0)
+			convert_to($2, 'UTF8'), to_timestamp(($3::bigint + i) / 1000.0), to_timestamp(($3::bigint + i) / 1000.0)
 		FROM generate_series(1, $1::int) AS i`,
 		tasks, `{"state":"TASK_STATE_COMPLETED","message":{"role":"ROLE_AGENT","parts":[{"text":"Filed expense EXP-1234 for 42 EUR."}]}}`,
 		storetest.ListBenchStart.UnixMilli()-1, string(few), string(most)); err != nil {

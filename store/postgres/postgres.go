@@ -65,6 +65,7 @@ import (
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/internal/keylock"
 	"github.com/askpoint/askpoint/store/internal/listing"
+	"github.com/askpoint/askpoint/store/internal/pack"
 )
 
 // Channel is the LISTEN/NOTIFY channel on which every write that changes a
@@ -104,6 +105,10 @@ type Options struct {
 	// PostgreSQL itself. The schema must be the one this binary's
 	// migrations make.
 	ReadOnly bool
+
+	// tracer, when set, sees every statement of the store's connections
+	// (the tests' record of what the store runs).
+	tracer pgx.QueryTracer
 }
 
 // Store is a store.Store in a PostgreSQL database. It is safe for
@@ -201,6 +206,9 @@ func OpenWith(ctx context.Context, connURL string, o Options) (*Store, error) {
 	if o.ReadOnly {
 		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 	}
+	if o.tracer != nil {
+		cfg.ConnConfig.Tracer = o.tracer
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -247,6 +255,22 @@ const taskCols = `id, context_id, tenant, owner, agent, state, version, last_seq
 	status, artifacts, metadata, checkpoint, question, input, pause,
 	wake_at, hold_at, runnable, lease_owner, lease_until, created_at, updated_at`
 
+// refCols are the columns read after taskCols of a task row (from names
+// it; it has ref_seq and key too): the stored bodies of the entries its
+// JSON columns are packed against (pack.PackRow), from ref_seq on, each
+// one lookup of the log's primary key; NULL when there is none.
+func refCols(from string) string {
+	return fmt.Sprintf(`, (SELECT body FROM task_log WHERE task_key = %[1]s.key AND seq = %[1]s.ref_seq),
+	(SELECT body FROM task_log WHERE task_key = %[1]s.key AND seq = %[1]s.ref_seq + 1 AND seq <= %[1]s.last_seq)`, from)
+}
+
+// logOf is the log's key of task $1 (migration 0010: the log names its
+// task by tasks.key), for a statement that reads the log by task ID.
+const logOf = `(SELECT key FROM tasks WHERE id = $1)`
+
+// readCols are the columns scanTask reads from the table tasks.
+var readCols = taskCols + refCols("tasks")
+
 // writtenCols are the columns CreateTask and UpdateTask read back, in the
 // order scanWritten reads them: those the database sets or keeps. The
 // others are the caller's, as it gave them (asStored).
@@ -257,8 +281,8 @@ const logCols = `seq, kind, message_id, in_history, notify, body, at`
 
 func scanTask(row pgx.Row) (*store.Task, error) { return scanTaskWith(row) }
 
-// scanTaskWith scans the task columns and then extra, the columns a query
-// selects after them.
+// scanTaskWith scans the task columns and refCols, and then extra, the
+// columns a query selects after them.
 func scanTaskWith(row pgx.Row, extra ...any) (*store.Task, error) {
 	var (
 		t                    store.Task
@@ -267,24 +291,23 @@ func scanTaskWith(row pgx.Row, extra ...any) (*store.Task, error) {
 		metadata, checkpoint []byte
 		question, input      []byte
 		pause                []byte
+		ref1, ref2           []byte
 		wakeAt, holdAt       pgtype.Timestamptz
 		leaseUntil           pgtype.Timestamptz
 		createdAt, updatedAt time.Time
 	)
 	dest := []any{&t.ID, &t.ContextID, &t.Tenant, &t.Owner, &t.Agent, &state, &t.Version, &t.LastSeq,
 		&status, &artifacts, &metadata, &checkpoint, &question, &input, &pause,
-		&wakeAt, &holdAt, &t.Runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt}
+		&wakeAt, &holdAt, &t.Runnable, &t.LeaseOwner, &leaseUntil, &createdAt, &updatedAt, &ref1, &ref2}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	t.State = a2a.TaskState(state)
-	t.Status = raw(status)
-	t.Artifacts = raw(artifacts)
-	t.Metadata = raw(metadata)
-	t.Checkpoint = raw(checkpoint)
-	t.Question = raw(question)
-	t.Input = raw(input)
-	t.Pause = raw(pause)
+	if err := pack.UnpackColumns(t.ID, t.ContextID,
+		[]*json.RawMessage{&t.Status, &t.Artifacts, &t.Metadata, &t.Checkpoint, &t.Question, &t.Input, &t.Pause},
+		[][]byte{status, artifacts, metadata, checkpoint, question, input, pause}, ref1, ref2); err != nil {
+		return nil, fmt.Errorf("task %q: %w", t.ID, err)
+	}
 	t.WakeAt = fromTS(wakeAt)
 	t.HoldAt = fromTS(holdAt)
 	if leaseUntil.Valid && leaseUntil.InfinityModifier == pgtype.Finite {
@@ -325,7 +348,12 @@ func scanWritten(row pgx.Row, t *store.Task, extra ...any) (*store.Task, error) 
 	return got, nil
 }
 
-func scanEntry(row pgx.Row) (store.LogEntry, error) {
+// scanEntry returns the scanner of task taskID's log entries.
+func scanEntry(taskID string) func(pgx.Row) (store.LogEntry, error) {
+	return func(row pgx.Row) (store.LogEntry, error) { return scanEntryOf(row, taskID) }
+}
+
+func scanEntryOf(row pgx.Row, taskID string) (store.LogEntry, error) {
 	var (
 		e    store.LogEntry
 		kind string
@@ -335,7 +363,10 @@ func scanEntry(row pgx.Row) (store.LogEntry, error) {
 		return store.LogEntry{}, err
 	}
 	e.Kind = store.Kind(kind)
-	e.Body = raw(body)
+	var err error
+	if e.Body, err = pack.UnpackEntry(taskID, body); err != nil {
+		return store.LogEntry{}, fmt.Errorf("entry %d: %w", e.Seq, err)
+	}
 	e.At = e.At.UTC()
 	return e, nil
 }
@@ -346,17 +377,17 @@ type logArgs struct {
 	msgIDs []string
 	hist   []bool
 	notify []bool
-	bodies []pgtype.Text
+	bodies [][]byte // packed (pack.Row.Bodies)
 	ats    []pgtype.Timestamptz
 }
 
-func entryArgs(entries []store.LogEntry) logArgs {
+func entryArgs(entries []store.LogEntry, bodies [][]byte) logArgs {
 	a := logArgs{
 		kinds:  make([]string, len(entries)),
 		msgIDs: make([]string, len(entries)),
 		hist:   make([]bool, len(entries)),
 		notify: make([]bool, len(entries)),
-		bodies: make([]pgtype.Text, len(entries)),
+		bodies: bodies,
 		ats:    make([]pgtype.Timestamptz, len(entries)),
 	}
 	for i, e := range entries {
@@ -364,9 +395,6 @@ func entryArgs(entries []store.LogEntry) logArgs {
 		a.msgIDs[i] = e.MessageID
 		a.hist[i] = e.InHistory
 		a.notify[i] = e.Notify
-		if len(e.Body) > 0 {
-			a.bodies[i] = pgtype.Text{String: string(e.Body), Valid: true}
-		}
 		a.ats[i] = ts(e.At)
 	}
 	return a
@@ -378,9 +406,9 @@ func entryArgs(entries []store.LogEntry) logArgs {
 // on (an SQL expression over src).
 func insertLog(src, first string, p int) string {
 	return fmt.Sprintf(`
-		INSERT INTO task_log (task_id, seq, kind, message_id, in_history, notify, body, at)
-		SELECT %[1]s.id, %[2]s + e.ord - 1, e.kind, e.message_id, e.in_history, e.notify, e.body::json, coalesce(e.at, %[3]s)
-		FROM %[1]s, unnest($%[4]d::text[], $%[5]d::text[], $%[6]d::boolean[], $%[7]d::boolean[], $%[8]d::text[], $%[9]d::timestamptz[])
+		INSERT INTO task_log (task_key, seq, kind, message_id, in_history, notify, body, at)
+		SELECT %[1]s.key, %[2]s + e.ord - 1, e.kind, e.message_id, e.in_history, e.notify, e.body, coalesce(e.at, %[3]s)
+		FROM %[1]s, unnest($%[4]d::text[], $%[5]d::text[], $%[6]d::boolean[], $%[7]d::boolean[], $%[8]d::bytea[], $%[9]d::timestamptz[])
 			WITH ORDINALITY AS e(kind, message_id, in_history, notify, body, at, ord)`,
 		src, first, nowMS, p, p+1, p+2, p+3, p+4, p+5)
 }
@@ -397,12 +425,12 @@ var (
 func createTask(counts string) string {
 	return `
 		WITH t AS (
-			INSERT INTO tasks (` + taskCols + `, request_key)
+			INSERT INTO tasks (` + taskCols + `, request_key, ref_seq)
 			VALUES ($1, $2, $3, $4, $5, $6, 1, cardinality($15::text[]),
-				$7::text::json, $8::text::json, $9::text::json, $10::text::json, $11::text::json, $12::text::json,
-				$22::text::json, $23::timestamptz, $24::timestamptz,
-				$13, $14, $21::timestamptz, ` + nowMS + `, ` + nowMS + `, $25)
-			RETURNING ` + writtenCols + `
+				$7::bytea, $8::bytea, $9::bytea, $10::bytea, $11::bytea, $12::bytea,
+				$22::bytea, $23::timestamptz, $24::timestamptz,
+				$13, $14, $21::timestamptz, ` + nowMS + `, ` + nowMS + `, $25, $26::bigint)
+			RETURNING ` + writtenCols + `, key
 		), l AS (` + insertLog("t", "1", 15) + `
 		)` + counts + `
 		SELECT ` + writtenCols + ` FROM t`
@@ -418,17 +446,21 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 	if t == nil {
 		return nil, errors.New("postgres: CreateTask: nil task")
 	}
-	la := entryArgs(entries)
+	p := pack.PackRow(t, entries)
+	defer p.Release()
+	la := entryArgs(entries, p.Bodies)
 	q := createTaskSQL
 	if countColumn(string(t.State)) != "" {
 		q = createCountedSQL
 	}
+	c := &p.Cols
 	got, err := scanWritten(s.pool.QueryRow(ctx, q,
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State),
-		text(t.Status), text(t.Artifacts), text(t.Metadata), text(t.Checkpoint), text(t.Question), text(t.Input),
+		c[0], c[1], c[2], c[3], c[4], c[5],
 		t.Runnable, t.LeaseOwner,
 		la.kinds, la.msgIDs, la.hist, la.notify, la.bodies, la.ats,
-		leaseTS(t.LeaseUntil), text(t.Pause), ts(t.WakeAt), ts(t.HoldAt), pgtype.Text{String: t.RequestKey, Valid: t.RequestKey != ""}), t)
+		leaseTS(t.LeaseUntil), c[6], ts(t.WakeAt), ts(t.HoldAt), pgtype.Text{String: t.RequestKey, Valid: t.RequestKey != ""},
+		refArg(p.Ref)), t)
 	if err != nil {
 		return nil, translate("CreateTask", t.ID, err)
 	}
@@ -438,7 +470,7 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 
 // GetTask returns the task, or store.ErrNotFound.
 func (s *Store) GetTask(ctx context.Context, id string) (*store.Task, error) {
-	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+taskCols+` FROM tasks WHERE id = $1`, id))
+	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+readCols+` FROM tasks WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -453,7 +485,7 @@ func (s *Store) TaskByRequestKey(ctx context.Context, key string) (*store.Task, 
 	if key == "" {
 		return nil, store.ErrNotFound
 	}
-	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+taskCols+` FROM tasks WHERE request_key = $1`, key))
+	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+readCols+` FROM tasks WHERE request_key = $1`, key))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
@@ -466,16 +498,16 @@ func (s *Store) TaskByRequestKey(ctx context.Context, key string) (*store.Task, 
 // loadTaskSQL reads a task with what a transition needs besides the row:
 // $2 a messageId to look up (” for none), $3 whether the request is wanted.
 // Each lateral join is one index lookup (task_log_message, the log's key).
-const loadTaskSQL = `
-		SELECT ` + taskCols + `, m.body, r.body
+var loadTaskSQL = `
+		SELECT ` + taskCols + refCols("t") + `, m.body, r.body
 		FROM tasks t
 		LEFT JOIN LATERAL (
 			SELECT body FROM task_log
-			WHERE task_id = t.id AND kind = 'message' AND message_id = $2 AND $2 <> ''
+			WHERE task_key = t.key AND kind = 'message' AND message_id = $2 AND $2 <> ''
 			ORDER BY seq LIMIT 1
 		) m ON true
 		LEFT JOIN LATERAL (
-			SELECT body FROM task_log WHERE task_id = t.id AND seq = 1 AND $3
+			SELECT body FROM task_log WHERE task_key = t.key AND seq = 1 AND $3
 		) r ON true
 		WHERE t.id = $1`
 
@@ -497,7 +529,14 @@ func (s *Store) loadFrom(row pgx.Row, id string) (*store.Loaded, error) {
 	if err != nil {
 		return nil, translate("LoadTask", id, err)
 	}
-	return &store.Loaded{Task: t, Message: raw(msg), Request: raw(req)}, nil
+	l := &store.Loaded{Task: t}
+	if l.Message, err = pack.UnpackEntry(id, msg); err == nil {
+		l.Request, err = pack.UnpackEntry(id, req)
+	}
+	if err != nil {
+		return nil, translate("LoadTask", id, err)
+	}
+	return l, nil
 }
 
 // update is one of UpdateTask's statements, in its two forms: sql, and
@@ -517,13 +556,13 @@ func updateSQL(where, counts string) update {
 		WITH u AS (
 			UPDATE tasks SET
 				context_id = $3, state = $4,
-				status = $5::text::json, artifacts = $6::text::json, metadata = $7::text::json,
-				checkpoint = $8::text::json, question = $9::text::json, input = $10::text::json,
-				pause = $20::text::json, wake_at = $21::timestamptz, hold_at = $22::timestamptz,
+				status = $5::bytea, artifacts = $6::bytea, metadata = $7::bytea,
+				checkpoint = $8::bytea, question = $9::bytea, input = $10::bytea,
+				pause = $20::bytea, ref_seq = last_seq + $23::bigint, wake_at = $21::timestamptz, hold_at = $22::timestamptz,
 				runnable = $11, lease_owner = $12, lease_until = $19,
 				updated_at = ` + nowMS + `, version = version + 1, last_seq = last_seq + cardinality($13::text[])
 			WHERE id = $1 AND version = $2` + where + `
-			RETURNING ` + writtenCols + `
+			RETURNING ` + writtenCols + `, key
 		), l AS (` + insertLog("u", "u.last_seq - cardinality($13::text[]) + 1", 13) + `
 		)` + counts
 	return update{
@@ -584,7 +623,7 @@ var pushTargetSQL = `
 		UPDATE push_configs p SET target_seq = n.seq, due_at = coalesce(p.due_at, ` + nowMS + `)
 		FROM (
 			SELECT seq FROM task_log
-			WHERE task_id = $1 AND notify
+			WHERE task_key = ` + logOf + ` AND notify
 			ORDER BY seq DESC
 			LIMIT 1
 		) n
@@ -651,10 +690,12 @@ func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries 
 			st = updateFinishingSQL
 		}
 	}
-	got, err := s.updateWith(ctx, q, st, t, entries, commit)
+	p := pack.PackRow(t, entries)
+	defer p.Release()
+	got, err := s.updateWith(ctx, q, st, t, entries, &p, commit)
 	if errors.Is(err, pgx.ErrNoRows) && was == "" && !commit && st != updateAnySQL {
 		// Not at that version, or not in an open state.
-		got, err = s.updateWith(ctx, q, updateAnySQL, t, entries, commit)
+		got, err = s.updateWith(ctx, q, updateAnySQL, t, entries, &p, commit)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, s.missingOrMoved(ctx, "UpdateTask", t.ID)
@@ -671,15 +712,16 @@ func (s *Store) updateOn(ctx context.Context, q querier, t *store.Task, entries 
 // in one round trip). In a task lock's transaction (commit), which took
 // the task's row lock in a statement before, one statement moves the push
 // configurations too (update.held): its snapshot is taken after that lock,
-// as pushTargetSQL's is after the write's.
-func (s *Store) updateWith(ctx context.Context, q querier, st update, t *store.Task, entries []store.LogEntry, commit bool) (*store.Task, error) {
-	la := entryArgs(entries)
+// as pushTargetSQL's is after the write's. p is t and entries packed.
+func (s *Store) updateWith(ctx context.Context, q querier, st update, t *store.Task, entries []store.LogEntry, p *pack.Row, commit bool) (*store.Task, error) {
+	la := entryArgs(entries, p.Bodies)
+	c := &p.Cols
 	args := []any{
 		t.ID, t.Version, t.ContextID, string(t.State),
-		text(t.Status), text(t.Artifacts), text(t.Metadata), text(t.Checkpoint), text(t.Question), text(t.Input),
+		c[0], c[1], c[2], c[3], c[4], c[5],
 		t.Runnable, t.LeaseOwner,
 		la.kinds, la.msgIDs, la.hist, la.notify, la.bodies, la.ats,
-		leaseTS(t.LeaseUntil), text(t.Pause), ts(t.WakeAt), ts(t.HoldAt),
+		leaseTS(t.LeaseUntil), c[6], ts(t.WakeAt), ts(t.HoldAt), refArg(p.Ref),
 	}
 	var (
 		got *store.Task
@@ -762,7 +804,7 @@ func (s *Store) ReadLog(ctx context.Context, taskID string, afterSeq int64, limi
 	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+logCols+` FROM task_log
-		WHERE task_id = $1 AND seq > $2
+		WHERE task_key = `+logOf+` AND seq > $2
 		ORDER BY seq
 		LIMIT $3`, taskID, afterSeq, lim)
 	if err != nil {
@@ -782,7 +824,7 @@ func (s *Store) History(ctx context.Context, taskID string, last int) ([]store.L
 	rows, err := s.pool.Query(ctx, `
 		SELECT `+logCols+` FROM (
 			SELECT `+logCols+` FROM task_log
-			WHERE task_id = $1 AND in_history
+			WHERE task_key = `+logOf+` AND in_history
 			ORDER BY seq DESC
 			LIMIT $2
 		) h ORDER BY seq`, taskID, lim)
@@ -793,7 +835,7 @@ func (s *Store) History(ctx context.Context, taskID string, last int) ([]store.L
 }
 
 func collectEntries(op, id string, rows pgx.Rows) ([]store.LogEntry, error) {
-	out, err := scanAll(rows, scanEntry)
+	out, err := scanAll(rows, scanEntry(id))
 	if err != nil {
 		return nil, translate(op, id, err)
 	}
@@ -863,7 +905,7 @@ var listDialect = listing.Dialect{
 	Time:      func(t time.Time) any { return ms(t) },
 	ByContext: "tasks",
 	Int:       "::bigint",
-	Cols:      taskCols,
+	Cols:      taskCols + ", ref_seq, key",
 	Counted:   countedStates,
 	Open:      openColumn,
 	// docs/decisions/0160.
@@ -879,7 +921,7 @@ func listQuery(d listing.Dialect, p store.ListParams) listing.Queries {
 	if p.NoTotal {
 		total = "0"
 	}
-	q.Page = `SELECT *, ` + total + ` FROM (` + q.Page + `) AS page ORDER BY updated_at DESC, id DESC`
+	q.Page = `SELECT ` + taskCols + refCols("page") + `, ` + total + ` FROM (` + q.Page + `) AS page ORDER BY updated_at DESC, id DESC`
 	return q
 }
 
@@ -896,7 +938,7 @@ func (r countingRow) Scan(dest ...any) error {
 // claimSQL is ClaimRunnable's statement: $1 now, $2 the limit, $3 the
 // owner, $4 the new lease end. The claim is an ordered range scan of the
 // partial index tasks_claim (migration 0001).
-const claimSQL = `
+var claimSQL = `
 		WITH c AS (
 			SELECT id AS claim_id FROM tasks
 			WHERE runnable AND lease_until <= $1
@@ -906,9 +948,9 @@ const claimSQL = `
 		), u AS (
 			UPDATE tasks SET lease_owner = $3, lease_until = $4, version = version + 1
 			FROM c WHERE id = c.claim_id
-			RETURNING ` + taskCols + `
+			RETURNING ` + taskCols + `, ref_seq, key
 		)
-		SELECT ` + taskCols + ` FROM u`
+		SELECT ` + taskCols + refCols("u") + ` FROM u`
 
 // ClaimRunnable leases up to p.Limit runnable tasks whose lease is unset or
 // lapsed (LeaseUntil <= p.Now) to p.Owner until p.Now+p.LeaseFor,
@@ -970,7 +1012,11 @@ func translate(op, id string, err error) error {
 	return fmt.Errorf("postgres: %s %q: %w", op, id, err)
 }
 
-// text is a JSON column's parameter: NULL when empty.
+// refArg is ref_seq's parameter, the place of the first of the write's
+// entries its columns are packed against (pack.Row.Ref): NULL for none.
+func refArg(ref int64) pgtype.Int8 { return pgtype.Int8{Int64: ref, Valid: ref > 0} }
+
+// text is a JSON value's parameter: NULL when empty.
 func text(j json.RawMessage) pgtype.Text {
 	if len(j) == 0 {
 		return pgtype.Text{}
@@ -1022,8 +1068,8 @@ func fromTS(t pgtype.Timestamptz) time.Time {
 // ordered by task_log's primary key (task, then seq). It is one statement,
 // so one snapshot, read from the connection as it goes.
 func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID, agent string, e store.LogEntry) error) error {
-	q := `SELECT l.task_id, t.agent, l.seq, l.kind, l.message_id, l.in_history, l.notify, l.body, l.at
-		FROM task_log l JOIN tasks t ON t.id = l.task_id`
+	q := `SELECT t.id, t.agent, l.seq, l.kind, l.message_id, l.in_history, l.notify, l.body, l.at
+		FROM task_log l JOIN tasks t ON t.key = l.task_key`
 	var args []any
 	if len(kinds) > 0 {
 		ks := make([]string, len(kinds))
@@ -1033,7 +1079,7 @@ func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID
 		q += ` WHERE l.kind = ANY($1::text[])`
 		args = append(args, ks)
 	}
-	q += ` ORDER BY l.task_id, l.seq`
+	q += ` ORDER BY l.task_key, l.seq`
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("postgres: ScanLogs: %w", err)
@@ -1046,7 +1092,10 @@ func (s *Store) ScanLogs(ctx context.Context, kinds []store.Kind, fn func(taskID
 		if err := rows.Scan(&id, &agent, &e.Seq, &kind, &e.MessageID, &e.InHistory, &e.Notify, &body, &e.At); err != nil {
 			return fmt.Errorf("postgres: ScanLogs: %w", err)
 		}
-		e.Kind, e.Body, e.At = store.Kind(kind), raw(body), e.At.UTC()
+		e.Kind, e.At = store.Kind(kind), e.At.UTC()
+		if e.Body, err = pack.UnpackEntry(id, body); err != nil {
+			return fmt.Errorf("postgres: ScanLogs: task %q: %w", id, err)
+		}
 		if err := fn(id, agent, e); err != nil {
 			return err
 		}

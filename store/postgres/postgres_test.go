@@ -67,11 +67,23 @@ func appliedMigrations(t *testing.T, s *Store) []int {
 // queryInts runs a query of one integer column and returns its values.
 func queryInts(tb testing.TB, s *Store, sql string, args ...any) []int {
 	tb.Helper()
+	return queryColumn[int](tb, s, sql, args...)
+}
+
+// queryStrings runs a query of one text column and returns its values.
+func queryStrings(tb testing.TB, s *Store, sql string, args ...any) []string {
+	tb.Helper()
+	return queryColumn[string](tb, s, sql, args...)
+}
+
+// queryColumn runs a query of one column and returns its values.
+func queryColumn[T any](tb testing.TB, s *Store, sql string, args ...any) []T {
+	tb.Helper()
 	rows, err := s.pool.Query(tb.Context(), sql, args...)
 	if err != nil {
 		tb.Fatalf("%s = %v, want nil", sql, err)
 	}
-	vs, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	vs, err := pgx.CollectRows(rows, pgx.RowTo[T])
 	if err != nil {
 		tb.Fatalf("%s: %v", sql, err)
 	}

@@ -60,7 +60,7 @@ var putPushSQL = `
 		CASE WHEN n.seq IS NOT NULL THEN ` + nowMS + ` END, 1
 	FROM tasks t LEFT JOIN LATERAL (
 		SELECT seq FROM task_log
-		WHERE task_id = t.id AND seq > $4 AND notify
+		WHERE task_key = t.key AND seq > $4 AND notify
 		ORDER BY seq DESC
 		LIMIT 1
 	) n ON true

@@ -28,9 +28,9 @@ var deleteFinishedSQL = `
 		DELETE FROM tasks WHERE id IN (
 			SELECT id FROM tasks WHERE state IN ` + terminalIn + ` AND updated_at < $1
 			ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED)
-		RETURNING id, tenant, owner, agent, state
+		RETURNING key, tenant, owner, agent, state
 	), l AS (
-		DELETE FROM task_log USING d WHERE task_log.task_id = d.id
+		DELETE FROM task_log USING d WHERE task_log.task_key = d.key
 	), c AS (` + addCounts(func(c countCol) string { return "-sum(" + c.is("d.state") + ")" },
 	"FROM d GROUP BY tenant, owner, agent ORDER BY tenant, owner, agent") + `
 	)

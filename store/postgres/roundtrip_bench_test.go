@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +36,8 @@ import (
 // on a round trip (backend-µs/op, from /proc/PID/schedstat, so only when
 // PostgreSQL runs on this machine), the listener's part of it, and the WAL
 // the database wrote meanwhile (WAL-B/op; other sessions' writes count too,
-// so take the least of several runs).
+// so take the least of several runs), and this process's own CPU
+// (process-µs/op: the store's client side and the callers').
 //
 //	TEST_DATABASE_URL=... go test -run '^$' -bench 'RoundTrip$' -benchtime 2000x -count 5 ./store/postgres/
 func BenchmarkRoundTrip(b *testing.B) {
@@ -75,6 +77,7 @@ func benchRoundTrips(b *testing.B, callers int) {
 		b.Fatalf("the listener's backend: %v", err)
 	}
 	cpu0, l0, wal0 := backendsCPU(b, pids), backendsCPU(b, []int{listener}), walLSN(b, s)
+	self0 := processCPU(b)
 	b.ResetTimer()
 	if callers == 1 {
 		for b.Loop() {
@@ -89,6 +92,7 @@ func benchRoundTrips(b *testing.B, callers int) {
 		})
 	}
 	b.StopTimer()
+	self := processCPU(b) - self0
 	if now := backendPIDs(b, s, app); len(now) != len(pids) {
 		b.Logf("the store's backends changed during the run: %v, then %v (the new ones not counted)", pids, now)
 	}
@@ -96,6 +100,18 @@ func benchRoundTrips(b *testing.B, callers int) {
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "backend-µs/op")
 	b.ReportMetric(float64(l.Microseconds())/float64(b.N), "listener-µs/op")
 	b.ReportMetric(float64(wal)/float64(b.N), "WAL-B/op")
+	b.ReportMetric(float64(self.Microseconds())/float64(b.N), "process-µs/op")
+}
+
+// processCPU is the CPU time this process has used (getrusage: user and
+// system): the store's client side, and the benchmark's own callers.
+func processCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchRoundTrip holds the bench's JSON, with IDs filled in per round trip.

@@ -18,11 +18,11 @@ import (
 // generic plan of the prepared statement can use the index.
 var (
 	dueSQL = map[store.Timer]string{
-		store.TimerWake: `SELECT ` + taskCols + ` FROM tasks
+		store.TimerWake: `SELECT ` + readCols + ` FROM tasks
 			WHERE wake_at IS NOT NULL AND wake_at <= $1
 			ORDER BY wake_at, id
 			LIMIT $2`,
-		store.TimerHold: `SELECT ` + taskCols + ` FROM tasks
+		store.TimerHold: `SELECT ` + readCols + ` FROM tasks
 			WHERE hold_at IS NOT NULL AND hold_at <= $1
 			ORDER BY hold_at, id
 			LIMIT $2`,

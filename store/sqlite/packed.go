@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"database/sql/driver"
-	"encoding/json"
 	"fmt"
 	"sync"
 
@@ -12,89 +11,42 @@ import (
 	"github.com/askpoint/askpoint/store/internal/pack"
 )
 
-// The JSON the store keeps is packed (store/internal/pack): a log entry's
+// The JSON the store keeps is packed as pack.PackRow says: a log entry's
 // body against its task's ID, a task's JSON columns against its ID, its
 // context ID and the last two entries (or the one) the write that set
-// them appended, from ref_seq on. Those entries hold the task's status as
-// the engine wrote it, most of its question, its new artifact, so the row
-// keeps references to them instead of a second copy. A write that appends
-// no entry packs the columns against nothing (ref_seq NULL); one that
-// appends entries moves ref_seq to them, so the entries from ref_seq to
-// the end of the log are always the ones the columns were packed
-// against. Entries are never changed or deleted apart from their task.
-// Packing is done by the caller's goroutine, before its write joins the
-// writer's queue.
+// them appended, from ref_seq on. Packing is done by the caller's
+// goroutine, before its write joins the writer's queue.
 
-// packedTask is a task's JSON columns and its entries' bodies, packed.
+// packedTask is a task's JSON columns and its entries' bodies, packed, as
+// statement arguments (NULL for an empty value).
 type packedTask struct {
 	cols   [7]any // status, artifacts, metadata, checkpoint, question, input, pause
 	ref    any    // ref_seq less the seq before the first entry (nil: none)
 	bodies []any  // the entries' bodies
 
-	buf *[]byte // what cols and bodies are in, from refBufs
+	row pack.Row
 }
 
 // release gives the buffer the packed values are in back, once the write
 // that used them is done (Store.write has returned: the writer has run
 // the write, or never will).
-func (p *packedTask) release() {
-	if p.buf != nil && cap(*p.buf) <= maxPooled {
-		refBufs.Put(p.buf)
-	}
-	p.buf = nil
-}
+func (p *packedTask) release() { p.row.Release() }
 
 // maxPooled is the largest buffer kept for another task.
 const maxPooled = 64 << 10
 
-// refEntries is how many of a write's last entries its task's columns
-// are packed against.
-const refEntries = 2
-
-// packTask packs t's columns and the bodies of entries, its new entries,
-// into one buffer from refBufs, which the statements' arguments share:
-// the caller releases it once its write is done.
+// packTask packs t's columns and the bodies of entries, its new entries
+// (pack.PackRow): the caller releases it once its write is done.
 func packTask(t *store.Task, entries []store.LogEntry) packedTask {
-	p := packedTask{bodies: make([]any, len(entries))}
-	bp := refBufs.Get().(*[]byte)
-	scratch := (*bp)[:0]
-	var ends [7]int
-	bodyEnds := make([]int, len(entries))
-	for i, e := range entries {
-		scratch = pack.Pack(scratch, e.Body, pack.Known{TaskID: t.ID})
-		bodyEnds[i] = len(scratch)
+	p := packedTask{row: pack.PackRow(t, entries), bodies: make([]any, len(entries))}
+	for i, b := range p.row.Bodies {
+		p.bodies[i] = value(b)
 	}
-	packed := len(scratch)
-	k := pack.Known{TaskID: t.ID, ContextID: t.ContextID}
-	rb := refBufs.Get().(*[]byte)
-	k.Ref = (*rb)[:0]
-	if len(entries) > 0 {
-		from := max(0, len(entries)-refEntries)
-		p.ref = int64(from + 1)
-		for _, e := range entries[from:] {
-			k.Ref = append(k.Ref, e.Body...)
-		}
+	for i, c := range p.row.Cols {
+		p.cols[i] = value(c)
 	}
-	k = k.WithIndex()
-	for i, c := range [...]json.RawMessage{t.Status, t.Artifacts, t.Metadata, t.Checkpoint, t.Question, t.Input, t.Pause} {
-		scratch = pack.Pack(scratch, c, k)
-		ends[i] = len(scratch)
-	}
-	k.Release()
-	*rb = k.Ref[:0]
-	refBufs.Put(rb)
-	out := scratch
-	*bp = scratch[:0]
-	p.buf = bp
-	start := 0
-	for i, end := range bodyEnds {
-		p.bodies[i] = value(out[start:end:end])
-		start = end
-	}
-	start = packed
-	for i, end := range ends {
-		p.cols[i] = value(out[start:end:end])
-		start = end
+	if p.row.Ref > 0 {
+		p.ref = p.row.Ref
 	}
 	return p
 }
@@ -107,62 +59,15 @@ func value(b []byte) any {
 	return b
 }
 
-// refBufs are the scratch buffers the entries a task's columns are
-// packed against are unpacked into: the columns copy what they need from
-// them, so a buffer goes back once the row is read.
+// refBufs are the scratch buffers a task row's stored values are read
+// into (storedRow).
 var refBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
-// unpackColumns reads back the JSON columns of task id, in context ctx,
-// from their stored values cols, packed against the entries from ref_seq
-// on, whose stored bodies are refs. The columns share one new buffer.
-func unpackColumns(id, ctx string, cols []*json.RawMessage, stored [][]byte, refs ...[]byte) error {
-	k := pack.Known{TaskID: id, ContextID: ctx}
-	bp := refBufs.Get().(*[]byte)
-	defer func() { *bp = k.Ref[:0]; refBufs.Put(bp) }()
-	k.Ref = (*bp)[:0]
-	for _, ref := range refs {
-		var err error
-		if k.Ref, err = pack.Unpack(k.Ref, ref, pack.Known{TaskID: id}); err != nil {
-			return err
-		}
-	}
-	total := 0
-	for _, c := range stored {
-		n, err := pack.Len(c, k)
-		if err != nil {
-			return err
-		}
-		total += n
-	}
-	out := make([]byte, 0, total)
-	for i, c := range stored {
-		if len(c) == 0 {
-			*cols[i] = nil
-			continue
-		}
-		start := len(out)
-		var err error
-		if out, err = pack.Unpack(out, c, k); err != nil {
-			return err
-		}
-		*cols[i] = out[start:len(out):len(out)]
-	}
-	return nil
-}
-
-// unpackEntry reads back the stored body of an entry of task id into a
-// new buffer; nil for NULL.
-func unpackEntry(id string, b []byte) (json.RawMessage, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	k := pack.Known{TaskID: id}
-	n, err := pack.Len(b, k)
-	if err != nil {
-		return nil, err
-	}
-	return pack.Unpack(make([]byte, 0, n), b, k)
-}
+// unpackColumns is pack.UnpackColumns; unpackEntry pack.UnpackEntry.
+var (
+	unpackColumns = pack.UnpackColumns
+	unpackEntry   = pack.UnpackEntry
+)
 
 // askpoint_pack(value, task_id, context_id, ref, ref2) is pack.Pack in
 // SQL, for migration 0009, which packs the rows of an existing file in
