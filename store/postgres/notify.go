@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,6 +30,10 @@ type notifier struct {
 	quit    chan struct{}
 	done    chan struct{}
 	once    sync.Once
+	// sent, when set (by this package's tests only), is called after each
+	// statement with the batch, when send began, when it had a connection
+	// and when the statement returned.
+	sent atomic.Pointer[func(batch []string, began, conn, ended time.Time)]
 }
 
 func startNotifier(pool *pgxpool.Pool, channel string, log *slog.Logger) *notifier {
@@ -95,8 +100,18 @@ func (n *notifier) send(batch []string) {
 	batch = slices.Compact(batch)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`, n.channel, batch); err != nil {
+	began := time.Now()
+	c, err := n.pool.Acquire(ctx)
+	conn := time.Now()
+	if err == nil {
+		_, err = c.Exec(ctx, `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`, n.channel, batch)
+		c.Release()
+	}
+	if err != nil {
 		n.log.Warn("postgres: announce task changes; other nodes' waiters will find them at their next poll",
 			slog.Int("tasks", len(batch)), slog.Any("err", err))
+	}
+	if f := n.sent.Load(); f != nil {
+		(*f)(batch, began, conn, time.Now())
 	}
 }
