@@ -24,9 +24,10 @@ import (
 //	read:    A's ReadLog of the entries after the one it had
 //	total:   B's write returned -> A's ReadLog returned
 //
-// Under "writers=32", 32 goroutines (16 a handle, more than a pool of 12 connections) update tasks of their own
-// meanwhile, so the pools, the WAL and the notifier are busy as on a
-// loaded node; each stops at the benchmark's end or after 100,000 writes.
+// Under "writers=N", N goroutines (half on each handle) update tasks of
+// their own meanwhile, so the WAL and the notifier are busy as on a loaded
+// node; at 32, 16 a handle are more than its pool's connections (12 at
+// GOMAXPROCS 2). Each stops at the benchmark's end or after 100,000 writes.
 //
 //	TEST_DATABASE_URL=... go test -run '^$' -bench CrossNodeNotify -benchtime 300x ./store/postgres/
 func BenchmarkCrossNodeNotify(b *testing.B) {
