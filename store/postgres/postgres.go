@@ -15,7 +15,10 @@
 // Every write that changes a task (CreateTask, UpdateTask, a claim) is
 // announced, once it has committed, with pg_notify('askpoint_tasks',
 // task_id): a background goroutine sends the IDs of the writes that
-// committed meanwhile in one statement. (A NOTIFY inside the write's own
+// committed meanwhile in one statement, on a connection of its own, and
+// ReadLog reads from a small pool apart from the writes', so that neither
+// the announcement nor the other node's read of the new entries waits for
+// a connection behind a busy node's writes (decision 0270). (A NOTIFY inside the write's own
 // transaction would hold PostgreSQL's database-wide notification lock
 // through the commit's WAL flush and serialise every notifying commit of
 // the database; measured here it cut concurrent writes several-fold. See
