@@ -18,12 +18,12 @@
 // committed meanwhile in one statement, on a connection of its own, and
 // ReadLog reads from a small pool apart from the writes', so that neither
 // the announcement nor the other node's read of the new entries waits for
-// a connection behind a busy node's writes (decision 0270). (A NOTIFY inside the write's own
-// transaction would hold PostgreSQL's database-wide notification lock
-// through the commit's WAL flush and serialise every notifying commit of
-// the database; measured here it cut concurrent writes several-fold. See
-// docs/decisions/0007-postgres.md.) The Store implements [store.Notifier]:
-// Listen turns the notifications into wake-ups of the callers waiting on
+// a connection behind a busy node's writes (decision 0270). (A NOTIFY
+// inside the write's own transaction would hold PostgreSQL's database-wide
+// notification lock through the commit's WAL flush and serialise every
+// notifying commit of the database; measured here it cut concurrent writes
+// several-fold. See docs/decisions/0007-postgres.md.) The Store
+// implements [store.Notifier]: Listen turns the notifications into wake-ups of the callers waiting on
 // this node for a task that another node changed. A notification is a
 // hint: one lost (the writer died between commit and notify, the listener
 // was reconnecting) only delays a waiter until its next poll of the store.
