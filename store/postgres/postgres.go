@@ -23,10 +23,11 @@
 // notification lock through the commit's WAL flush and serialise every
 // notifying commit of the database; measured here it cut concurrent writes
 // several-fold. See docs/decisions/0007-postgres.md.) The Store
-// implements [store.Notifier]: Listen turns the notifications into wake-ups of the callers waiting on
-// this node for a task that another node changed. A notification is a
-// hint: one lost (the writer died between commit and notify, the listener
-// was reconnecting) only delays a waiter until its next poll of the store.
+// implements [store.Notifier]: Listen turns the notifications into
+// wake-ups of the callers waiting on this node for a task that another
+// node changed. A notification is a hint: one lost (the writer died
+// between commit and notify, the listener was reconnecting) only delays a
+// waiter until its next poll of the store.
 //
 // The schema is created and upgraded by migrations embedded in the binary
 // (migrations/NNNN_name.sql), applied by Open in one transaction that holds
