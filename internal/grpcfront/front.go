@@ -128,9 +128,17 @@ func New(cfg api.Config, agents []Agent, acquire AcquireFunc, extra ...grpc.Serv
 		grpc.ConnectionTimeout(cfg.HeaderTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}),
 		grpc.InTapHandle(f.tap),
-		grpc.ChainUnaryInterceptor(f.unary),
+		// The edge rules of a unary call are applied by its method handler
+		// (admitted), before any interceptor: one given in extra is then
+		// the only one, which grpc-go calls without a closure per call to
+		// chain it to ours.
 		grpc.ChainStreamInterceptor(f.streaming),
 		grpc.ForceServerCodecV2(newCodec()),
+		// One write buffer per connection, kept: grpc-go's default shares
+		// them, taking a 32 KB buffer from a pool on every flush (a new one
+		// after each GC empties the pool) and allocating on every return to
+		// it. An open connection holds 32 KB more (docs/decisions/0260).
+		grpc.SharedWriteBuffer(false),
 		// Calls run on goroutines that are kept, as net/http keeps a
 		// connection's: a goroutine per call grew its stack through the
 		// engine and the store on every call (7% of the server's CPU in
@@ -139,7 +147,7 @@ func New(cfg api.Config, agents []Agent, acquire AcquireFunc, extra ...grpc.Serv
 		grpc.NumStreamWorkers(streamWorkers),
 	}
 	f.srv = grpc.NewServer(append(opts, extra...)...)
-	f.srv.RegisterService(serviceDesc(), &service{Handler: a2agrpc.NewHandler(router{f}), r: router{f}})
+	f.srv.RegisterService(serviceDesc(f), &service{Handler: a2agrpc.NewHandler(router{f}), r: router{f}})
 	return f, nil
 }
 
@@ -421,13 +429,30 @@ func arrived(ctx context.Context) {
 	}
 }
 
-func (f *Front) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// admitUnary applies the edge rules to a unary call whose request has been
+// read: the request clock stopped, then admit.
+func (f *Front) admitUnary(ctx context.Context, req any) (context.Context, error) {
 	arrived(ctx)
-	ctx, err := f.admit(ctx, req)
-	if err != nil {
-		return nil, err
+	return f.admit(ctx, req)
+}
+
+// admitted is the method handler h of a unary method the front does not
+// answer itself (a2agrpc's), with the edge rules applied to the request
+// before the server's interceptors see it, as they are for the methods
+// the front answers (unary in reply.go).
+func (f *Front) admitted(h grpc.MethodHandler) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, next grpc.UnaryServerInterceptor) (any, error) {
+		return h(srv, ctx, dec, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			ctx, err := f.admitUnary(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			if next == nil {
+				return handler(ctx, req)
+			}
+			return next(ctx, req, info, handler)
+		})
 	}
-	return handler(ctx, req)
 }
 
 func (f *Front) streaming(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {

@@ -3,9 +3,11 @@ package grpcfront
 import (
 	"bytes"
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
@@ -44,29 +46,37 @@ type service struct {
 }
 
 // serviceDesc is a2apb's service description with the three methods
-// handled by service.
-func serviceDesc() *grpc.ServiceDesc {
+// handled by service, and every unary method admitted by f before the
+// server's interceptors are called.
+func serviceDesc(f *Front) *grpc.ServiceDesc {
 	desc := a2apb.A2AService_ServiceDesc
 	desc.Methods = append([]grpc.MethodDesc(nil), desc.Methods...)
 	for i, m := range desc.Methods {
 		switch m.MethodName {
 		case "SendMessage":
-			desc.Methods[i].Handler = unary(a2apb.A2AService_SendMessage_FullMethodName, (*service).sendMessage)
+			desc.Methods[i].Handler = unary(f, a2apb.A2AService_SendMessage_FullMethodName, (*service).sendMessage)
 		case "GetTask":
-			desc.Methods[i].Handler = unary(a2apb.A2AService_GetTask_FullMethodName, (*service).getTask)
+			desc.Methods[i].Handler = unary(f, a2apb.A2AService_GetTask_FullMethodName, (*service).getTask)
 		case "CancelTask":
-			desc.Methods[i].Handler = unary(a2apb.A2AService_CancelTask_FullMethodName, (*service).cancelTask)
+			desc.Methods[i].Handler = unary(f, a2apb.A2AService_CancelTask_FullMethodName, (*service).cancelTask)
+		default:
+			desc.Methods[i].Handler = f.admitted(m.Handler)
 		}
 	}
 	return &desc
 }
 
 // unary is a method handler as protoc-gen-go-grpc writes them, calling fn,
-// whose reply may be a *wireReply.
-func unary[Req any](method string, fn func(*service, context.Context, *Req) (any, error)) grpc.MethodHandler {
+// whose reply may be a *wireReply, with the request admitted by f before
+// the interceptors.
+func unary[Req any](f *Front, method string, fn func(*service, context.Context, *Req) (any, error)) grpc.MethodHandler {
 	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 		in := new(Req)
 		if err := dec(in); err != nil {
+			return nil, err
+		}
+		ctx, err := f.admitUnary(ctx, in)
+		if err != nil {
 			return nil, err
 		}
 		s := srv.(*service)
@@ -163,14 +173,38 @@ func taskReply(task *a2a.Task) (any, error) {
 func withCallContext(ctx context.Context) (context.Context, *a2asrv.CallContext) {
 	var params *a2asrv.ServiceParams
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		params = a2asrv.NewServiceParams(md)
+		params = serviceParams(md)
 	}
 	return a2asrv.NewCallContext(ctx, params)
 }
 
-// setTrailer sends the extensions the call activated, as a2agrpc does.
+// serviceParams is a2asrv.NewServiceParams(md) for metadata the call owns
+// (metadata.FromIncomingContext's copy, its keys in lower case): the
+// parameters hold md itself instead of a second copy of every key and
+// value. ServiceParams never changes its map (With makes a new one), and
+// nothing else holds md. When the SDK's type is not the one map this
+// relies on, the parameters are NewServiceParams's.
+func serviceParams(md metadata.MD) *a2asrv.ServiceParams {
+	if !paramsHoldOneMap {
+		return a2asrv.NewServiceParams(md)
+	}
+	return (*a2asrv.ServiceParams)(unsafe.Pointer(&serviceParamsLayout{kv: md}))
+}
+
+// serviceParamsLayout is a2asrv.ServiceParams's layout in a2a-go v2.4.0.
+type serviceParamsLayout struct{ kv map[string][]string }
+
+// paramsHoldOneMap says a2asrv.ServiceParams is serviceParamsLayout.
+var paramsHoldOneMap = func() bool {
+	t, l := reflect.TypeFor[a2asrv.ServiceParams](), reflect.TypeFor[serviceParamsLayout]()
+	return t.NumField() == 1 && t.Field(0).Name == "kv" && t.Field(0).Type == l.Field(0).Type && t.Size() == l.Size()
+}()
+
+// setTrailer sends the extensions the call activated, as a2agrpc does (its
+// empty metadata when there are none sends nothing: grpc.SetTrailer
+// ignores empty metadata).
 func setTrailer(ctx context.Context, callCtx *a2asrv.CallContext) error {
-	md := metadata.MD{}
+	var md metadata.MD
 	if activated := callCtx.Extensions().ActivatedURIs(); len(activated) > 0 {
 		md = metadata.MD{strings.ToLower(a2a.SvcParamExtensions): activated}
 	}
