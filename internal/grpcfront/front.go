@@ -28,7 +28,6 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
@@ -42,7 +41,6 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -404,29 +402,6 @@ func checkMessage(m *a2apb.Message, maxParts int) error {
 
 func invalidParams(format string, args ...any) error {
 	return a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf(format, args...))
-}
-
-// tap gives every call a context that ends, resetting the call, unless
-// its request message arrives within Config.BodyTimeout (arrived stops the
-// clock): a connection cannot hold calls opened and left silent. The
-// context is the one the transport reads the request with, so its end
-// stops the read.
-func (f *Front) tap(ctx context.Context, _ *tap.Info) (context.Context, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	clock := time.AfterFunc(f.cfg.BodyTimeout, func() { cancel(errSlowRequest) })
-	return context.WithValue(ctx, requestClockKey{}, clock), nil
-}
-
-type requestClockKey struct{}
-
-// errSlowRequest ends a call whose request did not arrive in time.
-var errSlowRequest = errors.New("grpcfront: the call's request message did not arrive within the body timeout")
-
-// arrived stops the clock tap started: the call's request is in.
-func arrived(ctx context.Context) {
-	if clock, ok := ctx.Value(requestClockKey{}).(*time.Timer); ok {
-		clock.Stop()
-	}
 }
 
 // admitUnary applies the edge rules to a unary call whose request has been
