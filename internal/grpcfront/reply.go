@@ -225,9 +225,8 @@ const (
 // or for replySentMessage a message), or returns nil when it cannot (see
 // wire.go).
 func writeReply(kind int, encode func(*bytes.Buffer) error) *wireReply {
-	jb := jsonBuffers.Get().(*bytes.Buffer)
+	jb := getJSONBuffer()
 	defer putJSONBuffer(jb)
-	jb.Reset()
 	if encode(jb) != nil {
 		return nil
 	}
@@ -235,19 +234,22 @@ func writeReply(kind int, encode func(*bytes.Buffer) error) *wireReply {
 	out := buffers.Get(len(js) + 64)
 	w := wireBuf{b: (*out)[:0]}
 	var err error
-	var msg proto.Message
+	var r *wireReply
 	switch kind {
 	case replyTask:
-		msg = &a2apb.Task{}
+		x := new(taskWireReply)
+		r = x.bind(&x.m)
 		err = w.Task(js)
 	case replySentTask:
-		msg = &a2apb.SendMessageResponse{}
+		x := new(sentWireReply)
+		r = x.bind(&x.m)
 		m := w.open(1)
 		if err = w.Task(js); err == nil {
 			w.close(m)
 		}
 	case replySentMessage:
-		msg = &a2apb.SendMessageResponse{}
+		x := new(sentWireReply)
+		r = x.bind(&x.m)
 		m := w.open(2)
 		if err = w.Message(js); err == nil {
 			w.close(m)
@@ -258,8 +260,28 @@ func writeReply(kind int, encode func(*bytes.Buffer) error) *wireReply {
 		return nil
 	}
 	*out = w.b
-	msg.ProtoReflect().SetUnknown(w.b)
-	return &wireReply{Message: msg, buf: out}
+	r.buf = out
+	r.ProtoReflect().SetUnknown(w.b)
+	return r
+}
+
+// taskWireReply and sentWireReply are a wireReply and its message in one
+// allocation.
+type (
+	taskWireReply struct {
+		wireReply
+		m a2apb.Task
+	}
+	sentWireReply struct {
+		wireReply
+		m a2apb.SendMessageResponse
+	}
+)
+
+// bind makes m the message of r, and returns r.
+func (r *wireReply) bind(m proto.Message) *wireReply {
+	r.Message = m
+	return r
 }
 
 // wireReply is a reply written ahead: the codec sends buf as it is. It is
@@ -288,14 +310,12 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 var buffers = &bufferPool{}
 
 // bufferPool is a mem.BufferPool of growable buffers: Get gives a buffer
-// of at least length bytes (a pooled one, grown when it is smaller), Put
+// of at least length bytes (a kept one, grown when it is smaller), Put
 // takes any buffer back unless it is large.
-type bufferPool struct{ p sync.Pool }
-
-const maxPooled = 1 << 20
+type bufferPool struct{ k kept[*[]byte] }
 
 func (p *bufferPool) Get(length int) *[]byte {
-	b, ok := p.p.Get().(*[]byte)
+	b, ok := p.k.get()
 	if !ok {
 		b = new([]byte)
 	}
@@ -306,16 +326,60 @@ func (p *bufferPool) Get(length int) *[]byte {
 	return b
 }
 
-func (p *bufferPool) Put(b *[]byte) {
-	if cap(*b) <= maxPooled {
-		p.p.Put(b)
+func (p *bufferPool) Put(b *[]byte) { p.k.put(b, cap(*b)) }
+
+// jsonBuffers hold the JSON a reply is written from.
+var jsonBuffers kept[*bytes.Buffer]
+
+func getJSONBuffer() *bytes.Buffer {
+	if b, ok := jsonBuffers.get(); ok {
+		b.Reset()
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+func putJSONBuffer(b *bytes.Buffer) { jsonBuffers.put(b, b.Cap()) }
+
+// kept is a free list of buffers that outlives garbage collections, which
+// empty a sync.Pool (every reply's buffers were allocated again after
+// each): up to keptBuffers of at most keptBytes each are kept, at most
+// 512 KB, and the others up to maxPooled go to a sync.Pool.
+type kept[T any] struct {
+	once sync.Once
+	list chan T
+	p    sync.Pool
+}
+
+const (
+	keptBuffers = 32
+	keptBytes   = 16 << 10
+	maxPooled   = 1 << 20
+)
+
+func (k *kept[T]) get() (T, bool) {
+	k.once.Do(k.init)
+	select {
+	case b := <-k.list:
+		return b, true
+	default:
+	}
+	b, ok := k.p.Get().(T)
+	return b, ok
+}
+
+func (k *kept[T]) put(b T, capacity int) {
+	k.once.Do(k.init)
+	if capacity <= keptBytes {
+		select {
+		case k.list <- b:
+			return
+		default:
+		}
+	}
+	if capacity <= maxPooled {
+		k.p.Put(b)
 	}
 }
 
-var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func putJSONBuffer(b *bytes.Buffer) {
-	if b.Cap() <= maxPooled {
-		jsonBuffers.Put(b)
-	}
-}
+func (k *kept[T]) init() { k.list = make(chan T, keptBuffers) }
