@@ -145,7 +145,8 @@ func New(cfg api.Config, agents []Agent, acquire AcquireFunc, extra ...grpc.Serv
 		grpc.NumStreamWorkers(streamWorkers),
 	}
 	f.srv = grpc.NewServer(append(opts, extra...)...)
-	f.srv.RegisterService(serviceDesc(f), &service{Handler: a2agrpc.NewHandler(router{f}), r: router{f}})
+	svc := &service{Handler: a2agrpc.NewHandler(router{f}), r: router{f}}
+	f.srv.RegisterService(serviceDesc(f, svc), svc)
 	return f, nil
 }
 

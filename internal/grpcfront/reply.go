@@ -46,19 +46,19 @@ type service struct {
 }
 
 // serviceDesc is a2apb's service description with the three methods
-// handled by service, and every unary method admitted by f before the
-// server's interceptors are called.
-func serviceDesc(f *Front) *grpc.ServiceDesc {
+// handled by s, the service registered with it, and every unary method
+// admitted by f before the server's interceptors are called.
+func serviceDesc(f *Front, s *service) *grpc.ServiceDesc {
 	desc := a2apb.A2AService_ServiceDesc
 	desc.Methods = append([]grpc.MethodDesc(nil), desc.Methods...)
 	for i, m := range desc.Methods {
 		switch m.MethodName {
 		case "SendMessage":
-			desc.Methods[i].Handler = unary(f, a2apb.A2AService_SendMessage_FullMethodName, (*service).sendMessage)
+			desc.Methods[i].Handler = unary(f, s, a2apb.A2AService_SendMessage_FullMethodName, (*service).sendMessage)
 		case "GetTask":
-			desc.Methods[i].Handler = unary(f, a2apb.A2AService_GetTask_FullMethodName, (*service).getTask)
+			desc.Methods[i].Handler = unary(f, s, a2apb.A2AService_GetTask_FullMethodName, (*service).getTask)
 		case "CancelTask":
-			desc.Methods[i].Handler = unary(f, a2apb.A2AService_CancelTask_FullMethodName, (*service).cancelTask)
+			desc.Methods[i].Handler = unary(f, s, a2apb.A2AService_CancelTask_FullMethodName, (*service).cancelTask)
 		default:
 			desc.Methods[i].Handler = f.admitted(m.Handler)
 		}
@@ -66,10 +66,12 @@ func serviceDesc(f *Front) *grpc.ServiceDesc {
 	return &desc
 }
 
-// unary is a method handler as protoc-gen-go-grpc writes them, calling fn,
-// whose reply may be a *wireReply, with the request admitted by f before
-// the interceptors.
-func unary[Req any](f *Front, method string, fn func(*service, context.Context, *Req) (any, error)) grpc.MethodHandler {
+// unary is a method handler as protoc-gen-go-grpc writes them, calling fn
+// on s, whose reply may be a *wireReply, with the request admitted by f
+// before the interceptors. The handler the interceptors are given is made
+// once, not per call.
+func unary[Req any](f *Front, s *service, method string, fn func(*service, context.Context, *Req) (any, error)) grpc.MethodHandler {
+	handler := func(ctx context.Context, req any) (any, error) { return fn(s, ctx, req.(*Req)) }
 	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 		in := new(Req)
 		if err := dec(in); err != nil {
@@ -79,14 +81,10 @@ func unary[Req any](f *Front, method string, fn func(*service, context.Context, 
 		if err != nil {
 			return nil, err
 		}
-		s := srv.(*service)
 		if interceptor == nil {
 			return fn(s, ctx, in)
 		}
-		info := &grpc.UnaryServerInfo{Server: srv, FullMethod: method}
-		return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
-			return fn(s, ctx, req.(*Req))
-		})
+		return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: method}, handler)
 	}
 }
 
