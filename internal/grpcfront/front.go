@@ -81,7 +81,9 @@ type Front struct {
 // part limits, identifier rules, stream slots (acquire; nil: no cap) and
 // timeouts as the HTTP bindings. The first agent also takes calls that
 // name no tenant. extra are more server options (instrumentation), added
-// after the front's own. It serves nothing until Serve.
+// after the front's own; their unary interceptors are called once the
+// front has admitted a call (admitted, unary), their stream interceptors
+// after the front's. It serves nothing until Serve.
 //
 // The limits of a connection and a call, counted against the same
 // settings as HTTP's:

@@ -294,19 +294,7 @@ func TestExtraInterceptorsSeeOnlyAdmittedCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() { _ = gs.Serve(ln); close(served) }()
-	t.Cleanup(func() { gs.Stop(); <-served })
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	c := a2apb.NewA2AServiceClient(conn)
+	c := serveGRPC(t, gs)
 
 	// Refused: no token, a wrong one, no version; on a method the front
 	// answers and on one of a2agrpc's.
