@@ -137,7 +137,8 @@ func New(cfg api.Config, agents []Agent, acquire AcquireFunc, extra ...grpc.Serv
 		// One write buffer per connection, kept: grpc-go's default shares
 		// them, taking a 32 KB buffer from a pool on every flush (a new one
 		// after each GC empties the pool) and allocating on every return to
-		// it. An open connection holds 32 KB more (docs/decisions/0260).
+		// it. An open connection holds its 32 KB buffer, about 40 KiB of
+		// heap (docs/decisions/0260).
 		grpc.SharedWriteBuffer(false),
 		// Calls run on goroutines that are kept, as net/http keeps a
 		// connection's: a goroutine per call grew its stack through the
