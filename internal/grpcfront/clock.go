@@ -47,7 +47,9 @@ func startClock(d time.Duration, cancel context.CancelCauseFunc) (*requestClock,
 	c, _ := clocks.Get().(*requestClock)
 	if c == nil {
 		c = &requestClock{gen: 1, cancel: cancel}
+		c.mu.Lock() // ring, which frees the clock, waits for its timer to be set
 		c.timer = time.AfterFunc(d, c.ring)
+		c.mu.Unlock()
 		return c, 1
 	}
 	return c, c.restart(d, cancel)
