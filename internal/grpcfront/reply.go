@@ -3,11 +3,9 @@ package grpcfront
 import (
 	"bytes"
 	"context"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
@@ -171,32 +169,10 @@ func taskReply(task *a2a.Task) (any, error) {
 func withCallContext(ctx context.Context) (context.Context, *a2asrv.CallContext) {
 	var params *a2asrv.ServiceParams
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
-		params = serviceParams(md)
+		params = a2asrv.NewServiceParams(md)
 	}
 	return a2asrv.NewCallContext(ctx, params)
 }
-
-// serviceParams is a2asrv.NewServiceParams(md) for metadata the call owns
-// (metadata.FromIncomingContext's copy, its keys in lower case): the
-// parameters hold md itself instead of a second copy of every key and
-// value. ServiceParams never changes its map (With makes a new one), and
-// nothing else holds md. When the SDK's type is not the one map this
-// relies on, the parameters are NewServiceParams's.
-func serviceParams(md metadata.MD) *a2asrv.ServiceParams {
-	if !paramsHoldOneMap {
-		return a2asrv.NewServiceParams(md)
-	}
-	return (*a2asrv.ServiceParams)(unsafe.Pointer(&serviceParamsLayout{kv: md}))
-}
-
-// serviceParamsLayout is a2asrv.ServiceParams's layout in a2a-go v2.4.0.
-type serviceParamsLayout struct{ kv map[string][]string }
-
-// paramsHoldOneMap says a2asrv.ServiceParams is serviceParamsLayout.
-var paramsHoldOneMap = func() bool {
-	t, l := reflect.TypeFor[a2asrv.ServiceParams](), reflect.TypeFor[serviceParamsLayout]()
-	return t.NumField() == 1 && t.Field(0).Name == "kv" && t.Field(0).Type == l.Field(0).Type && t.Size() == l.Size()
-}()
 
 // setTrailer sends the extensions the call activated, as a2agrpc does (its
 // empty metadata when there are none sends nothing: grpc.SetTrailer
