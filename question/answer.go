@@ -116,8 +116,111 @@ func tooBig(n, max int) FieldError {
 	return FieldError{Message: fmt.Sprintf("answer is %d bytes; the limit is %d bytes", n, max)}
 }
 
-// parseData reads a data part's JSON object.
+// parseData reads a data part's JSON object, json.Marshal's encoding of
+// the part's value: taken apart in place, the fields decoded once for the
+// schema. Bytes of another form (a value whose MarshalJSON writes keys out
+// of order or twice, keys that need escaping) are read as before, by
+// parseDataDecoded; both give the same answer and the same errors.
 func parseData(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []FieldError, error) {
+	var buf [8]member
+	ms, ok := plainMembers(raw, buf[:0])
+	if !ok {
+		return parseDataDecoded(raw, q, c, maxBytes)
+	}
+	var qid, act, rsn []byte
+	for _, m := range ms {
+		switch string(m.key) {
+		case keyQuestionID:
+			qid = m.val
+		case keyAction:
+			act = m.val
+		case keyReason:
+			rsn = m.val
+		}
+	}
+	a := &Answer{}
+	if qid != nil && !isNull(qid) {
+		var sent string
+		if err := json.Unmarshal(qid, &sent); err != nil {
+			return nil, nil, fmt.Errorf("%w: the answer names question %s, but the open question is %q", ErrWrongQuestion, string(qid), q.ID)
+		}
+		if sent != q.ID {
+			return nil, nil, fmt.Errorf("%w: the answer names question %q, but the open question is %q", ErrWrongQuestion, sent, q.ID)
+		}
+		a.QuestionID = sent
+	}
+	if len(raw) > maxBytes {
+		return nil, []FieldError{tooBig(len(raw), maxBytes)}, nil
+	}
+	var errs []FieldError
+	withAction := act != nil && !isNull(act)
+	if withAction {
+		errs = a.readAction(act, rsn)
+	}
+	fields := raw
+	if qid != nil || act != nil {
+		// What json.Marshal writes for the object without them.
+		fields = make([]byte, 0, len(raw))
+		fields = append(fields, '{')
+		for _, m := range ms {
+			switch k := string(m.key); {
+			case k == keyQuestionID, k == keyAction, k == keyReason && withAction:
+				continue
+			}
+			if len(fields) > 1 {
+				fields = append(fields, ',')
+			}
+			fields = append(fields, '"')
+			fields = append(fields, m.key...)
+			fields = append(fields, '"', ':')
+			fields = append(fields, m.val...)
+		}
+		fields = append(fields, '}')
+	}
+	a.Fields = fields
+	if len(errs) > 0 {
+		a.Action, a.Reason = "", ""
+		return a, errs, nil
+	}
+	if a.Action != "" {
+		return a, nil, nil
+	}
+	v, ok := decodeCompact(fields)
+	if !ok {
+		if errs := q.Validate(fields); len(errs) > 0 {
+			return a, errs, nil
+		}
+		return a, nil, nil
+	}
+	if errs := q.validateValue(c, v); len(errs) > 0 {
+		return a, errs, nil
+	}
+	return a, nil, nil
+}
+
+// readAction reads an answer's action and reason into a, returning what is
+// wrong with them.
+func (a *Answer) readAction(act, reason json.RawMessage) []FieldError {
+	var errs []FieldError
+	var s string
+	if err := json.Unmarshal(act, &s); err != nil {
+		errs = append(errs, FieldError{Pointer: "/" + keyAction, Message: "expected decline or cancel, got " + kindOfJSON(act)})
+	} else if s != ActionDecline && s != ActionCancel {
+		errs = append(errs, FieldError{Pointer: "/" + keyAction, Message: fmt.Sprintf("unknown action %s; expected decline or cancel", quote(s))})
+	} else {
+		a.Action = s
+	}
+	if reason != nil && !isNull(reason) {
+		if err := json.Unmarshal(reason, &a.Reason); err != nil {
+			errs = append(errs, FieldError{Pointer: "/" + keyReason, Message: "expected a string, got " + kindOfJSON(reason)})
+		}
+	}
+	return errs
+}
+
+// parseDataDecoded reads a data part's JSON object through a map of its
+// members.
+func parseDataDecoded(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []FieldError, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, []FieldError{{Message: "the data part is not a valid JSON object"}}, nil
@@ -140,19 +243,7 @@ func parseData(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []F
 
 	var errs []FieldError
 	if v, has := obj[keyAction]; has && !isNull(v) {
-		var act string
-		if err := json.Unmarshal(v, &act); err != nil {
-			errs = append(errs, FieldError{Pointer: "/" + keyAction, Message: "expected decline or cancel, got " + kindOfJSON(v)})
-		} else if act != ActionDecline && act != ActionCancel {
-			errs = append(errs, FieldError{Pointer: "/" + keyAction, Message: fmt.Sprintf("unknown action %s; expected decline or cancel", quote(act))})
-		} else {
-			a.Action = act
-		}
-		if r, has := obj[keyReason]; has && !isNull(r) {
-			if err := json.Unmarshal(r, &a.Reason); err != nil {
-				errs = append(errs, FieldError{Pointer: "/" + keyReason, Message: "expected a string, got " + kindOfJSON(r)})
-			}
-		}
+		errs = a.readAction(v, obj[keyReason])
 		delete(obj, keyReason)
 	}
 	delete(obj, keyAction)
