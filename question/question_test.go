@@ -690,7 +690,7 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
-// TestWireDataIsTheDataPartsEncoding: what MessageAndWire gives beside the
+// TestWireDataIsTheDataPartsEncoding: what messageAndWire gives beside the
 // message encodes as the very bytes json.Marshal writes for the message's
 // data part, for questions with and without every optional member, with a
 // schema the cache holds and one it does not.
@@ -722,7 +722,7 @@ func TestWireDataIsTheDataPartsEncoding(t *testing.T) {
 		"empty maps":                   {ID: "q-12", Schema: schema, Subject: map[string]any{}, About: map[string]string{}, Holds: []Held{}, Options: []Option{}},
 	}
 	for name, q := range cases {
-		m, data := q.MessageAndWire()
+		m, data := q.messageAndWire()
 		var value any
 		for _, p := range m.Parts {
 			if d, ok := p.Content.(a2a.Data); ok {
