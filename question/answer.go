@@ -140,14 +140,9 @@ func parseData(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []F
 	}
 	a := &Answer{}
 	if qid != nil && !isNull(qid) {
-		var sent string
-		if err := json.Unmarshal(qid, &sent); err != nil {
-			return nil, nil, fmt.Errorf("%w: the answer names question %s, but the open question is %q", ErrWrongQuestion, string(qid), q.ID)
+		if err := a.readQuestionID(qid, q); err != nil {
+			return nil, nil, err
 		}
-		if sent != q.ID {
-			return nil, nil, fmt.Errorf("%w: the answer names question %q, but the open question is %q", ErrWrongQuestion, sent, q.ID)
-		}
-		a.QuestionID = sent
 	}
 	if len(raw) > maxBytes {
 		return nil, []FieldError{tooBig(len(raw), maxBytes)}, nil
@@ -160,22 +155,13 @@ func parseData(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []F
 	fields := raw
 	if qid != nil || act != nil {
 		// What json.Marshal writes for the object without them.
-		fields = make([]byte, 0, len(raw))
-		fields = append(fields, '{')
-		for _, m := range ms {
+		fields, _ = membersObject(ms, len(raw), func(m member) (keep, ok bool) {
 			switch k := string(m.key); {
 			case k == keyQuestionID, k == keyAction, k == keyReason && withAction:
-				continue
+				return false, true
 			}
-			if len(fields) > 1 {
-				fields = append(fields, ',')
-			}
-			fields = append(fields, '"')
-			fields = append(fields, m.key...)
-			fields = append(fields, '"', ':')
-			fields = append(fields, m.val...)
-		}
-		fields = append(fields, '}')
+			return true, true
+		})
 	}
 	a.Fields = fields
 	if len(errs) > 0 {
@@ -196,6 +182,20 @@ func parseData(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []F
 		return a, errs, nil
 	}
 	return a, nil, nil
+}
+
+// readQuestionID reads the questionId an answer names into a; an error
+// (wrapping ErrWrongQuestion) when it is not q's.
+func (a *Answer) readQuestionID(v json.RawMessage, q *Question) error {
+	var sent string
+	if err := json.Unmarshal(v, &sent); err != nil {
+		return fmt.Errorf("%w: the answer names question %s, but the open question is %q", ErrWrongQuestion, string(v), q.ID)
+	}
+	if sent != q.ID {
+		return fmt.Errorf("%w: the answer names question %q, but the open question is %q", ErrWrongQuestion, sent, q.ID)
+	}
+	a.QuestionID = sent
+	return nil
 }
 
 // readAction reads an answer's action and reason into a, returning what is
@@ -227,14 +227,9 @@ func parseDataDecoded(raw []byte, q *Question, c *compiled, maxBytes int) (*Answ
 	}
 	a := &Answer{}
 	if v, has := obj[keyQuestionID]; has && !isNull(v) {
-		var sent string
-		if err := json.Unmarshal(v, &sent); err != nil {
-			return nil, nil, fmt.Errorf("%w: the answer names question %s, but the open question is %q", ErrWrongQuestion, string(v), q.ID)
+		if err := a.readQuestionID(v, q); err != nil {
+			return nil, nil, err
 		}
-		if sent != q.ID {
-			return nil, nil, fmt.Errorf("%w: the answer names question %q, but the open question is %q", ErrWrongQuestion, sent, q.ID)
-		}
-		a.QuestionID = sent
 	}
 	if len(raw) > maxBytes {
 		return nil, []FieldError{tooBig(len(raw), maxBytes)}, nil

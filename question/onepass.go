@@ -64,6 +64,32 @@ func plainMembers(raw []byte, buf []member) ([]member, bool) {
 	}
 }
 
+// membersObject is what json.Marshal writes for the object of the members
+// of ms that keep keeps (size: about how long it is), ms as plainMembers
+// split them; false when keep says a kept member is not as json.Marshal
+// would write it.
+func membersObject(ms []member, size int, keep func(member) (keep, ok bool)) ([]byte, bool) {
+	out := make([]byte, 0, size)
+	out = append(out, '{')
+	for _, m := range ms {
+		k, ok := keep(m)
+		if !ok {
+			return nil, false
+		}
+		if !k {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, '"')
+		out = append(out, m.key...)
+		out = append(out, '"', ':')
+		out = append(out, m.val...)
+	}
+	return append(out, '}'), true
+}
+
 // skipCompact returns where the compact JSON value starting at raw[i] ends,
 // or -1 when there is none or whitespace stands outside its strings.
 func skipCompact(raw []byte, i int) int {

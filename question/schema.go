@@ -802,22 +802,10 @@ func askedMembers(fields json.RawMessage, ms []member, props []string) (json.Raw
 	if !json.Valid(fields) {
 		return nil, false
 	}
-	out := make([]byte, 0, len(fields))
-	out = append(out, '{')
-	for _, m := range ms {
-		if _, ok := slices.BinarySearch(props, string(m.key)); !ok {
-			continue
+	return membersObject(ms, len(fields), func(m member) (keep, ok bool) {
+		if _, asked := slices.BinarySearch(props, string(m.key)); !asked {
+			return false, true
 		}
-		if bytes.ContainsAny(m.val, "<>&\u2028\u2029") {
-			return nil, false
-		}
-		if len(out) > 1 {
-			out = append(out, ',')
-		}
-		out = append(out, '"')
-		out = append(out, m.key...)
-		out = append(out, '"', ':')
-		out = append(out, m.val...)
-	}
-	return append(out, '}'), true
+		return true, !bytes.ContainsAny(m.val, "<>&\u2028\u2029")
+	})
 }
