@@ -163,25 +163,12 @@ func parseData(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []F
 			return true, true
 		})
 	}
-	a.Fields = fields
-	if len(errs) > 0 {
-		a.Action, a.Reason = "", ""
-		return a, errs, nil
-	}
-	if a.Action != "" {
-		return a, nil, nil
-	}
-	v, ok := decodeCompact(fields)
-	if !ok {
-		if errs := q.Validate(fields); len(errs) > 0 {
-			return a, errs, nil
+	return a.finish(fields, errs, func() []FieldError {
+		if v, ok := decodeCompact(fields); ok {
+			return q.validateValue(c, v)
 		}
-		return a, nil, nil
-	}
-	if errs := q.validateValue(c, v); len(errs) > 0 {
-		return a, errs, nil
-	}
-	return a, nil, nil
+		return q.Validate(fields)
+	})
 }
 
 // readQuestionID reads the questionId an answer names into a; an error
@@ -247,6 +234,12 @@ func parseDataDecoded(raw []byte, q *Question, c *compiled, maxBytes int) (*Answ
 	if err != nil {
 		return nil, []FieldError{{Message: "the data part is not a valid JSON object"}}, nil
 	}
+	return a.finish(fields, errs, func() []FieldError { return q.Validate(fields) })
+}
+
+// finish is the answer a with its fields: errs when its action or reason
+// is wrong, no check of an action answer, else what validate finds.
+func (a *Answer) finish(fields json.RawMessage, errs []FieldError, validate func() []FieldError) (*Answer, []FieldError, error) {
 	a.Fields = fields
 	if len(errs) > 0 {
 		a.Action, a.Reason = "", ""
@@ -255,7 +248,7 @@ func parseDataDecoded(raw []byte, q *Question, c *compiled, maxBytes int) (*Answ
 	if a.Action != "" {
 		return a, nil, nil
 	}
-	if errs := q.Validate(fields); len(errs) > 0 {
+	if errs := validate(); len(errs) > 0 {
 		return a, errs, nil
 	}
 	return a, nil, nil
