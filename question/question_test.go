@@ -745,3 +745,25 @@ func TestWireDataIsTheDataPartsEncoding(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAnswerCheck is the engine's check of an answer (judgeAnswer):
+// Parse and then Asked, for the worked example's answer with and without
+// its questionId.
+func BenchmarkAnswerCheck(b *testing.B) {
+	q := expenseQuestion()
+	for name, data := range map[string]string{"bare": `{"costCentre":"CC-4410"}`, "questionId": `{"questionId":"q-1","costCentre":"CC-4410"}`} {
+		b.Run(name, func(b *testing.B) {
+			m := userData(jsonMap(b, data))
+			b.ReportAllocs()
+			for b.Loop() {
+				a, errs, err := Parse(m, q, 0)
+				if errs != nil || err != nil {
+					b.Fatal(errs, err)
+				}
+				if q.Asked(a.Fields) == nil {
+					b.Fatal("nothing asked")
+				}
+			}
+		})
+	}
+}
