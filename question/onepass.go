@@ -184,17 +184,11 @@ func decodeValue(raw []byte) (any, int, bool) {
 				return nil, 0, false
 			}
 			obj[key] = v
-			i += n
-			if i >= len(raw) {
+			var more bool
+			if i, more, ok = afterElement(raw, i+n, '}'); !ok {
 				return nil, 0, false
-			}
-			switch raw[i] {
-			case ',':
-				i++
-			case '}':
-				return obj, i + 1, true
-			default:
-				return nil, 0, false
+			} else if !more {
+				return obj, i, true
 			}
 		}
 	case c == '[':
@@ -208,17 +202,11 @@ func decodeValue(raw []byte) (any, int, bool) {
 				return nil, 0, false
 			}
 			arr = append(arr, v)
-			i += n
-			if i >= len(raw) {
+			var more bool
+			if i, more, ok = afterElement(raw, i+n, ']'); !ok {
 				return nil, 0, false
-			}
-			switch raw[i] {
-			case ',':
-				i++
-			case ']':
-				return arr, i + 1, true
-			default:
-				return nil, 0, false
+			} else if !more {
+				return arr, i, true
 			}
 		}
 	case c == '"':
@@ -241,6 +229,20 @@ func decodeValue(raw []byte) (any, int, bool) {
 		return json.Number(raw[:n]), n, true
 	}
 	return nil, 0, false
+}
+
+// afterElement reads what follows an object's member or an array's
+// element at raw[i]: a comma (more, next past it) or close (next past it).
+func afterElement(raw []byte, i int, close byte) (next int, more, ok bool) {
+	switch {
+	case i >= len(raw):
+		return 0, false, false
+	case raw[i] == ',':
+		return i + 1, true, true
+	case raw[i] == close:
+		return i + 1, false, true
+	}
+	return 0, false, false
 }
 
 func isNumberByte(c byte) bool {
