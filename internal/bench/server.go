@@ -32,7 +32,6 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/examples/expense"
-	"github.com/askpoint/askpoint/internal/handover"
 	"github.com/askpoint/askpoint/internal/port"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/sqlite"
@@ -559,26 +558,6 @@ func (s trackedStore) CreateTask(ctx context.Context, t *store.Task, entries []s
 	return s.Store.CreateTask(ctx, t, entries)
 }
 
-// WriteHandedOver forwards the engine's handing over of the task it
-// writes (internal/handover) to a store that takes it, counted as the
-// CreateTask or UpdateTask it is.
-func (s trackedStore) WriteHandedOver(ctx context.Context, t *store.Task, entries []store.LogEntry, create bool, tok handover.Token) (*store.Task, error) {
-	hw, ok := s.Store.(handover.Writer)
-	switch {
-	case create && ok:
-		s.n.create.Add(1)
-		return hw.WriteHandedOver(ctx, t, entries, true, tok)
-	case create:
-		return s.CreateTask(ctx, t, entries)
-	case !ok:
-		return s.UpdateTask(ctx, t, entries)
-	}
-	s.n.update.Add(1)
-	saved, err := hw.WriteHandedOver(ctx, t, entries, false, tok)
-	s.answered(saved, err)
-	return saved, err
-}
-
 func (s trackedStore) GetTask(ctx context.Context, id string) (*store.Task, error) {
 	s.n.get.Add(1)
 	return s.Store.GetTask(ctx, id)
@@ -587,15 +566,10 @@ func (s trackedStore) GetTask(ctx context.Context, id string) (*store.Task, erro
 func (s trackedStore) UpdateTask(ctx context.Context, t *store.Task, entries []store.LogEntry) (*store.Task, error) {
 	s.n.update.Add(1)
 	saved, err := s.Store.UpdateTask(ctx, t, entries)
-	s.answered(saved, err)
-	return saved, err
-}
-
-// answered notes an update that committed an answer resuming its task.
-func (s trackedStore) answered(saved *store.Task, err error) {
 	if err == nil && saved.Runnable && saved.State == a2a.TaskStateWorking && bytes.HasPrefix(saved.Input, answerInput) {
 		s.tr.answerCommitted(saved.ID)
 	}
+	return saved, err
 }
 
 func (s trackedStore) ReadLog(ctx context.Context, id string, after int64, limit int) ([]store.LogEntry, error) {

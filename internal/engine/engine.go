@@ -15,7 +15,6 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"github.com/askpoint/askpoint/internal/handover"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/store"
 )
@@ -48,11 +47,8 @@ type Engine struct {
 	store  store.Store
 	// locker is the store's task locks (quick steps), nil when it has none.
 	locker store.Locker
-	// handover is the store when it takes the task commit writes instead
-	// of copying it (internal/handover), nil when it does not.
-	handover handover.Writer
-	agents   map[string]*agentEntry
-	order    []string
+	agents map[string]*agentEntry
+	order  []string
 
 	obs      *observer
 	pool     *pool
@@ -123,7 +119,6 @@ func New(cfg api.Config) (*Engine, error) {
 
 		sweeper: newTimerLoop("sweeper", cfg.SweepInterval, now, cfg.Logger),
 	}
-	s.handover, _ = cfg.Store.(handover.Writer)
 	s.leases = &leases{store: cfg.Store, rows: s.rows, node: cfg.NodeID, span: cfg.LeaseDuration, every: cfg.PollInterval, now: now, log: cfg.Logger, obs: s.obs}
 	s.outcomes = &outcomes{
 		node: cfg.NodeID, lease: cfg.LeaseDuration, expiry: cfg.QuestionExpiry, maxAttempts: cfg.MaxAttempts, reminders: cfg.Reminders,

@@ -11,7 +11,6 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
-	"github.com/askpoint/askpoint/internal/handover"
 	"github.com/askpoint/askpoint/store"
 )
 
@@ -32,10 +31,7 @@ var errKeptChanging = a2a.NewError(a2a.ErrInternalError, "the task kept changing
 // commit writes next (a new task when create is set, else a compare-and-set
 // on next.Version) with its log entries, and publishes the change: local
 // waiters, the timer loops, and the push deliverer for pauses and endings.
-// Cross-node waiters hear of it from the store (store.Notifier). next is
-// given up: on a store that takes it (internal/handover) it is the task
-// returned, so the caller reads saved, never next, after a write that
-// succeeded.
+// Cross-node waiters hear of it from the store (store.Notifier).
 //
 // ch says what the caller knows of the change (the task as loaded, the
 // run's input, the cause), for the observer and the transition's log line.
@@ -43,11 +39,7 @@ func (s *Engine) commit(ctx context.Context, ch commitNote, next *store.Task, en
 	var saved *store.Task
 	var err error
 	s.obs.before(ctx, ch, next)
-	if s.handover != nil {
-		// next is this transition's own, built for this write and read
-		// by no one after it: the store returns it as the stored task.
-		saved, err = s.handover.WriteHandedOver(ctx, next, entries, create, handover.Token{})
-	} else if create {
+	if create {
 		saved, err = s.store.CreateTask(ctx, next, entries)
 	} else {
 		saved, err = s.store.UpdateTask(ctx, next, entries)

@@ -39,7 +39,6 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/askpoint/askpoint/internal/handover"
 	"github.com/askpoint/askpoint/store"
 	"github.com/askpoint/askpoint/store/internal/keylock"
 	"github.com/askpoint/askpoint/store/internal/listing"
@@ -642,71 +641,19 @@ func kindOf(b []byte) store.Kind {
 // The caller sets the columns the store owns.
 func asStored(t *store.Task) *store.Task {
 	c := *t
-	normalize(&c)
-	return &c
-}
-
-// normalize sets t's columns as they read back from the store (asStored).
-func normalize(t *store.Task) {
 	// The JSON columns are the caller's own bytes, as written: they are
 	// not copied (the engine replaces a column, never edits one in place).
-	t.Status = raw(t.Status)
-	t.Artifacts = raw(t.Artifacts)
-	t.Metadata = raw(t.Metadata)
-	t.Checkpoint = raw(t.Checkpoint)
-	t.Question = raw(t.Question)
-	t.Input = raw(t.Input)
-	t.Pause = raw(t.Pause)
-	t.WakeAt = fromNullMillis(nullMillis(t.WakeAt))
-	t.HoldAt = fromNullMillis(nullMillis(t.HoldAt))
-	t.LeaseUntil = fromMillis(toMillis(t.LeaseUntil))
-}
-
-// written is what a write of a task set beyond the caller's columns.
-type written struct {
-	tenant, owner, agent string
-	version, lastSeq     int64
-	createdAt, updatedAt int64
-	pushDue              bool
-	created              bool // by CreateTask, whose result carries no RequestKey
-}
-
-// createdAs is what CreateTask of t with n entries at now writes.
-func createdAs(t *store.Task, n int, now int64) written {
-	return written{tenant: t.Tenant, owner: t.Owner, agent: t.Agent, version: 1, lastSeq: int64(n), createdAt: now, updatedAt: now, created: true}
-}
-
-// into sets got, t's copy or t itself, to the stored task.
-func (w written) into(got *store.Task) *store.Task {
-	normalize(got)
-	if w.created {
-		got.RequestKey = "" // written once, never read back
-	}
-	got.PushDue = w.pushDue
-	got.Tenant, got.Owner, got.Agent = w.tenant, w.owner, w.agent
-	got.Version, got.LastSeq = w.version, w.lastSeq
-	got.CreatedAt, got.UpdatedAt = fromMillis(w.createdAt), fromMillis(w.updatedAt)
-	return got
-}
-
-// WriteHandedOver is CreateTask (create) or UpdateTask of a task the
-// engine hands over (internal/handover): it returns t itself, set to the
-// stored task, instead of a copy. On an error t is as it was.
-func (s *Store) WriteHandedOver(ctx context.Context, t *store.Task, entries []store.LogEntry, create bool, _ handover.Token) (*store.Task, error) {
-	if t == nil {
-		return nil, errors.New("sqlite: WriteHandedOver: nil task")
-	}
-	var w written
-	var err error
-	if create {
-		w, err = s.createTask(ctx, t, entries)
-	} else {
-		w, err = s.updateTask(ctx, t, entries)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return w.into(t), nil
+	c.Status = raw(t.Status)
+	c.Artifacts = raw(t.Artifacts)
+	c.Metadata = raw(t.Metadata)
+	c.Checkpoint = raw(t.Checkpoint)
+	c.Question = raw(t.Question)
+	c.Input = raw(t.Input)
+	c.Pause = raw(t.Pause)
+	c.WakeAt = fromNullMillis(nullMillis(t.WakeAt))
+	c.HoldAt = fromNullMillis(nullMillis(t.HoldAt))
+	c.LeaseUntil = fromMillis(toMillis(t.LeaseUntil))
+	return &c
 }
 
 // CreateTask inserts t with Version 1, LastSeq len(entries) and CreatedAt
@@ -720,47 +667,47 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 	if t == nil {
 		return nil, errors.New("sqlite: CreateTask: nil task")
 	}
-	w, err := s.createTask(ctx, t, entries)
-	if err != nil {
-		return nil, err
-	}
-	return w.into(asStored(t)), nil
-}
-
-func (s *Store) createTask(ctx context.Context, t *store.Task, entries []store.LogEntry) (written, error) {
-	var w written
+	var got *store.Task
 	p := packTask(t, entries)
 	defer p.release()
 	err := s.write(ctx, func(b *batch) error {
 		var err error
-		w, err = b.createTask(t, entries, &p, time.Now().UnixMilli())
+		got, err = b.createTask(t, entries, &p, time.Now().UnixMilli())
 		return err
 	})
-	return w, err
+	if err != nil {
+		return nil, err
+	}
+	return got, nil
 }
 
-func (b *batch) createTask(t *store.Task, entries []store.LogEntry, p *packedTask, now int64) (written, error) {
+func (b *batch) createTask(t *store.Task, entries []store.LogEntry, p *packedTask, now int64) (*store.Task, error) {
 	res, err := b.stmt(stmtInsertTask).Exec(
 		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(len(entries)),
 		p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
 		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now, p.ref,
 		nullKey(t.RequestKey))
 	if err != nil {
-		return written{}, translate("CreateTask", t.ID, err)
+		return nil, translate("CreateTask", t.ID, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return written{}, translate("CreateTask", t.ID, err)
+		return nil, translate("CreateTask", t.ID, err)
 	} else if n == 0 {
-		return written{}, store.ErrExists // ON CONFLICT DO NOTHING: the ID or the request key is taken
+		return nil, store.ErrExists // ON CONFLICT DO NOTHING: the ID or the request key is taken
 	}
 	key, err := res.LastInsertId()
 	if err != nil {
-		return written{}, translate("CreateTask", t.ID, err)
+		return nil, translate("CreateTask", t.ID, err)
 	}
 	if err := b.appendLog(key, 1, entries, p.bodies, now); err != nil {
-		return written{}, translate("CreateTask", t.ID, err)
+		return nil, translate("CreateTask", t.ID, err)
 	}
-	return createdAs(t, len(entries), now), nil // the version the insert writes
+	got := asStored(t)
+	got.PushDue = false
+	got.RequestKey = ""
+	got.Version, got.LastSeq = 1, int64(len(entries)) // the version the insert writes
+	got.CreatedAt, got.UpdatedAt = fromMillis(now), fromMillis(now)
+	return got, nil
 }
 
 // CreateTasks inserts many tasks with their logs in one transaction, each
@@ -967,15 +914,7 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 	if t == nil {
 		return nil, errors.New("sqlite: UpdateTask: nil task")
 	}
-	w, err := s.updateTask(ctx, t, entries)
-	if err != nil {
-		return nil, err
-	}
-	return w.into(asStored(t)), nil
-}
-
-func (s *Store) updateTask(ctx context.Context, t *store.Task, entries []store.LogEntry) (written, error) {
-	var w written
+	var got *store.Task
 	p := packTask(t, entries)
 	defer p.release()
 	err := s.write(ctx, func(b *batch) error {
@@ -1012,11 +951,17 @@ func (s *Store) updateTask(ctx context.Context, t *store.Task, entries []store.L
 				pushDue = true
 			}
 		}
-		w = written{tenant: tenant, owner: owner, agent: agent, version: version, lastSeq: lastSeq,
-			createdAt: createdAt, updatedAt: now, pushDue: pushDue}
+		got = asStored(t)
+		got.PushDue = pushDue
+		got.Tenant, got.Owner, got.Agent = tenant, owner, agent
+		got.Version, got.LastSeq = version, lastSeq
+		got.CreatedAt, got.UpdatedAt = fromMillis(createdAt), fromMillis(now)
 		return nil
 	})
-	return w, err
+	if err != nil {
+		return nil, err
+	}
+	return got, nil
 }
 
 // missingOrMoved tells why a compare-and-set on id matched no row:
