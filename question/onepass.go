@@ -3,6 +3,8 @@ package question
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/askpoint/askpoint/internal/jsonscan"
 )
 
 // An answer's data part is json.Marshal's encoding of the decoded value:
@@ -98,13 +100,13 @@ func skipCompact(raw []byte, i int) int {
 	}
 	switch raw[i] {
 	case '"':
-		return skipString(raw, i)
+		return jsonscan.StringEnd(raw, i)
 	case '{', '[':
 		depth := 0
 		for ; i < len(raw); i++ {
 			switch raw[i] {
 			case '"':
-				if i = skipString(raw, i); i < 0 {
+				if i = jsonscan.StringEnd(raw, i); i < 0 {
 					return -1
 				}
 				i--
@@ -130,19 +132,6 @@ func skipCompact(raw []byte, i int) int {
 		return -1
 	}
 	return j
-}
-
-// skipString returns where the JSON string starting at raw[i] ends, or -1.
-func skipString(raw []byte, i int) int {
-	for i++; i < len(raw); i++ {
-		switch raw[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
-	}
-	return -1
 }
 
 // decodeCompact decodes valid, compact JSON as a json.Decoder with
