@@ -128,7 +128,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Config.BodyTimeout, and is closed after Config.IdleTimeout without a
 // call. Errors carry the specification's status codes and a
 // google.rpc.ErrorInfo. extra are more server options (a stats handler of
-// OpenTelemetry's, say), added after askpoint's own.
+// OpenTelemetry's, say), added after askpoint's own; a unary interceptor
+// among them sees a call only once these rules have admitted it, with its
+// caller named (docs/decisions/0260).
 //
 // From the first call on, the agent cards declare the gRPC interface on the
 // host and port they are served from: serve it on the same port as Handler

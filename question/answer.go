@@ -116,22 +116,107 @@ func tooBig(n, max int) FieldError {
 	return FieldError{Message: fmt.Sprintf("answer is %d bytes; the limit is %d bytes", n, max)}
 }
 
-// parseData reads a data part's JSON object.
+// parseData reads a data part's JSON object, json.Marshal's encoding of
+// the part's value: taken apart in place, the fields decoded once for the
+// schema. Bytes of another form (a value whose MarshalJSON writes keys out
+// of order or twice, keys that need escaping) are read as before, by
+// parseDataDecoded; both give the same answer and the same errors.
 func parseData(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []FieldError, error) {
+	var buf [8]member
+	ms, ok := plainMembers(raw, buf[:0])
+	if !ok {
+		return parseDataDecoded(raw, q, c, maxBytes)
+	}
+	var qid, act, rsn []byte
+	for _, m := range ms {
+		switch string(m.key) {
+		case keyQuestionID:
+			qid = m.val
+		case keyAction:
+			act = m.val
+		case keyReason:
+			rsn = m.val
+		}
+	}
+	a := &Answer{}
+	if qid != nil && !isNull(qid) {
+		if err := a.readQuestionID(qid, q); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(raw) > maxBytes {
+		return nil, []FieldError{tooBig(len(raw), maxBytes)}, nil
+	}
+	var errs []FieldError
+	withAction := act != nil && !isNull(act)
+	if withAction {
+		errs = a.readAction(act, rsn)
+	}
+	fields := raw
+	if qid != nil || act != nil {
+		// What json.Marshal writes for the object without them.
+		fields, _ = membersObject(ms, len(raw), func(m member) (keep, ok bool) {
+			switch k := string(m.key); {
+			case k == keyQuestionID, k == keyAction, k == keyReason && withAction:
+				return false, true
+			}
+			return true, true
+		})
+	}
+	return a.finish(fields, errs, func() []FieldError {
+		if v, ok := decodeCompact(fields); ok {
+			return q.validateValue(c, v)
+		}
+		return q.Validate(fields)
+	})
+}
+
+// readQuestionID reads the questionId an answer names into a; an error
+// (wrapping ErrWrongQuestion) when it is not q's.
+func (a *Answer) readQuestionID(v json.RawMessage, q *Question) error {
+	var sent string
+	if err := json.Unmarshal(v, &sent); err != nil {
+		return fmt.Errorf("%w: the answer names question %s, but the open question is %q", ErrWrongQuestion, string(v), q.ID)
+	}
+	if sent != q.ID {
+		return fmt.Errorf("%w: the answer names question %q, but the open question is %q", ErrWrongQuestion, sent, q.ID)
+	}
+	a.QuestionID = sent
+	return nil
+}
+
+// readAction reads an answer's action and reason into a, returning what is
+// wrong with them.
+func (a *Answer) readAction(act, reason json.RawMessage) []FieldError {
+	var errs []FieldError
+	var s string
+	if err := json.Unmarshal(act, &s); err != nil {
+		errs = append(errs, FieldError{Pointer: "/" + keyAction, Message: "expected decline or cancel, got " + kindOfJSON(act)})
+	} else if s != ActionDecline && s != ActionCancel {
+		errs = append(errs, FieldError{Pointer: "/" + keyAction, Message: fmt.Sprintf("unknown action %s; expected decline or cancel", quote(s))})
+	} else {
+		a.Action = s
+	}
+	if reason != nil && !isNull(reason) {
+		if err := json.Unmarshal(reason, &a.Reason); err != nil {
+			errs = append(errs, FieldError{Pointer: "/" + keyReason, Message: "expected a string, got " + kindOfJSON(reason)})
+		}
+	}
+	return errs
+}
+
+// parseDataDecoded reads a data part's JSON object through a map of its
+// members.
+func parseDataDecoded(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []FieldError, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, []FieldError{{Message: "the data part is not a valid JSON object"}}, nil
 	}
 	a := &Answer{}
 	if v, has := obj[keyQuestionID]; has && !isNull(v) {
-		var sent string
-		if err := json.Unmarshal(v, &sent); err != nil {
-			return nil, nil, fmt.Errorf("%w: the answer names question %s, but the open question is %q", ErrWrongQuestion, string(v), q.ID)
+		if err := a.readQuestionID(v, q); err != nil {
+			return nil, nil, err
 		}
-		if sent != q.ID {
-			return nil, nil, fmt.Errorf("%w: the answer names question %q, but the open question is %q", ErrWrongQuestion, sent, q.ID)
-		}
-		a.QuestionID = sent
 	}
 	if len(raw) > maxBytes {
 		return nil, []FieldError{tooBig(len(raw), maxBytes)}, nil
@@ -140,19 +225,7 @@ func parseData(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []F
 
 	var errs []FieldError
 	if v, has := obj[keyAction]; has && !isNull(v) {
-		var act string
-		if err := json.Unmarshal(v, &act); err != nil {
-			errs = append(errs, FieldError{Pointer: "/" + keyAction, Message: "expected decline or cancel, got " + kindOfJSON(v)})
-		} else if act != ActionDecline && act != ActionCancel {
-			errs = append(errs, FieldError{Pointer: "/" + keyAction, Message: fmt.Sprintf("unknown action %s; expected decline or cancel", quote(act))})
-		} else {
-			a.Action = act
-		}
-		if r, has := obj[keyReason]; has && !isNull(r) {
-			if err := json.Unmarshal(r, &a.Reason); err != nil {
-				errs = append(errs, FieldError{Pointer: "/" + keyReason, Message: "expected a string, got " + kindOfJSON(r)})
-			}
-		}
+		errs = a.readAction(v, obj[keyReason])
 		delete(obj, keyReason)
 	}
 	delete(obj, keyAction)
@@ -161,6 +234,12 @@ func parseData(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []F
 	if err != nil {
 		return nil, []FieldError{{Message: "the data part is not a valid JSON object"}}, nil
 	}
+	return a.finish(fields, errs, func() []FieldError { return q.Validate(fields) })
+}
+
+// finish is the answer a with its fields: errs when its action or reason
+// is wrong, no check of an action answer, else what validate finds.
+func (a *Answer) finish(fields json.RawMessage, errs []FieldError, validate func() []FieldError) (*Answer, []FieldError, error) {
 	a.Fields = fields
 	if len(errs) > 0 {
 		a.Action, a.Reason = "", ""
@@ -169,7 +248,7 @@ func parseData(raw []byte, q *Question, c *compiled, maxBytes int) (*Answer, []F
 	if a.Action != "" {
 		return a, nil, nil
 	}
-	if errs := q.Validate(fields); len(errs) > 0 {
+	if errs := validate(); len(errs) > 0 {
 		return a, errs, nil
 	}
 	return a, nil, nil

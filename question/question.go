@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/askpoint/askpoint/internal/questionwire"
 	"github.com/askpoint/askpoint/internal/text"
 )
 
@@ -126,19 +127,14 @@ func (q *Question) attempt() int {
 // re-ask (Attempt > 1), attempt, maxAttempts and errors. On a re-ask the text part ends with a line that says
 // why the previous answer was not accepted (see Notice).
 func (q *Question) Message() *a2a.Message {
-	m, _ := q.MessageAndWire()
+	m, _ := q.messageAndWire()
 	return m
 }
 
-// MessageAndWire is Message, and a value that encoding/json encodes as
-// exactly the bytes it writes for the data part's value, in one pass: a
-// struct with the data part's members in the order of the map's sorted
-// keys, its schema the schema's cached encoding, so that storing and
-// sending the question does not walk and sort the data part's maps again.
-// The data part stays the generic map for what reads it in process. The
-// value shares the map's values: encode it before the message is handed
-// on.
-func (q *Question) MessageAndWire() (*a2a.Message, any) {
+// messageAndWire is Message, and a value that encoding/json encodes as
+// exactly the bytes it writes for the data part's value (see
+// internal/questionwire, through which the engine calls it).
+func (q *Question) messageAndWire() (*a2a.Message, any) {
 	text := q.Text
 	if q.attempt() > 1 {
 		text = joinNotice(q.Text, q.Notice())
@@ -149,6 +145,10 @@ func (q *Question) MessageAndWire() (*a2a.Message, any) {
 	m := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart(text), dp)
 	m.Extensions = []string{ExtensionURI}
 	return m, q.wireData(data)
+}
+
+func init() {
+	questionwire.Register((*Question).messageAndWire)
 }
 
 // wireObject is the data part's value, built from generic JSON values

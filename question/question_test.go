@@ -690,7 +690,7 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
-// TestWireDataIsTheDataPartsEncoding: what MessageAndWire gives beside the
+// TestWireDataIsTheDataPartsEncoding: what messageAndWire gives beside the
 // message encodes as the very bytes json.Marshal writes for the message's
 // data part, for questions with and without every optional member, with a
 // schema the cache holds and one it does not.
@@ -722,7 +722,7 @@ func TestWireDataIsTheDataPartsEncoding(t *testing.T) {
 		"empty maps":                   {ID: "q-12", Schema: schema, Subject: map[string]any{}, About: map[string]string{}, Holds: []Held{}, Options: []Option{}},
 	}
 	for name, q := range cases {
-		m, data := q.MessageAndWire()
+		m, data := q.messageAndWire()
 		var value any
 		for _, p := range m.Parts {
 			if d, ok := p.Content.(a2a.Data); ok {
@@ -743,5 +743,27 @@ func TestWireDataIsTheDataPartsEncoding(t *testing.T) {
 		if again, _ := json.Marshal(q.Message()); len(again) == 0 {
 			t.Errorf("%s: Message encodes as nothing", name)
 		}
+	}
+}
+
+// BenchmarkAnswerCheck is the engine's check of an answer (judgeAnswer):
+// Parse and then Asked, for the worked example's answer with and without
+// its questionId.
+func BenchmarkAnswerCheck(b *testing.B) {
+	q := expenseQuestion()
+	for name, data := range map[string]string{"bare": `{"costCentre":"CC-4410"}`, "questionId": `{"questionId":"q-1","costCentre":"CC-4410"}`} {
+		b.Run(name, func(b *testing.B) {
+			m := userData(jsonMap(b, data))
+			b.ReportAllocs()
+			for b.Loop() {
+				a, errs, err := Parse(m, q, 0)
+				if errs != nil || err != nil {
+					b.Fatal(errs, err)
+				}
+				if q.Asked(a.Fields) == nil {
+					b.Fatal("nothing asked")
+				}
+			}
+		})
 	}
 }

@@ -436,6 +436,12 @@ func (q *Question) Validate(fields json.RawMessage) []FieldError {
 	if _, ok := v.(map[string]any); !ok {
 		return []FieldError{{Message: "the answer must be a JSON object"}}
 	}
+	return q.validateValue(c, v)
+}
+
+// validateValue is Validate for fields already decoded (a JSON object, as
+// a json.Decoder with UseNumber decodes it), c q's compiled schema.
+func (q *Question) validateValue(c *compiled, v any) []FieldError {
 	errs := validateOne(c, v)
 	if len(q.Options) > 0 {
 		if field, ferr := optionField(c, q); ferr == nil {
@@ -746,13 +752,24 @@ func (q *Question) Asked(fields json.RawMessage) json.RawMessage {
 	if err != nil || len(c.props) == 0 {
 		return fields
 	}
+	var buf [8]member
+	if ms, ok := plainMembers(fields, buf[:0]); ok {
+		if out, ok := askedMembers(fields, ms, c.props); ok {
+			return out
+		}
+	}
+	return askedDecoded(fields, c.props)
+}
+
+// askedDecoded is Asked through a map of the members.
+func askedDecoded(fields json.RawMessage, props []string) json.RawMessage {
 	var got map[string]json.RawMessage
 	if json.Unmarshal(fields, &got) != nil {
 		return fields
 	}
 	extra := false
 	for k := range got {
-		if _, ok := slices.BinarySearch(c.props, k); !ok {
+		if _, ok := slices.BinarySearch(props, k); !ok {
 			delete(got, k)
 			extra = true
 		}
@@ -765,4 +782,30 @@ func (q *Question) Asked(fields json.RawMessage) json.RawMessage {
 		return fields
 	}
 	return out
+}
+
+// askedMembers is Asked for fields split into ms: fields itself when every
+// member is asked for, else what json.Marshal writes for the asked members.
+// It reports false when that cannot be told from the bytes as they are:
+// fields is not valid JSON, or a kept value holds what json.Marshal would
+// escape.
+func askedMembers(fields json.RawMessage, ms []member, props []string) (json.RawMessage, bool) {
+	kept := 0
+	for _, m := range ms {
+		if _, ok := slices.BinarySearch(props, string(m.key)); ok {
+			kept++
+		}
+	}
+	if kept == len(ms) {
+		return fields, true
+	}
+	if !json.Valid(fields) {
+		return nil, false
+	}
+	return membersObject(ms, len(fields), func(m member) (keep, ok bool) {
+		if _, asked := slices.BinarySearch(props, string(m.key)); !asked {
+			return false, true
+		}
+		return true, !bytes.ContainsAny(m.val, "<>&\u2028\u2029")
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
+	"github.com/askpoint/askpoint/internal/questionwire"
 	"github.com/askpoint/askpoint/internal/text"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
@@ -446,7 +447,7 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 		return nil, nil, nil, errInternal(err)
 	}
 	next.Question = raw
-	status, data := v.reask.MessageAndWire()
+	status, data := questionwire.MessageAndWire(v.reask)
 	status.TaskID, status.ContextID = a2a.TaskID(t.ID), t.ContextID
 	st, e, err := statusEntryData(&next, a2a.TaskStateInputRequired, status, data, now)
 	if err != nil {

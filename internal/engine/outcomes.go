@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/askpoint/askpoint/internal/api"
+	"github.com/askpoint/askpoint/internal/questionwire"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
 )
@@ -146,7 +147,7 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		if err := oc.setPause(next, pause); err != nil {
 			return nil, err
 		}
-		msg, data = q.MessageAndWire()
+		msg, data = questionwire.MessageAndWire(q)
 		state = a2a.TaskStateInputRequired
 		msg.TaskID, msg.ContextID = a2a.TaskID(next.ID), next.ContextID
 	case api.OutcomeAuth:

@@ -29,7 +29,7 @@ func statusEntry(t *store.Task, state a2a.TaskState, msg *a2a.Message, now time.
 
 // statusEntryData is statusEntry with data, when not nil, what the one
 // data part of msg encodes as (a question's data part written without its
-// maps: question.Question.MessageAndWire).
+// maps: questionwire.MessageAndWire).
 func statusEntryData(t *store.Task, state a2a.TaskState, msg *a2a.Message, data any, now time.Time) (json.RawMessage, store.LogEntry, error) {
 	ts := now.UTC()
 	status := a2a.TaskStatus{State: state, Message: msg, Timestamp: &ts}

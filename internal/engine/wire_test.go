@@ -8,6 +8,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/askpoint/askpoint/internal/questionwire"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
 )
@@ -175,7 +176,7 @@ func TestOpenQuestionIDReadsWhatTheDecoderReads(t *testing.T) {
 }
 
 // TestAQuestionsStatusIsTheSameWrittenFromItsWireData: a question's status
-// entry written with the data part's wire value (MessageAndWire) is the
+// entry written with the data part's wire value (questionwire.MessageAndWire) is the
 // entry written from the message's maps, byte for byte; with a second data
 // part the wire value is not used.
 func TestAQuestionsStatusIsTheSameWrittenFromItsWireData(t *testing.T) {
@@ -184,7 +185,7 @@ func TestAQuestionsStatusIsTheSameWrittenFromItsWireData(t *testing.T) {
 		Options: []question.Option{{Value: "CC-4410", Label: "Engineering"}, {Value: "CC-4420"}}, Attempt: 2, MaxAttempts: 3,
 		Errors: []question.FieldError{{Pointer: "/costCentre", Message: "expected one of CC-4410, CC-4420"}}}
 	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
-	m, data := q.MessageAndWire()
+	m, data := questionwire.MessageAndWire(&q)
 	wantSt, want, err := statusEntry(encodingTask(), a2a.TaskStateInputRequired, m, now)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/askpoint/askpoint/internal/jsonscan"
 )
 
 // A walk over JSON that is known to be valid (json.Valid), reading each
@@ -64,15 +66,11 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
-// stringEnd is the index just past the string that starts at b[i] ('"').
+// stringEnd is the index just past the string that starts at b[i] ('"'),
+// or len(b) for one not terminated (b is valid JSON: never).
 func stringEnd(b []byte, i int) int {
-	for i++; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
-		}
+	if end := jsonscan.StringEnd(b, i); end >= 0 {
+		return end
 	}
 	return len(b)
 }

@@ -28,7 +28,6 @@ import (
 	"net"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
@@ -42,7 +41,6 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -83,7 +81,9 @@ type Front struct {
 // part limits, identifier rules, stream slots (acquire; nil: no cap) and
 // timeouts as the HTTP bindings. The first agent also takes calls that
 // name no tenant. extra are more server options (instrumentation), added
-// after the front's own. It serves nothing until Serve.
+// after the front's own; their unary interceptors are called once the
+// front has admitted a call (admitted, unary), their stream interceptors
+// after the front's. It serves nothing until Serve.
 //
 // The limits of a connection and a call, counted against the same
 // settings as HTTP's:
@@ -128,9 +128,18 @@ func New(cfg api.Config, agents []Agent, acquire AcquireFunc, extra ...grpc.Serv
 		grpc.ConnectionTimeout(cfg.HeaderTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: cfg.IdleTimeout}),
 		grpc.InTapHandle(f.tap),
-		grpc.ChainUnaryInterceptor(f.unary),
+		// The edge rules of a unary call are applied by its method handler
+		// (admitted), before any interceptor: one given in extra is then
+		// the only one, which grpc-go calls without a closure per call to
+		// chain it to ours.
 		grpc.ChainStreamInterceptor(f.streaming),
 		grpc.ForceServerCodecV2(newCodec()),
+		// One write buffer per connection, kept: grpc-go's default shares
+		// them, taking a 32 KB buffer from a pool on every flush (a new one
+		// after each GC empties the pool) and allocating on every return to
+		// it. An open connection holds its 32 KB buffer, about 40 KiB of
+		// heap (docs/decisions/0260).
+		grpc.SharedWriteBuffer(false),
 		// Calls run on goroutines that are kept, as net/http keeps a
 		// connection's: a goroutine per call grew its stack through the
 		// engine and the store on every call (7% of the server's CPU in
@@ -139,7 +148,8 @@ func New(cfg api.Config, agents []Agent, acquire AcquireFunc, extra ...grpc.Serv
 		grpc.NumStreamWorkers(streamWorkers),
 	}
 	f.srv = grpc.NewServer(append(opts, extra...)...)
-	f.srv.RegisterService(serviceDesc(), &service{Handler: a2agrpc.NewHandler(router{f}), r: router{f}})
+	svc := &service{Handler: a2agrpc.NewHandler(router{f}), r: router{f}}
+	f.srv.RegisterService(serviceDesc(f, svc), svc)
 	return f, nil
 }
 
@@ -398,36 +408,30 @@ func invalidParams(format string, args ...any) error {
 	return a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf(format, args...))
 }
 
-// tap gives every call a context that ends, resetting the call, unless
-// its request message arrives within Config.BodyTimeout (arrived stops the
-// clock): a connection cannot hold calls opened and left silent. The
-// context is the one the transport reads the request with, so its end
-// stops the read.
-func (f *Front) tap(ctx context.Context, _ *tap.Info) (context.Context, error) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	clock := time.AfterFunc(f.cfg.BodyTimeout, func() { cancel(errSlowRequest) })
-	return context.WithValue(ctx, requestClockKey{}, clock), nil
-}
-
-type requestClockKey struct{}
-
-// errSlowRequest ends a call whose request did not arrive in time.
-var errSlowRequest = errors.New("grpcfront: the call's request message did not arrive within the body timeout")
-
-// arrived stops the clock tap started: the call's request is in.
-func arrived(ctx context.Context) {
-	if clock, ok := ctx.Value(requestClockKey{}).(*time.Timer); ok {
-		clock.Stop()
-	}
-}
-
-func (f *Front) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// admitUnary applies the edge rules to a unary call whose request has been
+// read: the request clock stopped, then admit.
+func (f *Front) admitUnary(ctx context.Context, req any) (context.Context, error) {
 	arrived(ctx)
-	ctx, err := f.admit(ctx, req)
-	if err != nil {
-		return nil, err
+	return f.admit(ctx, req)
+}
+
+// admitted is the method handler h of a unary method the front does not
+// answer itself (a2agrpc's), with the edge rules applied to the request
+// before the server's interceptors see it, as they are for the methods
+// the front answers (unary in reply.go).
+func (f *Front) admitted(h grpc.MethodHandler) grpc.MethodHandler {
+	return func(srv any, ctx context.Context, dec func(any) error, next grpc.UnaryServerInterceptor) (any, error) {
+		return h(srv, ctx, dec, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			ctx, err := f.admitUnary(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			if next == nil {
+				return handler(ctx, req)
+			}
+			return next(ctx, req, info, handler)
+		})
 	}
-	return handler(ctx, req)
 }
 
 func (f *Front) streaming(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
+	"github.com/askpoint/askpoint/internal/auth"
 )
 
 // raw is a plain gRPC client of the generated stubs, to see the statuses
@@ -269,5 +270,64 @@ func TestHTTPStillServedOnTheSharedPort(t *testing.T) {
 	line, err := bufio.NewReader(conn).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) || !strings.HasPrefix(line, "HTTP/1.") {
 		t.Fatalf("short HTTP/1.0 request: %q, %v; want an HTTP answer", line, err)
+	}
+}
+
+// An interceptor given to Server.GRPC sees a unary call only once the
+// front has admitted it, on the methods the front answers and on
+// a2agrpc's: a call without a valid token or without a2a-version never
+// reaches it, an admitted one reaches it with its caller named and the
+// tenant taken, and what it returns is what the caller gets.
+func TestExtraInterceptorsSeeOnlyAdmittedCalls(t *testing.T) {
+	const token = "alice-token-0123456789"
+	env := apitest.Start(t, apitest.Options{Quiet: true, Config: func(c *askpoint.Config) { c.Tokens = map[string]string{token: "alice"} }})
+	type seen struct{ method, principal, tenant string }
+	calls := make(chan seen, 16)
+	gs, err := env.Server.GRPC(grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		tenant := ""
+		if r, ok := req.(interface{ GetTenant() string }); ok {
+			tenant = r.GetTenant()
+		}
+		calls <- seen{info.FullMethod, auth.Principal(ctx), tenant}
+		return next(ctx, req)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := serveGRPC(t, gs)
+
+	// Refused: no token, a wrong one, no version; on a method the front
+	// answers and on one of a2agrpc's.
+	noVersion := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token)
+	wrong := metadata.AppendToOutgoingContext(v1(t.Context()), "authorization", "Bearer not-alice-token-000000")
+	_, err = c.SendMessage(v1(t.Context()), &a2apb.SendMessageRequest{Message: text("m1", "complete")})
+	wantStatus(t, "SendMessage without a token", err, codes.Unauthenticated, "UNAUTHENTICATED", "requires a bearer token")
+	_, err = c.ListTasks(wrong, &a2apb.ListTasksRequest{})
+	wantStatus(t, "ListTasks with a wrong token", err, codes.Unauthenticated, "UNAUTHENTICATED", "not one this server knows")
+	_, err = c.GetTask(noVersion, &a2apb.GetTaskRequest{Id: "x"})
+	wantStatus(t, "GetTask without a2a-version", err, codes.Unimplemented, "VERSION_NOT_SUPPORTED", "a2a-version")
+
+	// Admitted: the interceptor sees each, after the front.
+	ctx := metadata.AppendToOutgoingContext(v1(t.Context()), "authorization", "Bearer "+token)
+	res, err := c.SendMessage(ctx, &a2apb.SendMessageRequest{Tenant: "script", Message: text("m2", "complete")})
+	if err != nil || res.GetTask().GetStatus().GetState() != a2apb.TaskState_TASK_STATE_COMPLETED {
+		t.Fatalf("SendMessage = %v, %v; want completed", res, err)
+	}
+	if _, err := c.ListTasks(ctx, &a2apb.ListTasksRequest{Tenant: "script"}); err != nil {
+		t.Fatalf("ListTasks = %v", err)
+	}
+	want := []seen{
+		{a2apb.A2AService_SendMessage_FullMethodName, "alice", ""},
+		{a2apb.A2AService_ListTasks_FullMethodName, "alice", ""},
+	}
+	for _, w := range want {
+		if got := <-calls; got != w {
+			t.Errorf("the interceptor saw %+v, want %+v", got, w)
+		}
+	}
+	select {
+	case got := <-calls:
+		t.Errorf("the interceptor also saw %+v", got)
+	default:
 	}
 }

@@ -44,39 +44,45 @@ type service struct {
 }
 
 // serviceDesc is a2apb's service description with the three methods
-// handled by service.
-func serviceDesc() *grpc.ServiceDesc {
+// handled by s, the service registered with it, and every unary method
+// admitted by f before the server's interceptors are called.
+func serviceDesc(f *Front, s *service) *grpc.ServiceDesc {
 	desc := a2apb.A2AService_ServiceDesc
 	desc.Methods = append([]grpc.MethodDesc(nil), desc.Methods...)
 	for i, m := range desc.Methods {
 		switch m.MethodName {
 		case "SendMessage":
-			desc.Methods[i].Handler = unary(a2apb.A2AService_SendMessage_FullMethodName, (*service).sendMessage)
+			desc.Methods[i].Handler = unary(f, s, a2apb.A2AService_SendMessage_FullMethodName, (*service).sendMessage)
 		case "GetTask":
-			desc.Methods[i].Handler = unary(a2apb.A2AService_GetTask_FullMethodName, (*service).getTask)
+			desc.Methods[i].Handler = unary(f, s, a2apb.A2AService_GetTask_FullMethodName, (*service).getTask)
 		case "CancelTask":
-			desc.Methods[i].Handler = unary(a2apb.A2AService_CancelTask_FullMethodName, (*service).cancelTask)
+			desc.Methods[i].Handler = unary(f, s, a2apb.A2AService_CancelTask_FullMethodName, (*service).cancelTask)
+		default:
+			desc.Methods[i].Handler = f.admitted(m.Handler)
 		}
 	}
 	return &desc
 }
 
-// unary is a method handler as protoc-gen-go-grpc writes them, calling fn,
-// whose reply may be a *wireReply.
-func unary[Req any](method string, fn func(*service, context.Context, *Req) (any, error)) grpc.MethodHandler {
+// unary is a method handler as protoc-gen-go-grpc writes them, calling fn
+// on s, whose reply may be a *wireReply, with the request admitted by f
+// before the interceptors. The handler the interceptors are given is made
+// once, not per call.
+func unary[Req any](f *Front, s *service, method string, fn func(*service, context.Context, *Req) (any, error)) grpc.MethodHandler {
+	handler := func(ctx context.Context, req any) (any, error) { return fn(s, ctx, req.(*Req)) }
 	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 		in := new(Req)
 		if err := dec(in); err != nil {
 			return nil, err
 		}
-		s := srv.(*service)
+		ctx, err := f.admitUnary(ctx, in)
+		if err != nil {
+			return nil, err
+		}
 		if interceptor == nil {
 			return fn(s, ctx, in)
 		}
-		info := &grpc.UnaryServerInfo{Server: srv, FullMethod: method}
-		return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
-			return fn(s, ctx, req.(*Req))
-		})
+		return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: method}, handler)
 	}
 }
 
@@ -168,9 +174,11 @@ func withCallContext(ctx context.Context) (context.Context, *a2asrv.CallContext)
 	return a2asrv.NewCallContext(ctx, params)
 }
 
-// setTrailer sends the extensions the call activated, as a2agrpc does.
+// setTrailer sends the extensions the call activated, as a2agrpc does (its
+// empty metadata when there are none sends nothing: grpc.SetTrailer
+// ignores empty metadata).
 func setTrailer(ctx context.Context, callCtx *a2asrv.CallContext) error {
-	md := metadata.MD{}
+	var md metadata.MD
 	if activated := callCtx.Extensions().ActivatedURIs(); len(activated) > 0 {
 		md = metadata.MD{strings.ToLower(a2a.SvcParamExtensions): activated}
 	}
@@ -191,9 +199,8 @@ const (
 // or for replySentMessage a message), or returns nil when it cannot (see
 // wire.go).
 func writeReply(kind int, encode func(*bytes.Buffer) error) *wireReply {
-	jb := jsonBuffers.Get().(*bytes.Buffer)
+	jb := getJSONBuffer()
 	defer putJSONBuffer(jb)
-	jb.Reset()
 	if encode(jb) != nil {
 		return nil
 	}
@@ -201,19 +208,22 @@ func writeReply(kind int, encode func(*bytes.Buffer) error) *wireReply {
 	out := buffers.Get(len(js) + 64)
 	w := wireBuf{b: (*out)[:0]}
 	var err error
-	var msg proto.Message
+	var r *wireReply
 	switch kind {
 	case replyTask:
-		msg = &a2apb.Task{}
+		x := new(taskWireReply)
+		r = x.bind(&x.m)
 		err = w.Task(js)
 	case replySentTask:
-		msg = &a2apb.SendMessageResponse{}
+		x := new(sentWireReply)
+		r = x.bind(&x.m)
 		m := w.open(1)
 		if err = w.Task(js); err == nil {
 			w.close(m)
 		}
 	case replySentMessage:
-		msg = &a2apb.SendMessageResponse{}
+		x := new(sentWireReply)
+		r = x.bind(&x.m)
 		m := w.open(2)
 		if err = w.Message(js); err == nil {
 			w.close(m)
@@ -224,8 +234,28 @@ func writeReply(kind int, encode func(*bytes.Buffer) error) *wireReply {
 		return nil
 	}
 	*out = w.b
-	msg.ProtoReflect().SetUnknown(w.b)
-	return &wireReply{Message: msg, buf: out}
+	r.buf = out
+	r.ProtoReflect().SetUnknown(w.b)
+	return r
+}
+
+// taskWireReply and sentWireReply are a wireReply and its message in one
+// allocation.
+type (
+	taskWireReply struct {
+		wireReply
+		m a2apb.Task
+	}
+	sentWireReply struct {
+		wireReply
+		m a2apb.SendMessageResponse
+	}
+)
+
+// bind makes m the message of r, and returns r.
+func (r *wireReply) bind(m proto.Message) *wireReply {
+	r.Message = m
+	return r
 }
 
 // wireReply is a reply written ahead: the codec sends buf as it is. It is
@@ -254,14 +284,12 @@ func (c codec) Marshal(v any) (mem.BufferSlice, error) {
 var buffers = &bufferPool{}
 
 // bufferPool is a mem.BufferPool of growable buffers: Get gives a buffer
-// of at least length bytes (a pooled one, grown when it is smaller), Put
+// of at least length bytes (a kept one, grown when it is smaller), Put
 // takes any buffer back unless it is large.
-type bufferPool struct{ p sync.Pool }
-
-const maxPooled = 1 << 20
+type bufferPool struct{ k kept[*[]byte] }
 
 func (p *bufferPool) Get(length int) *[]byte {
-	b, ok := p.p.Get().(*[]byte)
+	b, ok := p.k.get()
 	if !ok {
 		b = new([]byte)
 	}
@@ -272,16 +300,60 @@ func (p *bufferPool) Get(length int) *[]byte {
 	return b
 }
 
-func (p *bufferPool) Put(b *[]byte) {
-	if cap(*b) <= maxPooled {
-		p.p.Put(b)
+func (p *bufferPool) Put(b *[]byte) { p.k.put(b, cap(*b)) }
+
+// jsonBuffers hold the JSON a reply is written from.
+var jsonBuffers kept[*bytes.Buffer]
+
+func getJSONBuffer() *bytes.Buffer {
+	if b, ok := jsonBuffers.get(); ok {
+		b.Reset()
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+func putJSONBuffer(b *bytes.Buffer) { jsonBuffers.put(b, b.Cap()) }
+
+// kept is a free list of buffers that outlives garbage collections, which
+// empty a sync.Pool (every reply's buffers were allocated again after
+// each): up to keptBuffers of at most keptBytes each are kept, at most
+// 512 KB, and the others up to maxPooled go to a sync.Pool.
+type kept[T any] struct {
+	once sync.Once
+	list chan T
+	p    sync.Pool
+}
+
+const (
+	keptBuffers = 32
+	keptBytes   = 16 << 10
+	maxPooled   = 1 << 20
+)
+
+func (k *kept[T]) get() (T, bool) {
+	k.once.Do(k.init)
+	select {
+	case b := <-k.list:
+		return b, true
+	default:
+	}
+	b, ok := k.p.Get().(T)
+	return b, ok
+}
+
+func (k *kept[T]) put(b T, capacity int) {
+	k.once.Do(k.init)
+	if capacity <= keptBytes {
+		select {
+		case k.list <- b:
+			return
+		default:
+		}
+	}
+	if capacity <= maxPooled {
+		k.p.Put(b)
 	}
 }
 
-var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func putJSONBuffer(b *bytes.Buffer) {
-	if b.Cap() <= maxPooled {
-		jsonBuffers.Put(b)
-	}
-}
+func (k *kept[T]) init() { k.list = make(chan T, keptBuffers) }

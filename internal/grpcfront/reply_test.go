@@ -28,6 +28,13 @@ func sdkGRPC(t *testing.T, env *apitest.Env, agent string) a2apb.A2AServiceClien
 	}
 	gs := grpc.NewServer()
 	a2agrpc.NewHandler(h).RegisterWith(gs)
+	return serveGRPC(t, gs)
+}
+
+// serveGRPC serves gs on a listener of its own on 127.0.0.1 until the
+// test ends, and returns a client of it.
+func serveGRPC(t *testing.T, gs *grpc.Server) a2apb.A2AServiceClient {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

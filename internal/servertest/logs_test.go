@@ -58,6 +58,10 @@ func TestARefusedRequestIsLoggedOnce(t *testing.T) {
 	}
 	t.Cleanup(func() { immutable(t, false, files...) })
 	eachTransport(t, func(t *testing.T, tr a2a.TransportProtocol) {
+		// Each binding's calls get their own bound: every refusal is tried
+		// for about a second, and three bindings' worth under load could
+		// outlast one shared callTimeout.
+		ctx := testCtx(t)
 		c := env.Client(t, "script", tr)
 		for _, m := range []*a2a.Message{userText("complete"), followUp(paused.ID, userData(map[string]any{"name": "Ada"}))} {
 			before := len(buf.String())
