@@ -5,9 +5,10 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5"
 )
 
 const (
@@ -20,20 +21,29 @@ const (
 
 // notifier announces committed task changes on its channel from one goroutine,
 // outside the writes' transactions, batching the IDs of the writes that
-// committed while the previous batch was being sent.
+// committed while the previous batch was being sent. It sends on a
+// connection of its own, outside the pool, so that an announcement never
+// waits for a connection behind the node's writes (decision 0270); one
+// connection also keeps one store's announcements in the order of their
+// writes.
 type notifier struct {
-	pool    *pgxpool.Pool
+	cfg     *pgx.ConnConfig
+	conn    *pgx.Conn // run's own; nil until connected, and after an error
 	channel string
 	log     *slog.Logger
 	ids     chan string
 	quit    chan struct{}
 	done    chan struct{}
 	once    sync.Once
+	// sent, when set (by this package's tests only), is called after each
+	// statement with the batch, when send began, when it had a connection
+	// and when the statement returned.
+	sent atomic.Pointer[func(batch []string, began, conn, ended time.Time)]
 }
 
-func startNotifier(pool *pgxpool.Pool, channel string, log *slog.Logger) *notifier {
+func startNotifier(cfg *pgx.ConnConfig, channel string, log *slog.Logger) *notifier {
 	n := &notifier{
-		pool: pool, channel: channel, log: log,
+		cfg: cfg, channel: channel, log: log,
 		ids:  make(chan string, notifyQueue),
 		quit: make(chan struct{}),
 		done: make(chan struct{}),
@@ -59,6 +69,7 @@ func (n *notifier) stop() {
 
 func (n *notifier) run() {
 	defer close(n.done)
+	defer n.disconnect()
 	batch := make([]string, 0, notifyBatch)
 	for {
 		select {
@@ -95,8 +106,51 @@ func (n *notifier) send(batch []string) {
 	batch = slices.Compact(batch)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := n.pool.Exec(ctx, `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`, n.channel, batch); err != nil {
+	began := time.Now()
+	var conn time.Time
+	err := n.connect(ctx)
+	for try := 0; err == nil; try++ {
+		conn = time.Now()
+		if _, err = n.conn.Exec(ctx, `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`, n.channel, batch); err == nil {
+			break
+		}
+		n.disconnect()
+		if try > 0 || ctx.Err() != nil {
+			break
+		}
+		// The connection may have died while idle (a restart, a
+		// terminated backend): once more on a new one.
+		err = n.connect(ctx)
+	}
+	if err != nil {
 		n.log.Warn("postgres: announce task changes; other nodes' waiters will find them at their next poll",
 			slog.Int("tasks", len(batch)), slog.Any("err", err))
 	}
+	if f := n.sent.Load(); f != nil {
+		(*f)(batch, began, conn, time.Now())
+	}
+}
+
+// connect opens the notifier's connection unless it has one.
+func (n *notifier) connect(ctx context.Context) error {
+	if n.conn != nil && !n.conn.IsClosed() {
+		return nil
+	}
+	c, err := pgx.ConnectConfig(ctx, n.cfg.Copy())
+	if err != nil {
+		return err
+	}
+	n.conn = c
+	return nil
+}
+
+// disconnect closes the notifier's connection, if any.
+func (n *notifier) disconnect() {
+	if n.conn == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = n.conn.Close(ctx)
+	n.conn = nil
 }

@@ -15,15 +15,19 @@
 // Every write that changes a task (CreateTask, UpdateTask, a claim) is
 // announced, once it has committed, with pg_notify('askpoint_tasks',
 // task_id): a background goroutine sends the IDs of the writes that
-// committed meanwhile in one statement. (A NOTIFY inside the write's own
-// transaction would hold PostgreSQL's database-wide notification lock
-// through the commit's WAL flush and serialise every notifying commit of
-// the database; measured here it cut concurrent writes several-fold. See
-// docs/decisions/0007-postgres.md.) The Store implements [store.Notifier]:
-// Listen turns the notifications into wake-ups of the callers waiting on
-// this node for a task that another node changed. A notification is a
-// hint: one lost (the writer died between commit and notify, the listener
-// was reconnecting) only delays a waiter until its next poll of the store.
+// committed meanwhile in one statement, on a connection of its own, and
+// ReadLog reads from a small pool apart from the writes', so that neither
+// the announcement nor the other node's read of the new entries waits for
+// a connection behind a busy node's writes (decision 0270). (A NOTIFY
+// inside the write's own transaction would hold PostgreSQL's database-wide
+// notification lock through the commit's WAL flush and serialise every
+// notifying commit of the database; measured here it cut concurrent writes
+// several-fold. See docs/decisions/0007-postgres.md.) The Store
+// implements [store.Notifier]: Listen turns the notifications into
+// wake-ups of the callers waiting on this node for a task that another
+// node changed. A notification is a hint: one lost (the writer died
+// between commit and notify, the listener was reconnecting) only delays a
+// waiter until its next poll of the store.
 //
 // The schema is created and upgraded by migrations embedded in the binary
 // (migrations/NNNN_name.sql), applied by Open in one transaction that holds
@@ -93,7 +97,10 @@ type Options struct {
 	// the server's default (usually public).
 	Schema string
 	// MaxConns caps the pool. Zero: the URL's pool_max_conns, else
-	// 4 × GOMAXPROCS + 4 (at least 8).
+	// 4 × GOMAXPROCS + 4 (at least 8). Besides the pool a store holds
+	// the listener's connection (while Listen runs), the notifier's (once
+	// it has written) and up to GOMAXPROCS (at least 2) for reading task
+	// logs, so that those never wait behind the writes (decision 0270).
 	MaxConns int32
 	// Logger receives the listener's reconnects. Defaults to a discarding
 	// logger.
@@ -115,6 +122,7 @@ type Options struct {
 // concurrent use by many goroutines and by many processes on one database.
 type Store struct {
 	pool   *pgxpool.Pool
+	logs   *pgxpool.Pool   // ReadLog's, apart from the writes (decision 0270)
 	listen *pgx.ConnConfig // for the LISTEN connection, outside the pool
 	schema string
 	log    *slog.Logger
@@ -230,18 +238,27 @@ func OpenWith(ctx context.Context, connURL string, o Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", shown, err)
 	}
+	lcfg := cfg.Copy()
+	lcfg.MaxConns = int32(max(2, runtime.GOMAXPROCS(0)))
+	lcfg.MinConns = 0
+	logs, err := pgxpool.NewWithConfig(ctx, lcfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: open %s: %w", shown, err)
+	}
 	return &Store{
-		pool: pool, listen: cfg.ConnConfig.Copy(), schema: schema, log: log,
-		notes:     startNotifier(pool, ChannelFor(schema), log),
+		pool: pool, logs: logs, listen: cfg.ConnConfig.Copy(), schema: schema, log: log,
+		notes:     startNotifier(cfg.ConnConfig.Copy(), ChannelFor(schema), log),
 		lockSlots: make(chan struct{}, max(1, cfg.MaxConns/2)),
 		list:      listDialect,
 	}, nil
 }
 
-// Close sends the change notifications still queued, then closes the pool.
+// Close sends the change notifications still queued, then closes the pools.
 // A Listen call runs on its own connection and ends with its context.
 func (s *Store) Close() error {
 	s.notes.stop()
+	s.logs.Close()
 	s.pool.Close()
 	return nil
 }
@@ -802,7 +819,9 @@ func (s *Store) ReadLog(ctx context.Context, taskID string, afterSeq int64, limi
 		l := int64(limit)
 		lim = &l
 	}
-	rows, err := s.pool.Query(ctx, `
+	// On a pool of its own: a stream woken by a change reads the new
+	// entries without waiting for a connection behind this node's writes.
+	rows, err := s.logs.Query(ctx, `
 		SELECT `+logCols+` FROM task_log
 		WHERE task_key = `+logOf+` AND seq > $2
 		ORDER BY seq

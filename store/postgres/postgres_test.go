@@ -464,6 +464,33 @@ func TestListenReconnects(t *testing.T) {
 	waitListening(t, nodeB, ch) // notifications sent while it reconnects are lost; later ones arrive
 }
 
+// The notifier's connection is cut while idle: the next write is still
+// announced (the batch is sent again on a new connection), not left to the
+// waiters' next poll.
+func TestNotifierReconnectsWithoutLosingTheBatch(t *testing.T) {
+	t.Parallel()
+	url := dbtest.Schema(t)
+	app := fmt.Sprintf("askpoint-notify-%d", time.Now().UnixNano())
+	nodeA := open(t, url)
+	nodeB := open(t, url+"&application_name="+app)
+	ch := storetest.Listen(t, nodeA)
+	waitListening(t, nodeB, ch) // the notifier has connected and sent
+
+	tag, err := nodeA.pool.Exec(t.Context(), `
+		SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
+		WHERE application_name = $1 AND query ILIKE 'SELECT pg_notify%'`, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tag.RowsAffected() != 1 {
+		t.Fatalf("terminated %d notifier connections, want 1", tag.RowsAffected())
+	}
+	if _, err := nodeB.CreateTask(t.Context(), sampleTask("t1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	expectID(t, ch, "t1", "CreateTask on node B after its notifier's connection was cut")
+}
+
 // TestNotifyWakeLatency measures how long a committed write on one node
 // takes to reach the listener of another: the cross-node wake-up.
 func TestNotifyWakeLatency(t *testing.T) {
