@@ -107,16 +107,24 @@ func TestEveryIndexIsUsed(t *testing.T) {
 // paramRef is a statement's parameter ($1, $2, ...).
 var paramRef = regexp.MustCompile(`\$(\d+)`)
 
+// beginTx begins a transaction on s for a plan helper, whose settings and
+// prepared statements stay in it: the caller rolls it back.
+func beginTx(t *testing.T, s *Store) pgx.Tx {
+	t.Helper()
+	tx, err := s.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
 // genericPlan is the plan PostgreSQL makes for q whatever its arguments
 // (a generic plan: the prepared statement's, as pgx's cached statements
 // run), in a transaction rolled back.
 func genericPlan(t *testing.T, s *Store, q string) string {
 	t.Helper()
 	ctx := t.Context()
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := beginTx(t, s)
 	defer tx.Rollback(ctx)
 	n := 0
 	for _, m := range paramRef.FindAllStringSubmatch(q, -1) {

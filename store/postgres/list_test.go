@@ -74,10 +74,7 @@ func TestListTasksReadsIndexRanges(t *testing.T) {
 
 func explainPG(t *testing.T, s *Store, query string, args []any) string {
 	t.Helper()
-	tx, err := s.pool.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := beginTx(t, s)
 	defer tx.Rollback(t.Context())
 	for _, set := range []string{"enable_seqscan", "enable_bitmapscan", "enable_sort"} {
 		if _, err := tx.Exec(t.Context(), "SET LOCAL "+set+" = off"); err != nil {

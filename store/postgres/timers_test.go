@@ -20,10 +20,7 @@ import (
 func explain(t *testing.T, s *Store, q string, args ...any) string {
 	t.Helper()
 	ctx := t.Context()
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := beginTx(t, s)
 	defer tx.Rollback(ctx)
 	if _, err := tx.Exec(ctx, `SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = off`); err != nil {
 		t.Fatal(err)
