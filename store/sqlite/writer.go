@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 
 	"github.com/askpoint/askpoint/store"
@@ -123,6 +124,14 @@ func (s *Store) writer() {
 					return
 				}
 			}
+		}
+		// Let the goroutines that are ready to run go first (Gosched puts
+		// the writer behind them): under load some of them are a step
+		// away from a write, which then joins this batch instead of
+		// waiting out this batch's fsync and starting one of its own. On
+		// an idle process nothing else is ready and it returns at once.
+		if len(s.ops) < maxBatch-1 {
+			runtime.Gosched()
 		}
 	fill:
 		for len(ops) < maxBatch {
