@@ -435,3 +435,33 @@ func TestLongAppendsReadBackInOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestAFailedCommitIsRolledBack: a batch whose COMMIT fails (here a
+// deferred foreign key its op broke, which only COMMIT checks) fails its
+// write with the commit's error, leaves nothing of it, and the writer's
+// connection is out of the transaction: the next write begins and
+// commits as usual.
+func TestAFailedCommitIsRolledBack(t *testing.T) {
+	t.Parallel()
+	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
+	err := s.write(t.Context(), func(b *batch) error {
+		if _, err := b.exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
+			return err
+		}
+		_, err := b.exec(`INSERT INTO task_log (task_key, seq, kind, at) VALUES (424242, 1, 'status', 0)`)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "commit") {
+		t.Fatalf("the write whose commit fails = %v, want the commit's error", err)
+	}
+	var n int
+	if err := s.r.QueryRowContext(t.Context(), `SELECT count(*) FROM task_log WHERE task_key = 424242`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("entries of the failed commit = %d, %v; want 0", n, err)
+	}
+	if _, err := s.CreateTask(t.Context(), sampleTask("t1"), nil); err != nil {
+		t.Fatalf("CreateTask after a failed commit = %v, want nil", err)
+	}
+	if _, err := s.GetTask(t.Context(), "t1"); err != nil {
+		t.Fatalf("GetTask after a failed commit = %v, want the task", err)
+	}
+}
