@@ -1,8 +1,12 @@
 package sqlite
 
 import (
+	"encoding/binary"
+	"errors"
+	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -18,7 +22,8 @@ import (
 // random task IDs every index keyed by task ID takes each write at another
 // page; with time-ordered IDs (what the engine makes, decision 0017) the
 // writes of one commit share the newest pages. frames/commit is the WAL
-// pages each commit wrote.
+// pages each commit wrote, frames/rt those of a round trip; -test.v logs
+// the b-trees they were pages of (walFrames).
 //
 //	go test -run '^$' -bench RoundTripWrites -benchtime 4000x -count 3 ./store/sqlite/
 func BenchmarkRoundTripWrites(b *testing.B) {
@@ -67,8 +72,54 @@ func BenchmarkRoundTripWrites(b *testing.B) {
 			reportCPU(b, cpu0)
 			if fi, err := os.Stat(s.path + "-wal"); err == nil && s.batches.Load() > 0 {
 				b.ReportMetric(float64(fi.Size())/float64(4096+24)/float64(s.batches.Load()), "frames/commit")
+				b.ReportMetric(float64(fi.Size())/float64(4096+24)/float64(b.N), "frames/rt")
 				b.ReportMetric(float64(s.batchedOps.Load())/float64(s.batches.Load()), "writes/commit")
+			}
+			byTree := walFrames(b, s)
+			for _, name := range slices.SortedFunc(maps.Keys(byTree), func(x, y string) int { return byTree[y] - byTree[x] }) {
+				if n := float64(byTree[name]) / float64(b.N); n >= 0.005 {
+					b.Logf("%-26s %.2f frames a round trip", name, n)
+				}
 			}
 		})
 	}
+}
+
+// walFrames counts the frames of s's WAL by the b-tree (table or index)
+// their page now belongs to (dbstat), "page 1" for the file's header page
+// (the schema's root, written when the file grows): which pages a
+// workload's commits write. The WAL must hold every frame since the
+// store was opened (wal_autocheckpoint=0).
+func walFrames(b *testing.B, s *Store) map[string]int {
+	b.Helper()
+	wal, err := os.ReadFile(s.path + "-wal")
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := map[uint32]string{1: "page 1"}
+	rows, err := s.r.QueryContext(b.Context(), `SELECT name, pageno FROM dbstat WHERE pageno > 1`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for rows.Next() {
+		var name string
+		var page uint32
+		if err := rows.Scan(&name, &page); err != nil {
+			b.Fatal(err)
+		}
+		names[page] = name
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		b.Fatal(err)
+	}
+	const header, frame = 32, 24 + 4096 // the WAL's header; a frame's header and page
+	count := map[string]int{}
+	for off := header; off+frame <= len(wal); off += frame {
+		name, ok := names[binary.BigEndian.Uint32(wal[off:])]
+		if !ok {
+			name = "free"
+		}
+		count[name]++
+	}
+	return count
 }

@@ -78,6 +78,8 @@ type Store struct {
 	wstmts [numWriteStmts]driver.Stmt
 	wdc    any
 	wargs  []driver.NamedValue
+	// wlogArgs are appendLog's arguments, kept for the next write.
+	wlogArgs []any
 
 	rstmts [numReadStmts]*sql.Stmt // prepared on r
 
@@ -366,8 +368,8 @@ const pushCols = `task_id, id, config, created_at, sent_seq, target_seq, attempt
 const (
 	stmtInsertTask = iota
 	stmtUpdateTask
+	stmtUpdateTaskContext
 	stmtTaskExists
-	stmtInsertLog
 	stmtExtendLease
 	stmtClaim
 	stmtPushTarget
@@ -376,8 +378,18 @@ const (
 	stmtClaimPush
 	stmtSettlePush
 	stmtPushExists
-	numWriteStmts
+	stmtBegin
+	stmtCommit
+	stmtRollback
+	// stmtInsertLog+n-1 appends n entries to a log, for n up to logRows
+	// (insertLogSQL).
+	stmtInsertLog
+	numWriteStmts = stmtInsertLog + logRows
 )
+
+// logRows is the most entries one prepared INSERT appends: a write of the
+// engine appends one to four.
+const logRows = 8
 
 const (
 	stmtGetTask = iota
@@ -399,19 +411,30 @@ var writeSQL = [numWriteStmts]string{
 		INSERT INTO tasks (` + taskCols + `, request_key)
 		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
-	// Only the columns the caller does not already hold come back.
+	// Only the columns the caller does not already hold come back. The
+	// context ID of a task is the one it was created with (the engine
+	// never moves a task to another context): this statement leaves it
+	// out of its SET, so that tasks_context is not written (SQLite deletes
+	// and inserts again the keys of every index whose columns are SET,
+	// changed or not), and matches only a row that has it already.
+	// stmtUpdateTaskContext, the same with the context set, is the
+	// fallback for a write that does change it.
 	stmtUpdateTask: `
-		UPDATE tasks SET
-			context_id = ?, state = ?,
+		UPDATE tasks SET state = ?,
 			status = ?, artifacts = ?, metadata = ?, checkpoint = ?, question = ?, input = ?, pause = ?,
 			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ?, lease_until = ?,
 			updated_at = ?, version = version + 1, last_seq = last_seq + ?, ref_seq = last_seq + ?
+		WHERE id = ? AND version = ? AND context_id = ?
+		RETURNING key, tenant, owner, agent, version, last_seq, created_at`,
+	stmtUpdateTaskContext: `
+		UPDATE tasks SET state = ?,
+			status = ?, artifacts = ?, metadata = ?, checkpoint = ?, question = ?, input = ?, pause = ?,
+			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ?, lease_until = ?,
+			updated_at = ?, version = version + 1, last_seq = last_seq + ?, ref_seq = last_seq + ?,
+			context_id = ?
 		WHERE id = ? AND version = ?
 		RETURNING key, tenant, owner, agent, version, last_seq, created_at`,
 	stmtTaskExists: `SELECT 1 FROM tasks WHERE id = ?`,
-	stmtInsertLog: `
-		INSERT INTO task_log (task_key, seq, kind, message_id, in_history, notify, body, at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 	stmtExtendLease: `
 		UPDATE tasks SET lease_until = ?
 		WHERE id = ? AND lease_owner = ? AND version = ?`,
@@ -466,6 +489,24 @@ var writeSQL = [numWriteStmts]string{
 		WHERE task_id = ?5 AND id = ?6 AND version = ?7
 		RETURNING ` + pushCols,
 	stmtPushExists: `SELECT 1 FROM push_configs WHERE task_id = ? AND id = ?`,
+	// The writer's transaction (inTx): immediate, as _txlock sets for
+	// the transactions database/sql begins on the same connection.
+	stmtBegin:    `BEGIN IMMEDIATE`,
+	stmtCommit:   `COMMIT`,
+	stmtRollback: `ROLLBACK`,
+}
+
+func init() {
+	for n := 1; n <= logRows; n++ {
+		writeSQL[stmtInsertLog+n-1] = insertLogSQL(n)
+	}
+}
+
+// insertLogSQL is the INSERT of n log entries: one statement for the
+// entries of a write, not one each.
+func insertLogSQL(n int) string {
+	return `INSERT INTO task_log (task_key, seq, kind, message_id, in_history, notify, body, at) VALUES ` +
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
 }
 
 var readSQL = [numReadStmts]string{
@@ -927,12 +968,20 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 			version, lastSeq     int64
 			createdAt            int64
 		)
-		err := b.stmt(stmtUpdateTask).QueryRow(
-			t.ContextID, string(t.State),
+		dest := []any{&key, &tenant, &owner, &agent, &version, &lastSeq, &createdAt}
+		err := b.stmt(stmtUpdateTask).QueryRow(string(t.State),
 			p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
 			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil),
 			now, n, p.ref,
-			t.ID, t.Version).Scan(&key, &tenant, &owner, &agent, &version, &lastSeq, &createdAt)
+			t.ID, t.Version, t.ContextID).Scan(dest...)
+		if errors.Is(err, sql.ErrNoRows) {
+			// Another context, or a version that moved, or no such task.
+			err = b.stmt(stmtUpdateTaskContext).QueryRow(string(t.State),
+				p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
+				nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil),
+				now, n, p.ref, t.ContextID,
+				t.ID, t.Version).Scan(dest...)
+		}
 		if errors.Is(err, sql.ErrNoRows) {
 			return b.missingOrMoved(t.ID)
 		}
@@ -980,22 +1029,27 @@ func (b *batch) missingOrMoved(id string) error {
 }
 
 // appendLog inserts entries into the log of the task with key, numbering
-// them from first on, with bodies, their packed bodies. A zero At becomes
-// now.
+// them from first on, with bodies, their packed bodies, in one statement
+// for up to logRows of them. A zero At becomes now.
 func (b *batch) appendLog(key int64, first int64, entries []store.LogEntry, bodies []any, now int64) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	ins := b.stmt(stmtInsertLog)
-	for i, e := range entries {
-		at := now
-		if !e.At.IsZero() {
-			at = e.At.UnixMilli()
+	for len(entries) > 0 {
+		n := min(len(entries), logRows)
+		args := b.s.wlogArgs[:0]
+		for i, e := range entries[:n] {
+			at := now
+			if !e.At.IsZero() {
+				at = e.At.UnixMilli()
+			}
+			args = append(args, key, first+int64(i), string(e.Kind), packKey(e.MessageID),
+				boolInt(e.InHistory), boolInt(e.Notify), bodies[i], at)
 		}
-		if _, err := ins.Exec(key, first+int64(i), string(e.Kind), packKey(e.MessageID),
-			boolInt(e.InHistory), boolInt(e.Notify), bodies[i], at); err != nil {
+		b.s.wlogArgs = args
+		_, err := b.stmt(stmtInsertLog + n - 1).Exec(args...)
+		clear(args) // the bodies are the caller's, released after the write
+		if err != nil {
 			return err
 		}
+		entries, bodies, first = entries[n:], bodies[n:], first+int64(n)
 	}
 	return nil
 }

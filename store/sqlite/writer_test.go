@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -335,5 +336,132 @@ func TestWriterPreparesAgainOnANewConnection(t *testing.T) {
 	}
 	if _, err := s.CreateTask(ctx, first, nil); !errors.Is(err, store.ErrExists) {
 		t.Errorf("CreateTask of a taken ID = %v, want store.ErrExists", err)
+	}
+}
+
+// TestUpdateLeavesTheContextIndexAlone: the UpdateTask the engine's
+// writes take (stmtUpdateTask: same context) opens no cursor on
+// tasks_context, so an update writes none of its pages (SQLite deletes
+// and inserts again the key of every index whose columns are SET, even
+// to the same value); the statement for a context that moves does.
+// Read from the statements' programs (EXPLAIN), whatever the load.
+func TestUpdateLeavesTheContextIndexAlone(t *testing.T) {
+	t.Parallel()
+	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
+	roots := map[string]int64{}
+	for _, name := range []string{"tasks_context", "tasks_list"} {
+		var root int64
+		if err := s.r.QueryRowContext(t.Context(), `SELECT rootpage FROM sqlite_schema WHERE name = ?`, name).Scan(&root); err != nil {
+			t.Fatal(err)
+		}
+		roots[name] = root
+	}
+	// written returns which of roots the statement q opens for writing.
+	written := func(q string) map[string]bool {
+		rows, err := s.r.QueryContext(t.Context(), "EXPLAIN "+q, make([]any, strings.Count(q, "?"))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		got := map[string]bool{}
+		for rows.Next() {
+			var addr, p1, p2, p3, p5 int64
+			var op string
+			var p4, comment any
+			if err := rows.Scan(&addr, &op, &p1, &p2, &p3, &p4, &p5, &comment); err != nil {
+				t.Fatal(err)
+			}
+			for name, root := range roots {
+				if op == "OpenWrite" && p2 == root {
+					got[name] = true
+				}
+			}
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if w := written(writeSQL[stmtUpdateTask]); w["tasks_context"] || !w["tasks_list"] {
+		t.Errorf("UpdateTask within its context writes %v, want tasks_list and not tasks_context", w)
+	}
+	if w := written(writeSQL[stmtUpdateTaskContext]); !w["tasks_context"] {
+		t.Errorf("UpdateTask to another context writes %v, want tasks_context", w)
+	}
+}
+
+// TestLongAppendsReadBackInOrder: appendLog inserts up to logRows entries
+// a statement; a write with more is cut into several, numbered on from
+// each other, and every entry reads back in its place.
+func TestLongAppendsReadBackInOrder(t *testing.T) {
+	t.Parallel()
+	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
+	entries := func(from, n int) []store.LogEntry {
+		es := make([]store.LogEntry, n)
+		for i := range es {
+			k := from + i
+			es[i] = store.LogEntry{Kind: store.KindStatus, InHistory: k%2 == 0, Notify: k%3 == 0, Body: []byte(fmt.Sprintf(`{"n":%d}`, k))}
+			if k%4 == 0 {
+				es[i].Kind, es[i].MessageID = store.KindMessage, fmt.Sprintf("m-%d", k)
+			}
+		}
+		return es
+	}
+	first, second := 2*logRows+3, logRows+1
+	saved, err := s.CreateTask(t.Context(), sampleTask("t1"), entries(1, first))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved.State = "TASK_STATE_COMPLETED"
+	if saved, err = s.UpdateTask(t.Context(), saved, entries(first+1, second)); err != nil {
+		t.Fatal(err)
+	}
+	if saved.LastSeq != int64(first+second) {
+		t.Errorf("LastSeq = %d, want %d", saved.LastSeq, first+second)
+	}
+	got, err := s.ReadLog(t.Context(), "t1", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := entries(1, first+second)
+	if len(got) != len(want) {
+		t.Fatalf("ReadLog = %d entries, want %d", len(got), len(want))
+	}
+	for i, e := range got {
+		w := want[i]
+		if e.Seq != int64(i+1) || e.Kind != w.Kind || e.MessageID != w.MessageID || e.InHistory != w.InHistory || e.Notify != w.Notify || string(e.Body) != string(w.Body) {
+			t.Errorf("entry %d = seq %d %s %q history %v notify %v %s, want seq %d %s %q history %v notify %v %s", i,
+				e.Seq, e.Kind, e.MessageID, e.InHistory, e.Notify, e.Body, i+1, w.Kind, w.MessageID, w.InHistory, w.Notify, w.Body)
+		}
+	}
+}
+
+// TestAFailedCommitIsRolledBack: a batch whose COMMIT fails (here a
+// deferred foreign key its op broke, which only COMMIT checks) fails its
+// write with the commit's error, leaves nothing of it, and the writer's
+// connection is out of the transaction: the next write begins and
+// commits as usual.
+func TestAFailedCommitIsRolledBack(t *testing.T) {
+	t.Parallel()
+	s := open(t, filepath.Join(t.TempDir(), "askpoint.db"))
+	err := s.write(t.Context(), func(b *batch) error {
+		if _, err := b.exec(`PRAGMA defer_foreign_keys = ON`); err != nil {
+			return err
+		}
+		_, err := b.exec(`INSERT INTO task_log (task_key, seq, kind, at) VALUES (424242, 1, 'status', 0)`)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "commit") {
+		t.Fatalf("the write whose commit fails = %v, want the commit's error", err)
+	}
+	var n int
+	if err := s.r.QueryRowContext(t.Context(), `SELECT count(*) FROM task_log WHERE task_key = 424242`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("entries of the failed commit = %d, %v; want 0", n, err)
+	}
+	if _, err := s.CreateTask(t.Context(), sampleTask("t1"), nil); err != nil {
+		t.Fatalf("CreateTask after a failed commit = %v, want nil", err)
+	}
+	if _, err := s.GetTask(t.Context(), "t1"); err != nil {
+		t.Fatalf("GetTask after a failed commit = %v, want the task", err)
 	}
 }

@@ -192,8 +192,12 @@ var phrases = []string{
 }
 
 // byTwo lists, for each first two bytes, the phrases starting with them,
-// the longest first: phrases[byTwo[b0<<8|b1][i]].
-var byTwo = map[uint16][]uint8{}
+// the longest first: phrases[twoLists[byTwo[b0<<8|b1]][i]], list 0 empty.
+// A table, not a map: Pack looks it up at every '"' and ',' of a value.
+var (
+	byTwo    [1 << 16]uint8
+	twoLists = [][]uint8{nil}
+)
 
 // hasFirst says which bytes some phrase starts with.
 var hasFirst [256]bool
@@ -209,10 +213,17 @@ func init() {
 	}
 	for i, p := range phrases {
 		key := uint16(p[0])<<8 | uint16(p[1])
-		byTwo[key] = append(byTwo[key], uint8(i))
+		if byTwo[key] == 0 {
+			byTwo[key] = uint8(len(twoLists))
+			twoLists = append(twoLists, nil)
+		}
+		twoLists[byTwo[key]] = append(twoLists[byTwo[key]], uint8(i))
 		hasFirst[p[0]] = true
 	}
-	for _, l := range byTwo {
+	if len(twoLists) > 256 {
+		panic("pack: too many first two bytes")
+	}
+	for _, l := range twoLists {
 		for i := 1; i < len(l); i++ { // insertion sort, longest first
 			for j := i; j > 0 && len(phrases[l[j]]) > len(phrases[l[j-1]]); j-- {
 				l[j], l[j-1] = l[j-1], l[j]
@@ -226,13 +237,11 @@ func Pack(dst, b []byte, k Known) []byte {
 	if len(b) == 0 {
 		return dst
 	}
-	for _, c := range b {
-		if c < 0x20 {
-			if b[0] < 0x20 {
-				dst = append(dst, tokRaw)
-			}
-			return append(dst, b...)
+	if hasControl(b) {
+		if b[0] < 0x20 {
+			dst = append(dst, tokRaw)
 		}
+		return append(dst, b...)
 	}
 	dst = append(dst, tokPacked)
 	for i := 0; i < len(b); {
@@ -292,12 +301,31 @@ func Pack(dst, b []byte, k Known) []byte {
 	return dst
 }
 
+// hasControl says whether b holds a byte below 0x20, eight bytes at a
+// time: a byte x of w is below 0x20 when x-0x20 borrows (its top bit set
+// where x's is not).
+func hasControl(b []byte) bool {
+	const lo, hi = 0x2020202020202020, 0x8080808080808080
+	for ; len(b) >= 8; b = b[8:] {
+		w := binary.LittleEndian.Uint64(b)
+		if (w-lo)&^w&hi != 0 {
+			return true
+		}
+	}
+	for _, c := range b {
+		if c < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
 // phraseAt returns the longest phrase b starts with.
 func phraseAt(b []byte) (int, bool) {
 	if len(b) < 2 || !hasFirst[b[0]] {
 		return 0, false
 	}
-	for _, p := range byTwo[uint16(b[0])<<8|uint16(b[1])] {
+	for _, p := range twoLists[byTwo[uint16(b[0])<<8|uint16(b[1])]] {
 		ph := phrases[p]
 		if len(b) >= len(ph) && string(b[:len(ph)]) == ph {
 			return int(p), true

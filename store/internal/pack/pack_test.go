@@ -111,3 +111,28 @@ func BenchmarkUnpack(b *testing.B) {
 		buf, _ = Unpack(buf[:0], e, Known{TaskID: taskID})
 	}
 }
+
+// hasControl finds a control byte at every place of a word and after the
+// words, and no byte of 0x20 or above is one (0x80 and up included).
+func TestHasControlSeesEveryByte(t *testing.T) {
+	for n := 0; n <= 19; n++ {
+		b := bytes.Repeat([]byte{0x20}, n)
+		if hasControl(b) {
+			t.Fatalf("hasControl(%d spaces) = true", n)
+		}
+		for i := range b {
+			for _, c := range []byte{0x00, 0x01, 0x1f} {
+				b[i] = c
+				if !hasControl(b) {
+					t.Fatalf("hasControl misses %#x at %d of %d", c, i, n)
+				}
+			}
+			for _, c := range []byte{0x20, 0x7f, 0x80, 0x9f, 0xa0, 0xff} {
+				b[i] = c
+				if hasControl(b) {
+					t.Fatalf("hasControl takes %#x at %d of %d for a control byte", c, i, n)
+				}
+			}
+		}
+	}
+}
