@@ -165,6 +165,8 @@ func (n *notifier) disconnect() {
 	if n.conn == nil {
 		return
 	}
+	// A batch's deadline may have passed since: the goodbye gets its own.
+	_ = n.conn.PgConn().Conn().SetDeadline(time.Time{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = n.conn.Close(ctx)
