@@ -2,11 +2,11 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 const (
@@ -66,21 +66,39 @@ func (s *Store) listenOnce(ctx context.Context, fn func(string)) (ok bool, err e
 	// What changed while no connection listened was not heard: every
 	// waiter reads the store again (store.Notifier).
 	fn("")
+	// The waits take no context: a cancellable one costs a watcher and,
+	// with the idle timeout, a timer, for each notification (decision
+	// 0280). The idle timeout is the connection's read deadline instead,
+	// and ctx's end moves that deadline to now.
+	raw := conn.PgConn().Conn()
+	stop := context.AfterFunc(ctx, func() { _ = raw.SetReadDeadline(time.Now()) })
+	defer stop()
 	for {
-		wctx, cancel := context.WithTimeout(ctx, listenIdle)
-		n, err := conn.WaitForNotification(wctx)
-		cancel()
+		if err := raw.SetReadDeadline(time.Now().Add(s.idle)); err != nil {
+			return true, err
+		}
+		if ctx.Err() != nil { // ended before the deadline above was set
+			return true, nil
+		}
+		n, err := conn.WaitForNotification(context.Background())
 		switch {
 		case err == nil:
 			fn(n.Payload)
 		case ctx.Err() != nil:
 			return true, nil
-		case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
+		case pgconn.Timeout(err) && !conn.IsClosed():
+			// Idle for s.idle: is the connection still alive?
+			if err := raw.SetReadDeadline(time.Time{}); err != nil {
+				return true, err
+			}
 			pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			err := conn.Ping(pctx)
 			cancel()
 			if err != nil {
 				return true, err
+			}
+			if s.idleChecked != nil {
+				s.idleChecked()
 			}
 		default:
 			return true, err

@@ -17,6 +17,9 @@ const (
 	notifyQueue = 8192
 	// notifyBatch caps the IDs announced by one statement.
 	notifyBatch = 1024
+	// notifyTimeout bounds the sending of one batch, its reconnect and
+	// retry included.
+	notifyTimeout = 5 * time.Second
 )
 
 // notifier announces committed task changes on its channel from one goroutine,
@@ -104,23 +107,22 @@ func (n *notifier) take(batch []string) []string {
 func (n *notifier) send(batch []string) {
 	slices.Sort(batch)
 	batch = slices.Compact(batch)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
 	began := time.Now()
+	deadline := began.Add(notifyTimeout)
 	var conn time.Time
-	err := n.connect(ctx)
+	err := n.connect(deadline)
 	for try := 0; err == nil; try++ {
 		conn = time.Now()
-		if _, err = n.conn.Exec(ctx, `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`, n.channel, batch); err == nil {
+		if err = n.notify(deadline, batch); err == nil {
 			break
 		}
 		n.disconnect()
-		if try > 0 || ctx.Err() != nil {
+		if try > 0 || !time.Now().Before(deadline) {
 			break
 		}
 		// The connection may have died while idle (a restart, a
 		// terminated backend): once more on a new one.
-		err = n.connect(ctx)
+		err = n.connect(deadline)
 	}
 	if err != nil {
 		n.log.Warn("postgres: announce task changes; other nodes' waiters will find them at their next poll",
@@ -131,11 +133,25 @@ func (n *notifier) send(batch []string) {
 	}
 }
 
+// notify sends batch's statement on the connection by deadline. The
+// statement takes no context: a cancellable one costs a watcher and a
+// timer a batch (decision 0280); the deadline is the connection's, and a
+// statement past it fails, after which the connection is replaced.
+func (n *notifier) notify(deadline time.Time, batch []string) error {
+	if err := n.conn.PgConn().Conn().SetDeadline(deadline); err != nil {
+		return err
+	}
+	_, err := n.conn.Exec(context.Background(), `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`, n.channel, batch)
+	return err
+}
+
 // connect opens the notifier's connection unless it has one.
-func (n *notifier) connect(ctx context.Context) error {
+func (n *notifier) connect(deadline time.Time) error {
 	if n.conn != nil && !n.conn.IsClosed() {
 		return nil
 	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
 	c, err := pgx.ConnectConfig(ctx, n.cfg.Copy())
 	if err != nil {
 		return err
@@ -149,6 +165,8 @@ func (n *notifier) disconnect() {
 	if n.conn == nil {
 		return
 	}
+	// A batch's deadline may have passed since: the goodbye gets its own.
+	_ = n.conn.PgConn().Conn().SetDeadline(time.Time{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = n.conn.Close(ctx)

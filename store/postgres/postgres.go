@@ -132,6 +132,12 @@ type Store struct {
 	lockSlots chan struct{} // one per transaction task locks may hold open
 
 	list listing.Dialect // listDialect; its bounds moved by tests
+
+	// idle is how long the listener waits for a notification before it
+	// checks its connection (listenIdle; shorter in tests), and idleChecked,
+	// when set (by tests, before Listen), is called after each check passed.
+	idle        time.Duration
+	idleChecked func()
 }
 
 var (
@@ -251,6 +257,7 @@ func OpenWith(ctx context.Context, connURL string, o Options) (*Store, error) {
 		notes:     startNotifier(cfg.ConnConfig.Copy(), ChannelFor(schema), log),
 		lockSlots: make(chan struct{}, max(1, cfg.MaxConns/2)),
 		list:      listDialect,
+		idle:      listenIdle,
 	}, nil
 }
 

@@ -464,6 +464,48 @@ func TestListenReconnects(t *testing.T) {
 	waitListening(t, nodeB, ch) // notifications sent while it reconnects are lost; later ones arrive
 }
 
+// The listener idles past its check several times (its read deadline
+// passes, it pings, it waits again): it stays on its connection, so it
+// reports no missed notifications, and still hears writes.
+func TestListenIdleChecksKeepTheConnection(t *testing.T) {
+	t.Parallel()
+	url := dbtest.Schema(t)
+	nodeA, nodeB := open(t, url), open(t, url)
+	nodeA.idle = 20 * time.Millisecond
+	checks := make(chan struct{}, 64)
+	nodeA.idleChecked = func() {
+		select {
+		case checks <- struct{}{}:
+		default:
+		}
+	}
+	ch := storetest.Listen(t, nodeA)
+	waitListening(t, nodeB, ch)
+	for i := range 3 {
+		select {
+		case <-checks:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d idle checks within 10s, want 3", i)
+		}
+	}
+	if _, err := nodeB.CreateTask(t.Context(), sampleTask("t1"), nil); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		select {
+		case got := <-ch:
+			switch got {
+			case "t1":
+				return
+			case "":
+				t.Fatal("the listener reconnected (it reported missed notifications) after idle checks")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no notification for t1 within 5s after the idle checks")
+		}
+	}
+}
+
 // The notifier's connection is cut while idle: the next write is still
 // announced (the batch is sent again on a new connection), not left to the
 // waiters' next poll.

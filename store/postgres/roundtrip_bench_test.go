@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,10 +41,54 @@ import (
 // (process-µs/op: the store's client side and the callers').
 //
 //	TEST_DATABASE_URL=... go test -run '^$' -bench 'RoundTrip$' -benchtime 2000x -count 5 ./store/postgres/
+//
+// Its phases sub-benchmark makes the round trips of one caller and splits
+// the backends' CPU by call (/proc/PID/schedstat read around each): the
+// ask's CreateTask (create-µs/op), the answer's LoadTask under the lock
+// (lock-µs/op) and its UpdateTask with the commit (answer-µs/op), on the
+// pool's backends; and the notifier's backend (notifier-µs/op), which
+// announces both writes.
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, callers := range []int{1, 16} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) { benchRoundTrips(b, callers) })
 	}
+	b.Run("phases", benchRoundTripPhases)
+}
+
+func benchRoundTripPhases(b *testing.B) {
+	app := "askpoint-rt-" + randomHex(4)
+	s, err := Open(b.Context(), withParam(b, dbtest.Schema(b), "application_name", app))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	rt := &benchRoundTrip{}
+	for range 50 {
+		rt.run(b, s, nil)
+	}
+	notifier := queryInts(b, s, `SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'SELECT pg_notify%'`, app)
+	if len(notifier) != 1 {
+		b.Fatalf("the notifier's backends: %v, want one", notifier)
+	}
+	pool := slices.DeleteFunc(backendPIDs(b, s, app), func(pid int) bool { return pid == notifier[0] })
+	var (
+		at     [4]time.Duration // the pool's backends' CPU as each phase ended, summed
+		n0     = backendsCPU(b, notifier)
+		phases = func(p int) { at[p] += backendsCPU(b, pool) }
+	)
+	b.ResetTimer()
+	for b.Loop() {
+		rt.run(b, s, phases)
+	}
+	b.StopTimer()
+	if now := backendPIDs(b, s, app); len(now) != len(pool)+1 {
+		b.Logf("the store's backends changed during the run: %v and %v, then %v (the new ones not counted)", pool, notifier, now)
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+	b.ReportMetric(per(at[1]-at[0]), "create-µs/op")
+	b.ReportMetric(per(at[2]-at[1]), "lock-µs/op")
+	b.ReportMetric(per(at[3]-at[2]), "answer-µs/op")
+	b.ReportMetric(per(backendsCPU(b, notifier)-n0), "notifier-µs/op")
 }
 
 func benchRoundTrips(b *testing.B, callers int) {
@@ -66,7 +111,7 @@ func benchRoundTrips(b *testing.B, callers int) {
 	for range callers { // the pool's connections and the statements' plans
 		wg.Go(func() {
 			for range 50 {
-				rt.run(b, s)
+				rt.run(b, s, nil)
 			}
 		})
 	}
@@ -81,13 +126,13 @@ func benchRoundTrips(b *testing.B, callers int) {
 	b.ResetTimer()
 	if callers == 1 {
 		for b.Loop() {
-			rt.run(b, s)
+			rt.run(b, s, nil)
 		}
 	} else {
 		b.SetParallelism((callers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				rt.run(b, s)
+				rt.run(b, s, nil)
 			}
 		})
 	}
@@ -119,7 +164,12 @@ type benchRoundTrip struct {
 	n atomic.Int64
 }
 
-func (r *benchRoundTrip) run(b *testing.B, s *Store) {
+// run makes one round trip. mark, when not nil, is called with 0 before
+// the ask, then with 1, 2 and 3 after each of the three calls.
+func (r *benchRoundTrip) run(b *testing.B, s *Store, mark func(phase int)) {
+	if mark == nil {
+		mark = func(int) {}
+	}
 	n := r.n.Add(1)
 	ctx := b.Context()
 	id := fmt.Sprintf("01a237e5-2974-78a7-b358-%012d", n)
@@ -129,6 +179,7 @@ func (r *benchRoundTrip) run(b *testing.B, s *Store) {
 		return json.RawMessage(strings.NewReplacer("TASK", id, "CTX", ctxID, "ANSWER", answerID).Replace(s))
 	}
 	now := time.Now()
+	mark(0)
 	asked := &store.Task{
 		ID: id, ContextID: ctxID, Agent: "expense", State: a2a.TaskStateInputRequired,
 		Status: fill(benchAskStatus), Checkpoint: fill(benchCheckpoint), Question: fill(benchQuestion),
@@ -142,6 +193,7 @@ func (r *benchRoundTrip) run(b *testing.B, s *Store) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	mark(1)
 	lock := s.LockTask(id)
 	defer lock.Unlock()
 	lctx := store.WithLock(ctx, lock)
@@ -150,6 +202,7 @@ func (r *benchRoundTrip) run(b *testing.B, s *Store) {
 	if err != nil {
 		b.Fatalf("LoadTask() = %v", err)
 	}
+	mark(2)
 	done := *created
 	if !l.Unchanged { // no lock slot came free in time: read unlocked
 		done = *l.Task
@@ -164,6 +217,7 @@ func (r *benchRoundTrip) run(b *testing.B, s *Store) {
 	}); err != nil {
 		b.Fatal(err)
 	}
+	mark(3)
 }
 
 // The worked example's JSON as askpoint bench stores it.
