@@ -13,7 +13,7 @@ import (
 	"github.com/askpoint/askpoint/store"
 )
 
-// The mirrors of wire.go must write the very bytes json.Marshal writes for
+// The appenders of wire.go must write the very bytes json.Marshal writes for
 // the SDK's values, for every kind of part, with or without a mirror.
 
 func wireParts() map[string]*a2a.Part {
@@ -62,7 +62,7 @@ func wireMessages() map[string]*a2a.Message {
 func TestMirrorsEncodeAsTheSDKsValues(t *testing.T) {
 	ts := time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.UTC)
 	for name, m := range wireMessages() {
-		got, err := json.Marshal(messageValue(m))
+		got, err := messageValue(m).AppendJSON(nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -71,20 +71,20 @@ func TestMirrorsEncodeAsTheSDKsValues(t *testing.T) {
 			t.Errorf("%s: message =\n%s\nwant\n%s", name, got, want)
 		}
 		st := a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: m, Timestamp: &ts}
-		got, _ = json.Marshal(statusValue(&st))
+		got, _ = statusValue(&st).AppendJSON(nil)
 		want, _ = json.Marshal(st)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: status =\n%s\nwant\n%s", name, got, want)
 		}
 		a := &a2a.Artifact{ID: "a1", Name: "n <1>", Description: "d", Extensions: []string{"e"}, Metadata: map[string]any{"k": "v"}, Parts: m.Parts}
-		got, _ = json.Marshal(artifactValue(a))
+		got, _ = artifactValue(a).AppendJSON(nil)
 		want, _ = json.Marshal(a)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: artifact =\n%s\nwant\n%s", name, got, want)
 		}
 	}
 	st := a2a.TaskStatus{State: a2a.TaskStateWorking}
-	got, _ := json.Marshal(statusValue(&st))
+	got, _ := statusValue(&st).AppendJSON(nil)
 	want, _ := json.Marshal(st)
 	if !bytes.Equal(got, want) {
 		t.Errorf("status without message = %s, want %s", got, want)
@@ -93,7 +93,7 @@ func TestMirrorsEncodeAsTheSDKsValues(t *testing.T) {
 	// writes it: every one the SDK names, none, and one it does not know.
 	for _, role := range []a2a.MessageRole{a2a.MessageRoleUser, a2a.MessageRoleAgent, a2a.MessageRoleUnspecified, "ROLE_<other> & \"q\" é"} {
 		m := &a2a.Message{ID: "m", Role: role, Parts: a2a.ContentParts{a2a.NewTextPart("x")}}
-		got, _ := json.Marshal(messageValue(m))
+		got, _ := messageValue(m).AppendJSON(nil)
 		want, _ := json.Marshal(m)
 		if !bytes.Equal(got, want) {
 			t.Errorf("role %q: message = %s, want %s", role, got, want)
@@ -102,7 +102,7 @@ func TestMirrorsEncodeAsTheSDKsValues(t *testing.T) {
 	for _, state := range []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired,
 		a2a.TaskStateCompleted, a2a.TaskStateCanceled, a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateUnspecified, "TASK_<other>"} {
 		st := a2a.TaskStatus{State: state}
-		got, _ := json.Marshal(statusValue(&st))
+		got, _ := statusValue(&st).AppendJSON(nil)
 		want, _ := json.Marshal(st)
 		if !bytes.Equal(got, want) {
 			t.Errorf("state %q: status = %s, want %s", state, got, want)
@@ -131,7 +131,7 @@ func TestRolesDecodeAsTheSDKDecodesThem(t *testing.T) {
 
 func TestMirrorsRefuseWhatTheSDKCannotEncode(t *testing.T) {
 	m := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewDataPart(map[string]any{"f": func() {}}))
-	if _, err := json.Marshal(messageValue(m)); err == nil {
+	if _, err := messageValue(m).AppendJSON(nil); err == nil {
 		t.Error("a data part holding a func encoded without error")
 	}
 	if _, _, err := statusEntry(encodingTask(), a2a.TaskStateInputRequired, m, time.Now()); err == nil {
@@ -142,8 +142,8 @@ func TestMirrorsRefuseWhatTheSDKCannotEncode(t *testing.T) {
 func TestQuotedStringsAreEncodingJSONs(t *testing.T) {
 	for _, s := range []string{"", "plain-id_1.2", `a"b`, `a\b`, "<>&", "\u2028\u2029", "é", "\x00\x1f", "\xff"} {
 		want, _ := json.Marshal(s)
-		if got := appendQuoted(nil, s); !bytes.Equal(got, want) {
-			t.Errorf("appendQuoted(%q) = %s, want %s", s, got, want)
+		if got := str(s).append(nil); !bytes.Equal(got, want) {
+			t.Errorf("str(%q) = %s, want %s", s, got, want)
 		}
 		if n := quotedLen(s); n != len(want) {
 			t.Errorf("quotedLen(%q) = %d, want %d", s, n, len(want))
