@@ -8,6 +8,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/askpoint/askpoint/internal/jsonscan"
 	"github.com/askpoint/askpoint/internal/jsonwrite"
 )
 
@@ -424,11 +425,150 @@ func (m *MessageIn) Message() (*a2a.Message, bool) {
 	return msg, true
 }
 
+// ReadJSON reads a message into m (a MessageIn as json.Unmarshal leaves
+// it, freshly made) in one pass without reflection, for the usual form:
+// each member named as the SDK's JSON names it, once. It reports false for
+// anything else (a name in another letter case, one it does not know, a
+// member twice, a value of another kind, invalid JSON): json.Unmarshal
+// then decodes m instead (FuzzDecodeSendMessage holds the two to the same
+// values).
+func (m *MessageIn) ReadJSON(r *jsonscan.Reader) bool {
+	var seen uint16
+	return r.Object(func(name []byte) bool {
+		var bit uint16
+		ok := true
+		switch string(name) {
+		case "messageId":
+			bit = 1 << 0
+			ok = readStringOrNull(r, &m.ID)
+		case "contextId":
+			bit = 1 << 1
+			ok = readStringOrNull(r, &m.ContextID)
+		case "extensions":
+			bit = 1 << 2
+			m.Extensions, ok = jsonscan.Strings[string](r)
+		case "metadata":
+			bit = 1 << 3
+			m.Metadata, ok = r.Map()
+		case "parts":
+			bit = 1 << 4
+			ok = m.readParts(r)
+		case "referenceTaskIds":
+			bit = 1 << 5
+			m.ReferenceTasks, ok = jsonscan.Strings[a2a.TaskID](r)
+		case "role":
+			bit = 1 << 6
+			raw, isRaw := r.Raw()
+			ok = isRaw && m.Role.UnmarshalJSON(raw) == nil
+		case "taskId":
+			bit = 1 << 7
+			var id string
+			ok = readStringOrNull(r, &id)
+			m.TaskID = a2a.TaskID(id)
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return ok
+	})
+}
+
+// readStringOrNull reads a string into *s, or a null, which leaves *s as
+// it is (as json.Unmarshal does).
+func readStringOrNull(r *jsonscan.Reader, s *string) bool {
+	if r.Null() {
+		return true
+	}
+	v, ok := r.String()
+	*s = v
+	return ok
+}
+
+func (m *MessageIn) readParts(r *jsonscan.Reader) bool {
+	if r.Null() {
+		m.Parts = nil
+		return true
+	}
+	m.Parts = []*PartIn{}
+	return r.Array(func() bool {
+		if r.Null() {
+			m.Parts = append(m.Parts, nil)
+			return true
+		}
+		p := &PartIn{}
+		m.Parts = append(m.Parts, p)
+		return p.readJSON(r)
+	})
+}
+
+// readJSON reads a part as ReadJSON reads a message.
+func (p *PartIn) readJSON(r *jsonscan.Reader) bool {
+	var seen uint8
+	return r.Object(func(name []byte) bool {
+		var bit uint8
+		ok := true
+		switch string(name) {
+		case "text":
+			bit = 1 << 0
+			if !r.Null() {
+				var s string
+				s, ok = r.String()
+				t := a2a.Text(s)
+				p.Text = &t
+			}
+		case "raw":
+			// base64 bytes: left to json.Unmarshal.
+			return false
+		case "data":
+			bit = 1 << 2
+			if !r.Null() {
+				var v any
+				v, ok = r.Value()
+				p.Data = &v
+			}
+		case "url":
+			bit = 1 << 3
+			if !r.Null() {
+				var s string
+				s, ok = r.String()
+				u := a2a.URL(s)
+				p.URL = &u
+			}
+		case "filename":
+			bit = 1 << 4
+			ok = readStringOrNull(r, &p.Filename)
+		case "mediaType":
+			bit = 1 << 5
+			ok = readStringOrNull(r, &p.MediaType)
+		case "metadata":
+			bit = 1 << 6
+			p.Metadata, ok = r.Map()
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return ok
+	})
+}
+
 // decodeMessage decodes a message this node or another stored (a task's
-// request) through MessageIn, and through the SDK's types when MessageIn
-// cannot read it as they would.
+// request) through MessageIn (read by ReadJSON, else by json.Unmarshal),
+// and through the SDK's types when MessageIn cannot read it as they would.
 func decodeMessage(raw []byte) (*a2a.Message, error) {
 	var in MessageIn
+	r := jsonscan.NewReader(raw)
+	if in.ReadJSON(&r) && r.End() {
+		if m, ok := in.Message(); ok {
+			return m, nil
+		}
+	}
+	in = MessageIn{}
 	if json.Unmarshal(raw, &in) == nil {
 		if m, ok := in.Message(); ok {
 			return m, nil

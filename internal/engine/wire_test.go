@@ -3,11 +3,14 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/askpoint/askpoint/internal/jsonscan"
 	"github.com/askpoint/askpoint/internal/questionwire"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
@@ -203,4 +206,39 @@ func TestAQuestionsStatusIsTheSameWrittenFromItsWireData(t *testing.T) {
 	if !bytes.Equal(got.Body, want.Body) {
 		t.Errorf("two data parts, written with the wire data:\n%s\nwant\n%s", got.Body, want.Body)
 	}
+}
+
+// TestStoredMessagesAreReadInOnePass: a message as the engine writes it
+// is read by MessageIn.ReadJSON as json.Unmarshal reads it, in one pass
+// for every kind of part but raw bytes (left to json.Unmarshal).
+func TestStoredMessagesAreReadInOnePass(t *testing.T) {
+	for name, m := range wireMessages() {
+		raw, err := messageValue(m).AppendJSON(nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var fast, slow MessageIn
+		r := jsonscan.NewReader(raw)
+		ok := fast.ReadJSON(&r) && r.End()
+		if err := json.Unmarshal(raw, &slow); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		_, hasRaw := map[string]bool{"raw": true, "empty raw": true}[name]
+		switch {
+		case ok == hasRaw:
+			t.Errorf("%s: read in one pass %v, want %v", name, ok, !hasRaw)
+		case ok && !reflect.DeepEqual(fast, slow):
+			t.Errorf("%s: read in one pass\n%#v\nwant\n%#v", name, fast, slow)
+		}
+		got, err := decodeMessage(raw)
+		// A part the SDK refuses (no content) is refused the same way.
+		if want, werr := decodeMessageSDK(raw); fmt.Sprint(err) != fmt.Sprint(werr) || (err == nil && !reflect.DeepEqual(got, want)) {
+			t.Errorf("%s: decodeMessage = %#v, %v; the SDK's %#v, %v", name, got, err, want, werr)
+		}
+	}
+}
+
+func decodeMessageSDK(raw []byte) (*a2a.Message, error) {
+	m := &a2a.Message{}
+	return m, json.Unmarshal(raw, m)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/internal/engine"
+	"github.com/askpoint/askpoint/internal/jsonscan"
 )
 
 // Params that do not decode into the protocol's types are refused by the
@@ -135,7 +136,7 @@ func decodeSendMessage(raw []byte, req *a2a.SendMessageRequest, where string) er
 		return nil
 	}
 	var w sendMessageWire
-	if json.Unmarshal(raw, &w) == nil {
+	if w.readJSON(raw) || func() bool { w = sendMessageWire{}; return json.Unmarshal(raw, &w) == nil }() {
 		*req = a2a.SendMessageRequest{Tenant: w.Tenant, Config: w.Config, Metadata: w.Metadata}
 		ok := true
 		if w.Message != nil {
@@ -155,4 +156,49 @@ type sendMessageWire struct {
 	Config   *a2a.SendMessageConfig `json:"configuration"`
 	Message  *engine.MessageIn      `json:"message"`
 	Metadata map[string]any         `json:"metadata"`
+}
+
+// readJSON reads raw into w in one pass, as engine.MessageIn.ReadJSON
+// reads a message (the configuration, when there is one, through
+// json.Unmarshal), and reports false for anything it does not read as
+// json.Unmarshal would.
+func (w *sendMessageWire) readJSON(raw []byte) bool {
+	r := jsonscan.NewReader(raw)
+	var seen uint8
+	ok := r.Object(func(name []byte) bool {
+		var bit uint8
+		ok := true
+		switch string(name) {
+		case "tenant":
+			bit = 1 << 0
+			if !r.Null() {
+				w.Tenant, ok = r.String()
+			}
+		case "configuration":
+			bit = 1 << 1
+			if !r.Null() {
+				var cfg []byte
+				if cfg, ok = r.Raw(); ok {
+					ok = json.Unmarshal(cfg, &w.Config) == nil
+				}
+			}
+		case "message":
+			bit = 1 << 2
+			if !r.Null() {
+				w.Message = &engine.MessageIn{}
+				ok = w.Message.ReadJSON(&r)
+			}
+		case "metadata":
+			bit = 1 << 3
+			w.Metadata, ok = r.Map()
+		default:
+			return false
+		}
+		if seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+		return ok
+	})
+	return ok && r.End()
 }
