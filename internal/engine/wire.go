@@ -127,14 +127,9 @@ func appendMessage(b []byte, m *a2a.Message, data any) ([]byte, error) {
 	if m.ContextID != "" {
 		b = jsonwrite.String(append(b, `,"contextId":`...), m.ContextID)
 	}
-	if len(m.Extensions) > 0 {
-		b = jsonwrite.Strings(append(b, `,"extensions":`...), m.Extensions)
-	}
-	var err error
-	if len(m.Metadata) > 0 {
-		if b, err = jsonwrite.Object(append(b, `,"metadata":`...), m.Metadata); err != nil {
-			return b, err
-		}
+	b, err := appendExtensionsAndMetadata(b, m.Extensions, m.Metadata)
+	if err != nil {
+		return b, err
 	}
 	if b, err = appendParts(append(b, `,"parts":`...), m.Parts, data); err != nil {
 		return b, err
@@ -148,6 +143,18 @@ func appendMessage(b []byte, m *a2a.Message, data any) ([]byte, error) {
 		b = jsonwrite.String(append(b, `,"taskId":`...), string(m.TaskID))
 	}
 	return append(b, '}'), nil
+}
+
+// appendExtensionsAndMetadata appends the extensions and metadata members
+// of a message or an artifact, each when not empty.
+func appendExtensionsAndMetadata(b []byte, extensions []string, metadata map[string]any) ([]byte, error) {
+	if len(extensions) > 0 {
+		b = jsonwrite.Strings(append(b, `,"extensions":`...), extensions)
+	}
+	if len(metadata) > 0 {
+		return jsonwrite.Object(append(b, `,"metadata":`...), metadata)
+	}
+	return b, nil
 }
 
 // appendStatus appends status as json.Marshal writes it, with data as
@@ -184,14 +191,9 @@ func appendArtifact(b []byte, a *a2a.Artifact) ([]byte, error) {
 	if a.Description != "" {
 		b = jsonwrite.String(append(b, `,"description":`...), a.Description)
 	}
-	if len(a.Extensions) > 0 {
-		b = jsonwrite.Strings(append(b, `,"extensions":`...), a.Extensions)
-	}
-	var err error
-	if len(a.Metadata) > 0 {
-		if b, err = jsonwrite.Object(append(b, `,"metadata":`...), a.Metadata); err != nil {
-			return b, err
-		}
+	b, err := appendExtensionsAndMetadata(b, a.Extensions, a.Metadata)
+	if err != nil {
+		return b, err
 	}
 	if a.Name != "" {
 		b = jsonwrite.String(append(b, `,"name":`...), a.Name)
@@ -433,48 +435,44 @@ func (m *MessageIn) Message() (*a2a.Message, bool) {
 // then decodes m instead (FuzzDecodeSendMessage holds the two to the same
 // values).
 func (m *MessageIn) ReadJSON(r *jsonscan.Reader) bool {
-	var seen uint16
-	return r.Object(func(name []byte) bool {
-		var bit uint16
-		ok := true
-		switch string(name) {
-		case "messageId":
-			bit = 1 << 0
-			ok = readStringOrNull(r, &m.ID)
-		case "contextId":
-			bit = 1 << 1
-			ok = readStringOrNull(r, &m.ContextID)
-		case "extensions":
-			bit = 1 << 2
+	return r.Members(messageNames, func(i int) bool {
+		switch i {
+		case 0:
+			return readStringOrNull(r, &m.ID)
+		case 1:
+			return readStringOrNull(r, &m.ContextID)
+		case 2:
+			var ok bool
 			m.Extensions, ok = jsonscan.Strings[string](r)
-		case "metadata":
-			bit = 1 << 3
+			return ok
+		case 3:
+			var ok bool
 			m.Metadata, ok = r.Map()
-		case "parts":
-			bit = 1 << 4
-			ok = m.readParts(r)
-		case "referenceTaskIds":
-			bit = 1 << 5
+			return ok
+		case 4:
+			return m.readParts(r)
+		case 5:
+			var ok bool
 			m.ReferenceTasks, ok = jsonscan.Strings[a2a.TaskID](r)
-		case "role":
-			bit = 1 << 6
-			raw, isRaw := r.Raw()
-			ok = isRaw && m.Role.UnmarshalJSON(raw) == nil
-		case "taskId":
-			bit = 1 << 7
-			var id string
-			ok = readStringOrNull(r, &id)
-			m.TaskID = a2a.TaskID(id)
+			return ok
+		case 6:
+			raw, ok := r.Raw()
+			return ok && m.Role.UnmarshalJSON(raw) == nil
 		default:
-			return false
+			var id string
+			ok := readStringOrNull(r, &id)
+			m.TaskID = a2a.TaskID(id)
+			return ok
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return ok
 	})
 }
+
+// messageNames and partNames are the members of MessageIn and PartIn, in
+// the order of their readers' cases.
+var (
+	messageNames = []string{"messageId", "contextId", "extensions", "metadata", "parts", "referenceTaskIds", "role", "taskId"}
+	partNames    = []string{"text", "data", "url", "filename", "mediaType", "metadata"}
+)
 
 // readStringOrNull reads a string into *s, or a null, which leaves *s as
 // it is (as json.Unmarshal does).
@@ -506,54 +504,41 @@ func (m *MessageIn) readParts(r *jsonscan.Reader) bool {
 
 // readJSON reads a part as ReadJSON reads a message.
 func (p *PartIn) readJSON(r *jsonscan.Reader) bool {
-	var seen uint8
-	return r.Object(func(name []byte) bool {
-		var bit uint8
-		ok := true
-		switch string(name) {
-		case "text":
-			bit = 1 << 0
-			if !r.Null() {
-				var s string
-				s, ok = r.String()
-				t := a2a.Text(s)
-				p.Text = &t
+	// raw (base64 bytes) is not among the names: it is left to json.Unmarshal.
+	return r.Members(partNames, func(i int) bool {
+		switch i {
+		case 0:
+			if r.Null() {
+				return true
 			}
-		case "raw":
-			// base64 bytes: left to json.Unmarshal.
-			return false
-		case "data":
-			bit = 1 << 2
-			if !r.Null() {
-				var v any
-				v, ok = r.Value()
-				p.Data = &v
+			s, ok := r.String()
+			t := a2a.Text(s)
+			p.Text = &t
+			return ok
+		case 1:
+			if r.Null() {
+				return true
 			}
-		case "url":
-			bit = 1 << 3
-			if !r.Null() {
-				var s string
-				s, ok = r.String()
-				u := a2a.URL(s)
-				p.URL = &u
+			v, ok := r.Value()
+			p.Data = &v
+			return ok
+		case 2:
+			if r.Null() {
+				return true
 			}
-		case "filename":
-			bit = 1 << 4
-			ok = readStringOrNull(r, &p.Filename)
-		case "mediaType":
-			bit = 1 << 5
-			ok = readStringOrNull(r, &p.MediaType)
-		case "metadata":
-			bit = 1 << 6
-			p.Metadata, ok = r.Map()
+			s, ok := r.String()
+			u := a2a.URL(s)
+			p.URL = &u
+			return ok
+		case 3:
+			return readStringOrNull(r, &p.Filename)
+		case 4:
+			return readStringOrNull(r, &p.MediaType)
 		default:
-			return false
+			var ok bool
+			p.Metadata, ok = r.Map()
+			return ok
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return ok
 	})
 }
 

@@ -164,41 +164,29 @@ type sendMessageWire struct {
 // json.Unmarshal would.
 func (w *sendMessageWire) readJSON(raw []byte) bool {
 	r := jsonscan.NewReader(raw)
-	var seen uint8
-	ok := r.Object(func(name []byte) bool {
-		var bit uint8
-		ok := true
-		switch string(name) {
-		case "tenant":
-			bit = 1 << 0
-			if !r.Null() {
-				w.Tenant, ok = r.String()
-			}
-		case "configuration":
-			bit = 1 << 1
-			if !r.Null() {
-				var cfg []byte
-				if cfg, ok = r.Raw(); ok {
-					ok = json.Unmarshal(cfg, &w.Config) == nil
-				}
-			}
-		case "message":
-			bit = 1 << 2
-			if !r.Null() {
-				w.Message = &engine.MessageIn{}
-				ok = w.Message.ReadJSON(&r)
-			}
-		case "metadata":
-			bit = 1 << 3
-			w.Metadata, ok = r.Map()
+	ok := r.Members(sendMessageNames, func(i int) bool {
+		if i != 3 && r.Null() {
+			return true
+		}
+		switch i {
+		case 0:
+			var ok bool
+			w.Tenant, ok = r.String()
+			return ok
+		case 1:
+			cfg, ok := r.Raw()
+			return ok && json.Unmarshal(cfg, &w.Config) == nil
+		case 2:
+			w.Message = &engine.MessageIn{}
+			return w.Message.ReadJSON(&r)
 		default:
-			return false
+			var ok bool
+			w.Metadata, ok = r.Map()
+			return ok
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		return ok
 	})
 	return ok && r.End()
 }
+
+// sendMessageNames are sendMessageWire's members, in readJSON's order.
+var sendMessageNames = []string{"tenant", "configuration", "message", "metadata"}

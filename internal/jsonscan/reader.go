@@ -106,6 +106,28 @@ func (r *Reader) Object(member func(name []byte) bool) bool {
 	}
 }
 
+// Members reads an object whose members are named exactly as names
+// names them (at most 64), each at most once, calling member with the
+// index of each member's name and the reader at its value, which member
+// reads. Any other name, or a name twice, is reported false: json.Unmarshal
+// matches names in any letter case and lets a later member change an
+// earlier one, which is left to it.
+func (r *Reader) Members(names []string, member func(i int) bool) bool {
+	var seen uint64
+	return r.Object(func(name []byte) bool {
+		for i, n := range names {
+			if string(name) == n {
+				if seen&(1<<i) != 0 {
+					return false
+				}
+				seen |= 1 << i
+				return member(i)
+			}
+		}
+		return false
+	})
+}
+
 // Array reads an array, calling elem with the reader at each element,
 // which elem reads.
 func (r *Reader) Array(elem func() bool) bool {

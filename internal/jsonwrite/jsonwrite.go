@@ -160,21 +160,7 @@ func Value(b []byte, v any) ([]byte, error) {
 	case []string:
 		return Strings(b, x), nil
 	case map[string]string:
-		if x == nil {
-			return append(b, "null"...), nil
-		}
-		var keysArr [16]string
-		keys := sortedKeys(keysArr[:0], x)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = String(b, k)
-			b = append(b, ':')
-			b = String(b, x[k])
-		}
-		return append(b, '}'), nil
+		return object(b, x, func(b []byte, s string) ([]byte, error) { return String(b, s), nil })
 	case Appender:
 		return x.AppendJSON(b)
 	}
@@ -184,6 +170,12 @@ func Value(b []byte, v any) ([]byte, error) {
 // Object appends m as json.Marshal writes a map[string]any: its members
 // in the order of their keys, null when m is nil.
 func Object(b []byte, m map[string]any) ([]byte, error) {
+	return object(b, m, Value)
+}
+
+// object appends m, its values written by value, as json.Marshal writes a
+// map with string keys.
+func object[V any](b []byte, m map[string]V, value func([]byte, V) ([]byte, error)) ([]byte, error) {
 	if m == nil {
 		return append(b, "null"...), nil
 	}
@@ -197,7 +189,7 @@ func Object(b []byte, m map[string]any) ([]byte, error) {
 		b = String(b, k)
 		b = append(b, ':')
 		var err error
-		if b, err = Value(b, m[k]); err != nil {
+		if b, err = value(b, m[k]); err != nil {
 			return b, err
 		}
 	}
