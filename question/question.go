@@ -247,17 +247,18 @@ func (q *Question) wireData(obj map[string]any) *wireData {
 // the map's sorted keys, each left out exactly when wireObject leaves it
 // out (question_test.go holds the two to the same bytes).
 type wireData struct {
-	About       map[string]string `json:"about,omitempty"`
-	Schema      any               `json:"answerSchema"`
-	Attempt     float64           `json:"attempt,omitempty"`
-	Errors      *[]wireError      `json:"errors,omitempty"` // set on a re-ask, written even when empty
-	Expires     string            `json:"expires"`
-	Holds       []wireHold        `json:"holds,omitempty"`
-	MaxAttempts float64           `json:"maxAttempts,omitempty"`
-	Options     []wireOption      `json:"options,omitempty"`
-	OptionsFor  string            `json:"optionsFor,omitempty"`
-	QuestionID  string            `json:"questionId"`
-	Subject     any               `json:"subject,omitempty"`
+	jsonwrite.Own                   // AppendJSON
+	About         map[string]string `json:"about,omitempty"`
+	Schema        any               `json:"answerSchema"`
+	Attempt       float64           `json:"attempt,omitempty"`
+	Errors        *[]wireError      `json:"errors,omitempty"` // set on a re-ask, written even when empty
+	Expires       string            `json:"expires"`
+	Holds         []wireHold        `json:"holds,omitempty"`
+	MaxAttempts   float64           `json:"maxAttempts,omitempty"`
+	Options       []wireOption      `json:"options,omitempty"`
+	OptionsFor    string            `json:"optionsFor,omitempty"`
+	QuestionID    string            `json:"questionId"`
+	Subject       any               `json:"subject,omitempty"`
 }
 
 // AppendJSON appends w as json.Marshal writes it (jsonwrite.Appender), so

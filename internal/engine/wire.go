@@ -204,28 +204,26 @@ func appendArtifact(b []byte, a *a2a.Artifact) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// The values the engine encodes, as jsonwrite.Appenders (and
-// json.Marshalers of the same bytes, for a caller that hands them to
-// encoding/json).
+// The values the engine encodes, as jsonwrite.Appenders.
 type (
 	statusJSON struct {
+		jsonwrite.Own
 		status *a2a.TaskStatus
 		data   any // what the one data part of the message encodes as, nil: its value
 	}
-	messageJSON  struct{ m *a2a.Message }
-	artifactJSON struct{ a *a2a.Artifact }
-	partsJSON    struct{ parts a2a.ContentParts }
+	messageJSON struct {
+		jsonwrite.Own
+		m *a2a.Message
+	}
+	artifactJSON struct {
+		jsonwrite.Own
+		a *a2a.Artifact
+	}
 )
 
 func (v statusJSON) AppendJSON(b []byte) ([]byte, error)   { return appendStatus(b, v.status, v.data) }
 func (v messageJSON) AppendJSON(b []byte) ([]byte, error)  { return appendMessage(b, v.m, nil) }
 func (v artifactJSON) AppendJSON(b []byte) ([]byte, error) { return appendArtifact(b, v.a) }
-func (v partsJSON) AppendJSON(b []byte) ([]byte, error)    { return appendParts(b, v.parts, nil) }
-
-func (v statusJSON) MarshalJSON() ([]byte, error)   { return v.AppendJSON(nil) }
-func (v messageJSON) MarshalJSON() ([]byte, error)  { return v.AppendJSON(nil) }
-func (v artifactJSON) MarshalJSON() ([]byte, error) { return v.AppendJSON(nil) }
-func (v partsJSON) MarshalJSON() ([]byte, error)    { return v.AppendJSON(nil) }
 
 // statusValue is what encodes as status.
 func statusValue(status *a2a.TaskStatus) statusJSON { return statusJSON{status: status} }
@@ -237,10 +235,10 @@ func statusValueData(status *a2a.TaskStatus, data any) statusJSON {
 }
 
 // messageValue is what encodes as m.
-func messageValue(m *a2a.Message) messageJSON { return messageJSON{m} }
+func messageValue(m *a2a.Message) messageJSON { return messageJSON{m: m} }
 
 // artifactValue is what encodes as a.
-func artifactValue(a *a2a.Artifact) artifactJSON { return artifactJSON{a} }
+func artifactValue(a *a2a.Artifact) artifactJSON { return artifactJSON{a: a} }
 
 // wrapped encodes v between the pieces before and after it, in one buffer
 // of the size needed, and returns the whole and where v's JSON starts and

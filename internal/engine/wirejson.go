@@ -72,6 +72,7 @@ func appendTask(b []byte, t *a2a.Task, rb *ReplyBytes) ([]byte, error) {
 
 // taskJSON is a task, with the pieces rb holds, as a jsonwrite.Appender.
 type taskJSON struct {
+	jsonwrite.Own
 	t  *a2a.Task
 	rb *ReplyBytes
 }
@@ -79,7 +80,10 @@ type taskJSON struct {
 func (v taskJSON) AppendJSON(b []byte) ([]byte, error) { return appendTask(b, v.t, v.rb) }
 
 // anyJSON is any value as a jsonwrite.Appender (jsonwrite.Value).
-type anyJSON struct{ v any }
+type anyJSON struct {
+	jsonwrite.Own
+	v any
+}
 
 func (v anyJSON) AppendJSON(b []byte) ([]byte, error) { return jsonwrite.Value(b, v.v) }
 
@@ -92,7 +96,7 @@ func (v anyJSON) AppendJSON(b []byte) ([]byte, error) { return jsonwrite.Value(b
 // it (docs/decisions/0022-front-answers-message-send.md). Nothing is
 // written when v cannot be encoded.
 func WriteWrappedJSON(w io.Writer, prefix []string, v any, suffix []string) error {
-	var a jsonwrite.Appender = anyJSON{v}
+	var a jsonwrite.Appender = anyJSON{v: v}
 	switch x := v.(type) {
 	case *a2a.Task:
 		if x != nil {

@@ -16,10 +16,19 @@ import (
 )
 
 // Appender is a value that appends its own JSON: the bytes json.Marshal
-// writes for it, or the error json.Marshal gives.
+// writes for it, or the error json.Marshal gives. Only the types that
+// embed Own (or have its method) are Appenders, so that a value of
+// another type that happens to have an AppendJSON method goes through
+// json.Marshal, as every such value did before.
 type Appender interface {
 	AppendJSON(b []byte) ([]byte, error)
+	jsonwriteAppender()
 }
+
+// Own marks a type, by being embedded in it, as an Appender of askpoint's.
+type Own struct{}
+
+func (Own) jsonwriteAppender() {}
 
 const hexDigits = "0123456789abcdef"
 
@@ -218,6 +227,8 @@ func marshal(b []byte, v any) ([]byte, error) {
 // and compacts what a MarshalJSON returns, leaves it as it is too. Nil is
 // null, as for a json.RawMessage.
 type Encoded []byte
+
+func (Encoded) jsonwriteAppender() {}
 
 func (e Encoded) AppendJSON(b []byte) ([]byte, error) {
 	if e == nil {

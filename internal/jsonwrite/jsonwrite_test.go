@@ -54,7 +54,10 @@ func TestValueIsJSONMarshals(t *testing.T) {
 	}
 }
 
-type selfWriting struct{ s string }
+type selfWriting struct {
+	Own
+	s string
+}
 
 func (s *selfWriting) AppendJSON(b []byte) ([]byte, error) {
 	return String(append(b, `{"s":`...), s.s), nil
@@ -62,7 +65,7 @@ func (s *selfWriting) AppendJSON(b []byte) ([]byte, error) {
 func (s *selfWriting) MarshalJSON() ([]byte, error) { return s.AppendJSON(nil) }
 
 func TestValueWritesAnAppenderItself(t *testing.T) {
-	v := map[string]any{"x": &selfWriting{"<a>"}}
+	v := map[string]any{"x": &selfWriting{s: "<a>"}}
 	got, err := Value(nil, v)
 	if err != nil || string(got) != `{"x":{"s":"\u003ca\u003e"}` {
 		// the Appender's bytes as they are: no closing brace was added
@@ -113,4 +116,16 @@ func TestEncodedIsWrittenAsItIs(t *testing.T) {
 		got, err := Value(nil, e)
 		same(t, "encoded", e, got, err)
 	}
+}
+
+// otherAppendJSON has an AppendJSON method of its own, not Own's mark: it
+// is written by json.Marshal, as it was before this package.
+type otherAppendJSON struct{ A string }
+
+func (otherAppendJSON) AppendJSON(b []byte) ([]byte, error) { return append(b, "not this"...), nil }
+
+func TestValueWritesAnotherAppendJSONThroughJSONMarshal(t *testing.T) {
+	v := otherAppendJSON{A: "<"}
+	got, err := Value(nil, v)
+	same(t, "value with an AppendJSON of its own", v, got, err)
 }
