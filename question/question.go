@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/askpoint/askpoint/internal/jsonwrite"
 	"github.com/askpoint/askpoint/internal/questionwire"
 	"github.com/askpoint/askpoint/internal/text"
 )
@@ -246,17 +247,104 @@ func (q *Question) wireData(obj map[string]any) *wireData {
 // the map's sorted keys, each left out exactly when wireObject leaves it
 // out (question_test.go holds the two to the same bytes).
 type wireData struct {
-	About       map[string]string `json:"about,omitempty"`
-	Schema      any               `json:"answerSchema"`
-	Attempt     float64           `json:"attempt,omitempty"`
-	Errors      *[]wireError      `json:"errors,omitempty"` // set on a re-ask, written even when empty
-	Expires     string            `json:"expires"`
-	Holds       []wireHold        `json:"holds,omitempty"`
-	MaxAttempts float64           `json:"maxAttempts,omitempty"`
-	Options     []wireOption      `json:"options,omitempty"`
-	OptionsFor  string            `json:"optionsFor,omitempty"`
-	QuestionID  string            `json:"questionId"`
-	Subject     any               `json:"subject,omitempty"`
+	jsonwrite.Own                   // AppendJSON
+	About         map[string]string `json:"about,omitempty"`
+	Schema        any               `json:"answerSchema"`
+	Attempt       float64           `json:"attempt,omitempty"`
+	Errors        *[]wireError      `json:"errors,omitempty"` // set on a re-ask, written even when empty
+	Expires       string            `json:"expires"`
+	Holds         []wireHold        `json:"holds,omitempty"`
+	MaxAttempts   float64           `json:"maxAttempts,omitempty"`
+	Options       []wireOption      `json:"options,omitempty"`
+	OptionsFor    string            `json:"optionsFor,omitempty"`
+	QuestionID    string            `json:"questionId"`
+	Subject       any               `json:"subject,omitempty"`
+}
+
+// AppendJSON appends w as json.Marshal writes it (jsonwrite.Appender), so
+// that the engine writes a question's data part without reflection; the
+// schema's cached encoding (jsonwrite.Encoded) is written as it is.
+// TestWireDataIsTheDataPartsEncoding holds it to json.Marshal of the map.
+func (w *wireData) AppendJSON(b []byte) ([]byte, error) {
+	if w == nil {
+		return append(b, "null"...), nil
+	}
+	var err error
+	b = append(b, '{')
+	if len(w.About) > 0 {
+		if b, err = jsonwrite.Value(append(b, `"about":`...), w.About); err != nil {
+			return b, err
+		}
+		b = append(b, ',')
+	}
+	if b, err = jsonwrite.Value(append(b, `"answerSchema":`...), w.Schema); err != nil {
+		return b, err
+	}
+	if w.Attempt != 0 {
+		if b, err = jsonwrite.Float(append(b, `,"attempt":`...), w.Attempt); err != nil {
+			return b, err
+		}
+	}
+	if w.Errors != nil {
+		b = append(b, `,"errors":`...)
+		if *w.Errors == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i, e := range *w.Errors {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = jsonwrite.String(append(b, `{"message":`...), e.Message)
+				b = append(jsonwrite.String(append(b, `,"pointer":`...), e.Pointer), '}')
+			}
+			b = append(b, ']')
+		}
+	}
+	b = jsonwrite.String(append(b, `,"expires":`...), w.Expires)
+	if len(w.Holds) > 0 {
+		b = append(b, `,"holds":[`...)
+		for i, h := range w.Holds {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonwrite.String(append(b, `{"name":`...), h.Name)
+			b = append(jsonwrite.String(append(b, `,"until":`...), h.Until), '}')
+		}
+		b = append(b, ']')
+	}
+	if w.MaxAttempts != 0 {
+		if b, err = jsonwrite.Float(append(b, `,"maxAttempts":`...), w.MaxAttempts); err != nil {
+			return b, err
+		}
+	}
+	if len(w.Options) > 0 {
+		b = append(b, `,"options":[`...)
+		for i, o := range w.Options {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '{')
+			if o.Label != "" {
+				b = append(jsonwrite.String(append(b, `"label":`...), o.Label), ',')
+			}
+			if b, err = jsonwrite.Value(append(b, `"value":`...), o.Value); err != nil {
+				return b, err
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if w.OptionsFor != "" {
+		b = jsonwrite.String(append(b, `,"optionsFor":`...), w.OptionsFor)
+	}
+	b = jsonwrite.String(append(b, `,"questionId":`...), w.QuestionID)
+	if w.Subject != nil {
+		if b, err = jsonwrite.Value(append(b, `,"subject":`...), w.Subject); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 type wireOption struct {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/internal/jsonwrite"
 )
 
 const expenseSchema = `{"type":"object","required":["costCentre"],"properties":{"costCentre":{"type":"string","pattern":"^CC-[0-9]{4}$"}}}`
@@ -739,6 +741,9 @@ func TestWireDataIsTheDataPartsEncoding(t *testing.T) {
 		}
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: wire data\n%s\nwant\n%s", name, got, want)
+		}
+		if got, err := jsonwrite.Value(nil, data); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: wire data appended (error %v)\n%s\nwant\n%s", name, err, got, want)
 		}
 		if again, _ := json.Marshal(q.Message()); len(again) == 0 {
 			t.Errorf("%s: Message encodes as nothing", name)

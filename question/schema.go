@@ -16,6 +16,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+
+	"github.com/askpoint/askpoint/internal/jsonwrite"
 )
 
 // MaxSchemaDepth is how deeply an answer schema's JSON may nest.
@@ -49,7 +51,7 @@ type compiled struct {
 	// handed out: a question's data part gets a copy (wireSchema).
 	wire any
 	// wireJSON is wire encoded (json.Marshal), nil when wire is nil.
-	wireJSON json.RawMessage
+	wireJSON jsonwrite.Encoded
 
 	// validOptions remembers option values (field and canonical JSON)
 	// that Check found valid for this schema, at most maxValidOptions:

@@ -501,17 +501,19 @@ func judgeAnswer(q *question.Question, msg *a2a.Message, taskID string, version 
 }
 
 // partsSize is the encoded size of a message's parts (json.Marshal's),
-// counted as the encoder writes them instead of copied out.
+// counted in a scratch buffer instead of copied out.
 func partsSize(parts a2a.ContentParts) int {
-	var v any = parts
-	if w, ok := partsWire(parts); ok {
-		v = w
+	sp := scratchBuffers.Get().(*[]byte)
+	b, err := appendParts((*sp)[:0], parts, nil)
+	n := len(b)
+	if cap(b) <= maxScratch {
+		*sp = b[:0]
+		scratchBuffers.Put(sp)
 	}
-	n, err := jsonSize(v)
 	if err != nil {
 		return 0
 	}
-	return n - 1 // the encoder's newline
+	return n
 }
 
 func withReason(text, reason string) string {

@@ -260,7 +260,7 @@ func (h *Handler) newTask(ctx context.Context, req *a2a.SendMessageRequest, id, 
 		t.Metadata = raw
 	}
 	ts := now
-	status, err := json.Marshal(statusValue(&a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: &ts}))
+	status, _, _, err := wrapped(statusValue(&a2a.TaskStatus{State: a2a.TaskStateSubmitted, Timestamp: &ts}), nil, nil)
 	if err != nil {
 		return nil, nil, nil, errInternal(err)
 	}

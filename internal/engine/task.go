@@ -47,7 +47,7 @@ func statusEntryData(t *store.Task, state a2a.TaskState, msg *a2a.Message, data 
 }
 
 func messageEntry(m *a2a.Message, now time.Time) (store.LogEntry, error) {
-	body, err := json.Marshal(messageValue(m))
+	body, _, _, err := wrapped(messageValue(m), nil, nil)
 	if err != nil {
 		return store.LogEntry{}, errInternal(err)
 	}

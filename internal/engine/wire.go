@@ -2,80 +2,38 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/askpoint/askpoint/internal/jsonscan"
+	"github.com/askpoint/askpoint/internal/jsonwrite"
 )
 
 // Encoding the log entries the engine stores (a status, a message, an
-// artifact) with the standard encoder, in one pass.
+// artifact) and the replies that carry them, in one pass, without
+// reflection.
 //
 // The SDK's types encode their parts through MarshalJSON methods that call
 // json.Marshal again (a2a.ContentParts, a2a.Part), so every part is encoded
 // into a buffer of its own, copied out, then checked and copied again by the
-// level above. The mirror types below have the same fields in the same order
-// with the same tags as the SDK's, and no MarshalJSON of their own, so
-// json.Marshal of a mirror writes the same bytes as json.Marshal of the SDK
-// value in one pass (wire_test.go holds them to that). A message with a part
-// the mirror does not carry exactly (an empty text, a data part with a nil
-// value, raw bytes, a nil part) is encoded as the SDK value instead.
+// level above. The appenders below write the SDK's values field by field
+// in the SDK's order with the SDK's names, as json.Marshal writes them,
+// each part as a2a.Part.MarshalJSON flattens it; the caller's own values
+// (metadata, a data part's value) go through jsonwrite.Value, which writes
+// generic JSON values itself and anything else through json.Marshal.
+// wire_test.go holds every appender to json.Marshal of the SDK's value
+// (FuzzAppendersWriteWhatJSONMarshalWrites over built values of every kind).
 
-// partWire mirrors the encoding of a2a.Part (its MarshalJSON's wrapper)
-// for text parts with text, data parts with a value, and URL parts.
-type partWire struct {
-	Text      string         `json:"text,omitempty"`
-	Data      any            `json:"data,omitempty"`
-	URL       a2a.URL        `json:"url,omitempty"`
-	Filename  string         `json:"filename,omitempty"`
-	MediaType string         `json:"mediaType,omitempty"`
-	Metadata  map[string]any `json:"metadata,omitempty"`
-}
-
-// messageWire mirrors a2a.Message.
-type messageWire struct {
-	ID             string         `json:"messageId"`
-	ContextID      string         `json:"contextId,omitempty"`
-	Extensions     []string       `json:"extensions,omitempty"`
-	Metadata       map[string]any `json:"metadata,omitempty"`
-	Parts          []partWire     `json:"parts"`
-	ReferenceTasks []a2a.TaskID   `json:"referenceTaskIds,omitempty"`
-	Role           string         `json:"role"` // a2a.MessageRole's String, which its MarshalJSON encodes
-	TaskID         a2a.TaskID     `json:"taskId,omitempty"`
-}
-
-// statusWire mirrors a2a.TaskStatus.
-type statusWire struct {
-	Message   *messageWire `json:"message,omitempty"`
-	State     string       `json:"state"` // a2a.TaskState's String, which its MarshalJSON encodes
-	Timestamp *time.Time   `json:"timestamp,omitempty"`
-}
-
-// artifactWire mirrors a2a.Artifact.
-type artifactWire struct {
-	ID          a2a.ArtifactID `json:"artifactId"`
-	Description string         `json:"description,omitempty"`
-	Extensions  []string       `json:"extensions,omitempty"`
-	Metadata    map[string]any `json:"metadata,omitempty"`
-	Name        string         `json:"name,omitempty"`
-	Parts       []partWire     `json:"parts"`
-}
-
-// partsWire is parts as mirrors, ok false when one of them has no exact
-// mirror. A nil list stays nil (encoded null, as the SDK's is).
-func partsWire(parts a2a.ContentParts) ([]partWire, bool) {
-	return partsWireData(parts, nil)
-}
-
-// partsWireData is partsWire with data, when not nil, what the one data
-// part of parts encodes as instead of its value; with more than one data
-// part, data is not used.
-func partsWireData(parts a2a.ContentParts, data any) ([]partWire, bool) {
+// appendParts appends parts as json.Marshal writes a2a.ContentParts (null
+// when nil), with data, when not nil, what the one data part of parts
+// encodes as instead of its value; with more than one data part, data is
+// not used.
+func appendParts(b []byte, parts a2a.ContentParts, data any) ([]byte, error) {
 	if parts == nil {
-		return nil, true
+		return append(b, "null"...), nil
 	}
 	if data != nil {
 		n := 0
@@ -90,82 +48,249 @@ func partsWireData(parts a2a.ContentParts, data any) ([]partWire, bool) {
 			data = nil
 		}
 	}
-	out := make([]partWire, len(parts))
+	b = append(b, '[')
 	for i, p := range parts {
-		if p == nil {
-			return nil, false
+		if i > 0 {
+			b = append(b, ',')
 		}
-		w := partWire{Filename: p.Filename, MediaType: p.MediaType, Metadata: p.Metadata}
-		switch c := p.Content.(type) {
-		case a2a.Text:
-			if c == "" {
-				return nil, false // the SDK writes "text":""
-			}
-			w.Text = string(c)
-		case a2a.Data:
-			if c.Value == nil {
-				return nil, false // the SDK writes "data":null
-			}
-			w.Data = c.Value
-			if data != nil {
-				w.Data = data
-			}
-		case a2a.URL:
-			w.URL = c // the SDK leaves an empty URL out too
-		default:
-			return nil, false
+		var err error
+		if b, err = appendPart(b, p, data); err != nil {
+			return b, err
 		}
-		out[i] = w
 	}
-	return out, true
+	return append(b, ']'), nil
 }
 
-func messageWireOf(m *a2a.Message, data any) (*messageWire, bool) {
-	parts, ok := partsWireData(m.Parts, data)
-	if !ok {
-		return nil, false
+// appendPart appends p as a2a.Part.MarshalJSON writes it: its content
+// flattened into the part (text even when empty, raw as base64, data even
+// when null, a url only when not empty), then filename, mediaType and
+// metadata when set.
+func appendPart(b []byte, p *a2a.Part, data any) ([]byte, error) {
+	if p == nil {
+		return append(b, "null"...), nil
 	}
-	return &messageWire{
-		ID: m.ID, ContextID: m.ContextID, Extensions: m.Extensions, Metadata: m.Metadata, Parts: parts,
-		ReferenceTasks: m.ReferenceTasks, Role: m.Role.String(), TaskID: m.TaskID,
-	}, true
+	n := len(b)
+	b = append(b, '{')
+	var err error
+	switch c := p.Content.(type) {
+	case a2a.Text:
+		b = jsonwrite.String(append(b, `"text":`...), string(c))
+	case a2a.Raw:
+		b = jsonwrite.Bytes(append(b, `"raw":`...), c)
+	case a2a.Data:
+		b = append(b, `"data":`...)
+		if data != nil && c.Value != nil {
+			b, err = jsonwrite.Value(b, data)
+		} else {
+			b, err = jsonwrite.Value(b, c.Value)
+		}
+		if err != nil {
+			return b, err
+		}
+	case a2a.URL:
+		if c != "" {
+			b = jsonwrite.String(append(b, `"url":`...), string(c))
+		}
+	}
+	first := len(b) == n+1
+	member := func(name string) {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, name...)
+	}
+	if p.Filename != "" {
+		member(`"filename":`)
+		b = jsonwrite.String(b, p.Filename)
+	}
+	if p.MediaType != "" {
+		member(`"mediaType":`)
+		b = jsonwrite.String(b, p.MediaType)
+	}
+	if len(p.Metadata) > 0 {
+		member(`"metadata":`)
+		if b, err = jsonwrite.Object(b, p.Metadata); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
-// statusValue is what encodes as status: its mirror, or status itself.
-func statusValue(status *a2a.TaskStatus) any {
-	return statusValueData(status, nil)
+// appendMessage appends m as json.Marshal writes it (null when nil), with
+// data as appendParts takes it.
+func appendMessage(b []byte, m *a2a.Message, data any) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwrite.String(append(b, `{"messageId":`...), m.ID)
+	if m.ContextID != "" {
+		b = jsonwrite.String(append(b, `,"contextId":`...), m.ContextID)
+	}
+	b, err := appendExtensionsAndMetadata(b, m.Extensions, m.Metadata)
+	if err != nil {
+		return b, err
+	}
+	if b, err = appendParts(append(b, `,"parts":`...), m.Parts, data); err != nil {
+		return b, err
+	}
+	if len(m.ReferenceTasks) > 0 {
+		b = jsonwrite.Strings(append(b, `,"referenceTaskIds":`...), m.ReferenceTasks)
+	}
+	// a2a.MessageRole's MarshalJSON writes its String.
+	b = jsonwrite.String(append(b, `,"role":`...), m.Role.String())
+	if m.TaskID != "" {
+		b = jsonwrite.String(append(b, `,"taskId":`...), string(m.TaskID))
+	}
+	return append(b, '}'), nil
 }
+
+// appendExtensionsAndMetadata appends the extensions and metadata members
+// of a message or an artifact, each when not empty.
+func appendExtensionsAndMetadata(b []byte, extensions []string, metadata map[string]any) ([]byte, error) {
+	if len(extensions) > 0 {
+		b = jsonwrite.Strings(append(b, `,"extensions":`...), extensions)
+	}
+	if len(metadata) > 0 {
+		return jsonwrite.Object(append(b, `,"metadata":`...), metadata)
+	}
+	return b, nil
+}
+
+// appendStatus appends status as json.Marshal writes it, with data as
+// appendParts takes it for its message.
+func appendStatus(b []byte, status *a2a.TaskStatus, data any) ([]byte, error) {
+	b = append(b, '{')
+	if status.Message != nil {
+		var err error
+		if b, err = appendMessage(append(b, `"message":`...), status.Message, data); err != nil {
+			return b, err
+		}
+		b = append(b, ',')
+	}
+	// a2a.TaskState's MarshalJSON writes its String.
+	b = jsonwrite.String(append(b, `"state":`...), status.State.String())
+	if status.Timestamp != nil {
+		// time.Time's MarshalJSON: its AppendText quoted, and its error.
+		b = append(b, `,"timestamp":"`...)
+		var err error
+		if b, err = status.Timestamp.AppendText(b); err != nil {
+			return b, err
+		}
+		b = append(b, '"')
+	}
+	return append(b, '}'), nil
+}
+
+// appendArtifact appends a as json.Marshal writes it (null when nil).
+func appendArtifact(b []byte, a *a2a.Artifact) ([]byte, error) {
+	if a == nil {
+		return append(b, "null"...), nil
+	}
+	b = jsonwrite.String(append(b, `{"artifactId":`...), string(a.ID))
+	if a.Description != "" {
+		b = jsonwrite.String(append(b, `,"description":`...), a.Description)
+	}
+	b, err := appendExtensionsAndMetadata(b, a.Extensions, a.Metadata)
+	if err != nil {
+		return b, err
+	}
+	if a.Name != "" {
+		b = jsonwrite.String(append(b, `,"name":`...), a.Name)
+	}
+	if b, err = appendParts(append(b, `,"parts":`...), a.Parts, nil); err != nil {
+		return b, err
+	}
+	return append(b, '}'), nil
+}
+
+// The values the engine encodes, as jsonwrite.Appenders.
+type (
+	statusJSON struct {
+		jsonwrite.Own
+		status *a2a.TaskStatus
+		data   any // what the one data part of the message encodes as, nil: its value
+	}
+	messageJSON struct {
+		jsonwrite.Own
+		m *a2a.Message
+	}
+	artifactJSON struct {
+		jsonwrite.Own
+		a *a2a.Artifact
+	}
+)
+
+func (v statusJSON) AppendJSON(b []byte) ([]byte, error)   { return appendStatus(b, v.status, v.data) }
+func (v messageJSON) AppendJSON(b []byte) ([]byte, error)  { return appendMessage(b, v.m, nil) }
+func (v artifactJSON) AppendJSON(b []byte) ([]byte, error) { return appendArtifact(b, v.a) }
+
+// statusValue is what encodes as status.
+func statusValue(status *a2a.TaskStatus) statusJSON { return statusJSON{status: status} }
 
 // statusValueData is statusValue with data, when not nil, what the one
-// data part of the status message encodes as (partsWireData).
-func statusValueData(status *a2a.TaskStatus, data any) any {
-	w := &statusWire{State: status.State.String(), Timestamp: status.Timestamp}
-	if status.Message != nil {
-		m, ok := messageWireOf(status.Message, data)
-		if !ok {
-			return status
+// data part of the status message encodes as (appendParts).
+func statusValueData(status *a2a.TaskStatus, data any) statusJSON {
+	return statusJSON{status: status, data: data}
+}
+
+// messageValue is what encodes as m.
+func messageValue(m *a2a.Message) messageJSON { return messageJSON{m: m} }
+
+// artifactValue is what encodes as a.
+func artifactValue(a *a2a.Artifact) artifactJSON { return artifactJSON{a: a} }
+
+// wrapped encodes v between the pieces before and after it, in one buffer
+// of the size needed, and returns the whole and where v's JSON starts and
+// ends in it. With the names of an event's fields in encoding/json's
+// order, the whole is the bytes json.Marshal writes for the event
+// (task_encoding_test.go), with v encoded once.
+func wrapped(v jsonwrite.Appender, before, after []piece) (b []byte, start, end int, err error) {
+	return encodeBetween(nil, v, before, after)
+}
+
+// encodeBetween encodes v between the pieces before and after it: to to,
+// in one write, when to is not nil, else into a buffer it returns (see
+// wrapped). Nothing is written when v cannot be encoded.
+func encodeBetween(to io.Writer, v jsonwrite.Appender, before, after []piece) (b []byte, start, end int, err error) {
+	// The whole is assembled in a scratch buffer from scratchBuffers, which
+	// is put back: a buffer returned is a copy of the size needed.
+	sp := scratchBuffers.Get().(*[]byte)
+	buf := (*sp)[:0]
+	for _, pc := range before {
+		buf = pc.append(buf)
+	}
+	start = len(buf)
+	buf, err = v.AppendJSON(buf)
+	if err == nil {
+		end = len(buf)
+		for _, pc := range after {
+			buf = pc.append(buf)
 		}
-		w.Message = m
+		if to != nil {
+			_, err = to.Write(buf)
+		} else {
+			b = append(make([]byte, 0, len(buf)), buf...)
+		}
 	}
-	return w
+	if cap(buf) <= maxScratch {
+		*sp = buf[:0]
+		scratchBuffers.Put(sp)
+	}
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	return b, start, end, nil
 }
 
-// messageValue is what encodes as m: its mirror, or m itself.
-func messageValue(m *a2a.Message) any {
-	if w, ok := messageWireOf(m, nil); ok {
-		return w
-	}
-	return m
-}
+// scratchBuffers are the buffers encodeBetween assembles in; one grown
+// beyond maxScratch (a large task) is dropped instead of kept.
+var scratchBuffers = sync.Pool{New: func() any {
+	b := make([]byte, 0, 4096)
+	return &b
+}}
 
-// artifactValue is what encodes as a: its mirror, or a itself.
-func artifactValue(a *a2a.Artifact) any {
-	parts, ok := partsWire(a.Parts)
-	if !ok {
-		return a
-	}
-	return &artifactWire{ID: a.ID, Description: a.Description, Extensions: a.Extensions, Metadata: a.Metadata, Name: a.Name, Parts: parts}
-}
+const maxScratch = 64 << 10
 
 // piece is text around an encoded value: s as it is, or quoted as a JSON
 // string.
@@ -177,141 +302,9 @@ type piece struct {
 func lit(s string) piece { return piece{s: s} }
 func str(s string) piece { return piece{s: s, quote: true} }
 
-// wrapped encodes v between the pieces before and after it (at most
-// maxPieces each), in one buffer of the size needed, and returns the whole
-// and where v's JSON starts and ends in it. With the names of an event's
-// fields in encoding/json's order, the whole is the bytes json.Marshal
-// writes for the event (task_encoding_test.go), with v encoded once.
-func wrapped(v any, before, after []piece) (b []byte, start, end int, err error) {
-	return encodeBetween(nil, v, before, after)
-}
-
-// encodeBetween encodes v between the pieces before and after it (at
-// most maxPieces each): to to, in the encoder's one write, when to is not
-// nil, else into a buffer it returns (see wrapped).
-func encodeBetween(to io.Writer, v any, before, after []piece) (b []byte, start, end int, err error) {
-	if len(before) > maxPieces || len(after) > maxPieces {
-		return nil, 0, 0, errors.New("too many pieces around a value")
-	}
-	// An encoder and its writer are taken from wrapEncoders for this one
-	// value and put back empty: a buffer made is the caller's, and nothing
-	// else keeps the pair. One that failed is not put back (an Encoder
-	// keeps its writer's error).
-	e := wrapEncoders.Get().(*wrapEncoder)
-	w := &e.w
-	w.to = to
-	w.nb, w.na = copy(w.before[:], before), copy(w.after[:], after)
-	err = e.enc.Encode(v)
-	b, start, end = w.out, w.start, w.end
-	wrote := w.wrote
-	*w = wrapWriter{}
-	if err == nil {
-		wrapEncoders.Put(e)
-	}
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	if !wrote {
-		return nil, 0, 0, errors.New("the encoder wrote nothing")
-	}
-	return b, start, end, nil
-}
-
-// maxPieces is how many pieces encodeBetween takes on either side of a
-// value.
-const maxPieces = 5
-
-// wrapEncoder is an encoder that writes to its own wrapWriter.
-type wrapEncoder struct {
-	w   wrapWriter
-	enc *json.Encoder
-}
-
-var wrapEncoders = sync.Pool{New: func() any {
-	e := &wrapEncoder{}
-	e.enc = json.NewEncoder(&e.w)
-	return e
-}}
-
-// wrapWriter takes the encoder's one write (the value and a newline) and
-// writes it to to between the pieces, or assembles them in out.
-type wrapWriter struct {
-	before, after [maxPieces]piece
-	nb, na        int
-	to            io.Writer
-	wrote         bool
-	out           []byte
-	start, end    int
-}
-
-func (w *wrapWriter) Write(p []byte) (int, error) {
-	if w.wrote {
-		return 0, errors.New("the encoder wrote twice")
-	}
-	w.wrote = true
-	v := p
-	if n := len(v); n > 0 && v[n-1] == '\n' {
-		v = v[:n-1]
-	}
-	before, after := w.before[:w.nb], w.after[:w.na]
-	if w.to != nil {
-		for _, pc := range before {
-			if err := pc.writeTo(w.to); err != nil {
-				return 0, err
-			}
-		}
-		if _, err := w.to.Write(v); err != nil {
-			return 0, err
-		}
-		for _, pc := range after {
-			if err := pc.writeTo(w.to); err != nil {
-				return 0, err
-			}
-		}
-		return len(p), nil
-	}
-	size := len(v)
-	for _, pc := range before {
-		size += pc.size()
-	}
-	for _, pc := range after {
-		size += pc.size()
-	}
-	b := make([]byte, 0, size)
-	for _, pc := range before {
-		b = pc.append(b)
-	}
-	w.start = len(b)
-	b = append(b, v...)
-	w.end = len(b)
-	for _, pc := range after {
-		b = pc.append(b)
-	}
-	w.out = b
-	return len(p), nil
-}
-
-// writeTo writes pc to w (a literal piece; a quoted one as it appends).
-func (pc piece) writeTo(w io.Writer) error {
-	var err error
-	if pc.quote {
-		_, err = w.Write(pc.append(nil))
-	} else {
-		_, err = io.WriteString(w, pc.s)
-	}
-	return err
-}
-
-func (pc piece) size() int {
-	if pc.quote {
-		return quotedLen(pc.s)
-	}
-	return len(pc.s)
-}
-
 func (pc piece) append(b []byte) []byte {
 	if pc.quote {
-		return appendQuoted(b, pc.s)
+		return jsonwrite.String(b, pc.s)
 	}
 	return append(b, pc.s...)
 }
@@ -333,19 +326,7 @@ func quotedLen(s string) int {
 	if plainJSONString(s) {
 		return len(s) + 2
 	}
-	q, _ := json.Marshal(s)
-	return len(q)
-}
-
-// appendQuoted appends s as encoding/json quotes it.
-func appendQuoted(b []byte, s string) []byte {
-	if plainJSONString(s) {
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	q, _ := json.Marshal(s)
-	return append(b, q...)
+	return len(jsonwrite.String(nil, s))
 }
 
 // MessageIn mirrors a2a.Message for decoding, its parts as the SDK's
@@ -444,11 +425,133 @@ func (m *MessageIn) Message() (*a2a.Message, bool) {
 	return msg, true
 }
 
+// ReadJSON reads a message into m (a MessageIn as json.Unmarshal leaves
+// it, freshly made) in one pass without reflection, for the usual form:
+// each member named as the SDK's JSON names it, once. It reports false for
+// anything else (a name in another letter case, one it does not know, a
+// member twice, a value of another kind, invalid JSON): json.Unmarshal
+// then decodes m instead (FuzzDecodeSendMessage holds the two to the same
+// values).
+func (m *MessageIn) ReadJSON(r *jsonscan.Reader) bool {
+	return r.Members(messageNames, func(i int) bool {
+		switch i {
+		case 0:
+			return readStringOrNull(r, &m.ID)
+		case 1:
+			return readStringOrNull(r, &m.ContextID)
+		case 2:
+			var ok bool
+			m.Extensions, ok = jsonscan.Strings[string](r)
+			return ok
+		case 3:
+			var ok bool
+			m.Metadata, ok = r.Map()
+			return ok
+		case 4:
+			return m.readParts(r)
+		case 5:
+			var ok bool
+			m.ReferenceTasks, ok = jsonscan.Strings[a2a.TaskID](r)
+			return ok
+		case 6:
+			raw, ok := r.Raw()
+			return ok && m.Role.UnmarshalJSON(raw) == nil
+		default:
+			var id string
+			ok := readStringOrNull(r, &id)
+			m.TaskID = a2a.TaskID(id)
+			return ok
+		}
+	})
+}
+
+// messageNames and partNames are the members of MessageIn and PartIn, in
+// the order of their readers' cases.
+var (
+	messageNames = []string{"messageId", "contextId", "extensions", "metadata", "parts", "referenceTaskIds", "role", "taskId"}
+	partNames    = []string{"text", "data", "url", "filename", "mediaType", "metadata"}
+)
+
+// readStringOrNull reads a string into *s, or a null, which leaves *s as
+// it is (as json.Unmarshal does).
+func readStringOrNull(r *jsonscan.Reader, s *string) bool {
+	if r.Null() {
+		return true
+	}
+	v, ok := r.String()
+	*s = v
+	return ok
+}
+
+func (m *MessageIn) readParts(r *jsonscan.Reader) bool {
+	if r.Null() {
+		m.Parts = nil
+		return true
+	}
+	m.Parts = []*PartIn{}
+	return r.Array(func() bool {
+		if r.Null() {
+			m.Parts = append(m.Parts, nil)
+			return true
+		}
+		p := &PartIn{}
+		m.Parts = append(m.Parts, p)
+		return p.readJSON(r)
+	})
+}
+
+// readJSON reads a part as ReadJSON reads a message.
+func (p *PartIn) readJSON(r *jsonscan.Reader) bool {
+	// raw (base64 bytes) is not among the names: it is left to json.Unmarshal.
+	return r.Members(partNames, func(i int) bool {
+		switch i {
+		case 0:
+			if r.Null() {
+				return true
+			}
+			s, ok := r.String()
+			t := a2a.Text(s)
+			p.Text = &t
+			return ok
+		case 1:
+			if r.Null() {
+				return true
+			}
+			v, ok := r.Value()
+			p.Data = &v
+			return ok
+		case 2:
+			if r.Null() {
+				return true
+			}
+			s, ok := r.String()
+			u := a2a.URL(s)
+			p.URL = &u
+			return ok
+		case 3:
+			return readStringOrNull(r, &p.Filename)
+		case 4:
+			return readStringOrNull(r, &p.MediaType)
+		default:
+			var ok bool
+			p.Metadata, ok = r.Map()
+			return ok
+		}
+	})
+}
+
 // decodeMessage decodes a message this node or another stored (a task's
-// request) through MessageIn, and through the SDK's types when MessageIn
-// cannot read it as they would.
+// request) through MessageIn (read by ReadJSON, else by json.Unmarshal),
+// and through the SDK's types when MessageIn cannot read it as they would.
 func decodeMessage(raw []byte) (*a2a.Message, error) {
 	var in MessageIn
+	r := jsonscan.NewReader(raw)
+	if in.ReadJSON(&r) && r.End() {
+		if m, ok := in.Message(); ok {
+			return m, nil
+		}
+	}
+	in = MessageIn{}
 	if json.Unmarshal(raw, &in) == nil {
 		if m, ok := in.Message(); ok {
 			return m, nil

@@ -3,17 +3,20 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/askpoint/askpoint/internal/jsonscan"
 	"github.com/askpoint/askpoint/internal/questionwire"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
 )
 
-// The mirrors of wire.go must write the very bytes json.Marshal writes for
+// The appenders of wire.go must write the very bytes json.Marshal writes for
 // the SDK's values, for every kind of part, with or without a mirror.
 
 func wireParts() map[string]*a2a.Part {
@@ -62,7 +65,7 @@ func wireMessages() map[string]*a2a.Message {
 func TestMirrorsEncodeAsTheSDKsValues(t *testing.T) {
 	ts := time.Date(2031, 5, 6, 7, 8, 9, 123456789, time.UTC)
 	for name, m := range wireMessages() {
-		got, err := json.Marshal(messageValue(m))
+		got, err := messageValue(m).AppendJSON(nil)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -71,20 +74,20 @@ func TestMirrorsEncodeAsTheSDKsValues(t *testing.T) {
 			t.Errorf("%s: message =\n%s\nwant\n%s", name, got, want)
 		}
 		st := a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: m, Timestamp: &ts}
-		got, _ = json.Marshal(statusValue(&st))
+		got, _ = statusValue(&st).AppendJSON(nil)
 		want, _ = json.Marshal(st)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: status =\n%s\nwant\n%s", name, got, want)
 		}
 		a := &a2a.Artifact{ID: "a1", Name: "n <1>", Description: "d", Extensions: []string{"e"}, Metadata: map[string]any{"k": "v"}, Parts: m.Parts}
-		got, _ = json.Marshal(artifactValue(a))
+		got, _ = artifactValue(a).AppendJSON(nil)
 		want, _ = json.Marshal(a)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: artifact =\n%s\nwant\n%s", name, got, want)
 		}
 	}
 	st := a2a.TaskStatus{State: a2a.TaskStateWorking}
-	got, _ := json.Marshal(statusValue(&st))
+	got, _ := statusValue(&st).AppendJSON(nil)
 	want, _ := json.Marshal(st)
 	if !bytes.Equal(got, want) {
 		t.Errorf("status without message = %s, want %s", got, want)
@@ -93,7 +96,7 @@ func TestMirrorsEncodeAsTheSDKsValues(t *testing.T) {
 	// writes it: every one the SDK names, none, and one it does not know.
 	for _, role := range []a2a.MessageRole{a2a.MessageRoleUser, a2a.MessageRoleAgent, a2a.MessageRoleUnspecified, "ROLE_<other> & \"q\" é"} {
 		m := &a2a.Message{ID: "m", Role: role, Parts: a2a.ContentParts{a2a.NewTextPart("x")}}
-		got, _ := json.Marshal(messageValue(m))
+		got, _ := messageValue(m).AppendJSON(nil)
 		want, _ := json.Marshal(m)
 		if !bytes.Equal(got, want) {
 			t.Errorf("role %q: message = %s, want %s", role, got, want)
@@ -102,7 +105,7 @@ func TestMirrorsEncodeAsTheSDKsValues(t *testing.T) {
 	for _, state := range []a2a.TaskState{a2a.TaskStateSubmitted, a2a.TaskStateWorking, a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired,
 		a2a.TaskStateCompleted, a2a.TaskStateCanceled, a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateUnspecified, "TASK_<other>"} {
 		st := a2a.TaskStatus{State: state}
-		got, _ := json.Marshal(statusValue(&st))
+		got, _ := statusValue(&st).AppendJSON(nil)
 		want, _ := json.Marshal(st)
 		if !bytes.Equal(got, want) {
 			t.Errorf("state %q: status = %s, want %s", state, got, want)
@@ -131,7 +134,7 @@ func TestRolesDecodeAsTheSDKDecodesThem(t *testing.T) {
 
 func TestMirrorsRefuseWhatTheSDKCannotEncode(t *testing.T) {
 	m := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewDataPart(map[string]any{"f": func() {}}))
-	if _, err := json.Marshal(messageValue(m)); err == nil {
+	if _, err := messageValue(m).AppendJSON(nil); err == nil {
 		t.Error("a data part holding a func encoded without error")
 	}
 	if _, _, err := statusEntry(encodingTask(), a2a.TaskStateInputRequired, m, time.Now()); err == nil {
@@ -142,8 +145,8 @@ func TestMirrorsRefuseWhatTheSDKCannotEncode(t *testing.T) {
 func TestQuotedStringsAreEncodingJSONs(t *testing.T) {
 	for _, s := range []string{"", "plain-id_1.2", `a"b`, `a\b`, "<>&", "\u2028\u2029", "é", "\x00\x1f", "\xff"} {
 		want, _ := json.Marshal(s)
-		if got := appendQuoted(nil, s); !bytes.Equal(got, want) {
-			t.Errorf("appendQuoted(%q) = %s, want %s", s, got, want)
+		if got := str(s).append(nil); !bytes.Equal(got, want) {
+			t.Errorf("str(%q) = %s, want %s", s, got, want)
 		}
 		if n := quotedLen(s); n != len(want) {
 			t.Errorf("quotedLen(%q) = %d, want %d", s, n, len(want))
@@ -203,4 +206,39 @@ func TestAQuestionsStatusIsTheSameWrittenFromItsWireData(t *testing.T) {
 	if !bytes.Equal(got.Body, want.Body) {
 		t.Errorf("two data parts, written with the wire data:\n%s\nwant\n%s", got.Body, want.Body)
 	}
+}
+
+// TestStoredMessagesAreReadInOnePass: a message as the engine writes it
+// is read by MessageIn.ReadJSON as json.Unmarshal reads it, in one pass
+// for every kind of part but raw bytes (left to json.Unmarshal).
+func TestStoredMessagesAreReadInOnePass(t *testing.T) {
+	for name, m := range wireMessages() {
+		raw, err := messageValue(m).AppendJSON(nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var fast, slow MessageIn
+		r := jsonscan.NewReader(raw)
+		ok := fast.ReadJSON(&r) && r.End()
+		if err := json.Unmarshal(raw, &slow); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		_, hasRaw := map[string]bool{"raw": true, "empty raw": true}[name]
+		switch {
+		case ok == hasRaw:
+			t.Errorf("%s: read in one pass %v, want %v", name, ok, !hasRaw)
+		case ok && !reflect.DeepEqual(fast, slow):
+			t.Errorf("%s: read in one pass\n%#v\nwant\n%#v", name, fast, slow)
+		}
+		got, err := decodeMessage(raw)
+		// A part the SDK refuses (no content) is refused the same way.
+		if want, werr := decodeMessageSDK(raw); fmt.Sprint(err) != fmt.Sprint(werr) || (err == nil && !reflect.DeepEqual(got, want)) {
+			t.Errorf("%s: decodeMessage = %#v, %v; the SDK's %#v, %v", name, got, err, want, werr)
+		}
+	}
+}
+
+func decodeMessageSDK(raw []byte) (*a2a.Message, error) {
+	m := &a2a.Message{}
+	return m, json.Unmarshal(raw, m)
 }

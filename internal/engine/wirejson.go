@@ -9,84 +9,110 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/askpoint/askpoint/internal/jsonwrite"
 	"github.com/askpoint/askpoint/store"
 )
 
-// taskWire mirrors a2a.Task: its artifacts, history and status are the
-// mirrors of wire.go (or the SDK values where there is none).
-type taskWire struct {
-	ID        a2a.TaskID     `json:"id"`
-	Artifacts []any          `json:"artifacts,omitempty"`
-	ContextID string         `json:"contextId"`
-	History   []any          `json:"history,omitempty"`
-	Metadata  map[string]any `json:"metadata,omitempty"`
-	Status    any            `json:"status"`
-}
-
-// taskValue is what encodes as t: its mirror, with the pieces rb holds
-// (when rb is t's) as they are.
-func taskValue(t *a2a.Task, rb *ReplyBytes) *taskWire {
+// appendTask appends t as json.Marshal writes it, with the pieces rb holds
+// (when rb is t's) as they are: they are this node's own encoding of those
+// values, compact and escaped as encoding/json writes them, which is what
+// encoding/json's compacting of them would give again.
+func appendTask(b []byte, t *a2a.Task, rb *ReplyBytes) ([]byte, error) {
+	if t == nil {
+		return append(b, "null"...), nil
+	}
 	if rb != nil && (rb.task != t || len(rb.history) != len(t.History) ||
 		(rb.artifacts != nil && len(rb.artifacts) != len(t.Artifacts))) {
 		rb = nil
 	}
-	w := &taskWire{ID: t.ID, ContextID: t.ContextID, Metadata: t.Metadata}
-	if rb != nil && rb.status != nil {
-		w.Status = rb.status
-	} else {
-		w.Status = statusValue(&t.Status)
-	}
+	var err error
+	b = jsonwrite.String(append(b, `{"id":`...), string(t.ID))
 	if len(t.Artifacts) > 0 {
-		w.Artifacts = make([]any, len(t.Artifacts))
+		b = append(b, `,"artifacts":[`...)
 		for i, a := range t.Artifacts {
-			switch {
-			case rb != nil && rb.artifacts != nil:
-				w.Artifacts[i] = rb.artifacts[i]
-			case a != nil: // a nil element stays a nil value: null, as the SDK writes it
-				w.Artifacts[i] = artifactValue(a)
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if rb != nil && rb.artifacts != nil {
+				b = append(b, rb.artifacts[i]...)
+			} else if b, err = appendArtifact(b, a); err != nil {
+				return b, err
 			}
 		}
+		b = append(b, ']')
 	}
+	b = jsonwrite.String(append(b, `,"contextId":`...), t.ContextID)
 	if len(t.History) > 0 {
-		w.History = make([]any, len(t.History))
+		b = append(b, `,"history":[`...)
 		for i, m := range t.History {
-			switch {
-			case rb != nil && rb.history[i] != nil:
-				w.History[i] = rb.history[i]
-			case m != nil:
-				w.History[i] = messageValue(m)
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if rb != nil && rb.history[i] != nil {
+				b = append(b, rb.history[i]...)
+			} else if b, err = appendMessage(b, m, nil); err != nil {
+				return b, err
 			}
 		}
+		b = append(b, ']')
 	}
-	return w
+	if len(t.Metadata) > 0 {
+		if b, err = jsonwrite.Object(append(b, `,"metadata":`...), t.Metadata); err != nil {
+			return b, err
+		}
+	}
+	b = append(b, `,"status":`...)
+	if rb != nil && rb.status != nil {
+		b = append(b, rb.status...)
+	} else if b, err = appendStatus(b, &t.Status, nil); err != nil {
+		return b, err
+	}
+	return append(b, '}'), nil
 }
 
+// taskJSON is a task, with the pieces rb holds, as a jsonwrite.Appender.
+type taskJSON struct {
+	jsonwrite.Own
+	t  *a2a.Task
+	rb *ReplyBytes
+}
+
+func (v taskJSON) AppendJSON(b []byte) ([]byte, error) { return appendTask(b, v.t, v.rb) }
+
+// anyJSON is any value as a jsonwrite.Appender (jsonwrite.Value).
+type anyJSON struct {
+	jsonwrite.Own
+	v any
+}
+
+func (v anyJSON) AppendJSON(b []byte) ([]byte, error) { return jsonwrite.Value(b, v.v) }
+
 // WriteWrappedJSON writes the strings of prefix, the JSON of v, and the
-// strings of suffix (at most five each) to w. A task
-// or a message (a non-nil *a2a.Task or *a2a.Message) is encoded in one
-// pass through the mirrors of wire.go, in the bytes json.Marshal writes for
-// it (wirejson_test.go); any other value as encoding/json encodes it. The
-// value goes to w in the encoder's one write, not copied into a buffer of
-// its own: w is a buffered writer (an HTTP response). The front writes its
-// JSON-RPC replies with it (docs/decisions/0022-front-answers-message-send.md).
-// Nothing is written when v cannot be encoded.
+// strings of suffix (at most five each) to w, in one write. A task or a
+// message (a non-nil *a2a.Task or *a2a.Message) is written by the
+// appenders of wire.go, in the bytes json.Marshal writes for it
+// (wirejson_test.go); any other value as jsonwrite.Value writes it (the
+// bytes json.Marshal writes). The front writes its JSON-RPC replies with
+// it (docs/decisions/0022-front-answers-message-send.md). Nothing is
+// written when v cannot be encoded.
 func WriteWrappedJSON(w io.Writer, prefix []string, v any, suffix []string) error {
+	var a jsonwrite.Appender = anyJSON{v: v}
 	switch x := v.(type) {
 	case *a2a.Task:
 		if x != nil {
-			v = taskValue(x, nil)
+			a = taskJSON{t: x}
 		}
 	case *a2a.Message:
 		if x != nil {
-			v = messageValue(x)
+			a = messageValue(x)
 		}
 	}
-	return writeBetween(w, prefix, v, suffix)
+	return writeBetween(w, prefix, a, suffix)
 }
 
 // writeBetween writes the strings of prefix, the JSON of v, and the
-// strings of suffix to w, in the encoder's one write.
-func writeBetween(w io.Writer, prefix []string, v any, suffix []string) error {
+// strings of suffix to w, in one write.
+func writeBetween(w io.Writer, prefix []string, v jsonwrite.Appender, suffix []string) error {
 	if len(prefix) > maxPieces || len(suffix) > maxPieces {
 		return errors.New("too many strings around a value")
 	}
@@ -100,6 +126,10 @@ func writeBetween(w io.Writer, prefix []string, v any, suffix []string) error {
 	_, _, _, err := encodeBetween(w, v, before[:len(prefix)], after[:len(suffix)])
 	return err
 }
+
+// maxPieces is how many strings writeBetween takes on either side of a
+// value (on the caller's stack).
+const maxPieces = 5
 
 // ReplyBytes are the encoded pieces of the task a call returned that this
 // node encoded itself while making it (its log entries): a reply writes
@@ -192,5 +222,5 @@ func WriteTaskJSON(w io.Writer, prefix []string, t *a2a.Task, rb *ReplyBytes, su
 	if t == nil {
 		return WriteWrappedJSON(w, prefix, t, suffix)
 	}
-	return writeBetween(w, prefix, taskValue(t, rb), suffix)
+	return writeBetween(w, prefix, taskJSON{t: t, rb: rb}, suffix)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/askpoint/askpoint/internal/engine"
+	"github.com/askpoint/askpoint/internal/jsonscan"
 )
 
 // Params that do not decode into the protocol's types are refused by the
@@ -135,7 +136,7 @@ func decodeSendMessage(raw []byte, req *a2a.SendMessageRequest, where string) er
 		return nil
 	}
 	var w sendMessageWire
-	if json.Unmarshal(raw, &w) == nil {
+	if w.readJSON(raw) || func() bool { w = sendMessageWire{}; return json.Unmarshal(raw, &w) == nil }() {
 		*req = a2a.SendMessageRequest{Tenant: w.Tenant, Config: w.Config, Metadata: w.Metadata}
 		ok := true
 		if w.Message != nil {
@@ -156,3 +157,36 @@ type sendMessageWire struct {
 	Message  *engine.MessageIn      `json:"message"`
 	Metadata map[string]any         `json:"metadata"`
 }
+
+// readJSON reads raw into w in one pass, as engine.MessageIn.ReadJSON
+// reads a message (the configuration, when there is one, through
+// json.Unmarshal), and reports false for anything it does not read as
+// json.Unmarshal would.
+func (w *sendMessageWire) readJSON(raw []byte) bool {
+	r := jsonscan.NewReader(raw)
+	ok := r.Members(sendMessageNames, func(i int) bool {
+		if i != 3 && r.Null() {
+			return true
+		}
+		switch i {
+		case 0:
+			var ok bool
+			w.Tenant, ok = r.String()
+			return ok
+		case 1:
+			cfg, ok := r.Raw()
+			return ok && json.Unmarshal(cfg, &w.Config) == nil
+		case 2:
+			w.Message = &engine.MessageIn{}
+			return w.Message.ReadJSON(&r)
+		default:
+			var ok bool
+			w.Metadata, ok = r.Map()
+			return ok
+		}
+	})
+	return ok && r.End()
+}
+
+// sendMessageNames are sendMessageWire's members, in readJSON's order.
+var sendMessageNames = []string{"tenant", "configuration", "message", "metadata"}

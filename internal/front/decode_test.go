@@ -1,6 +1,7 @@
 package front
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -44,6 +45,16 @@ func FuzzDecodeSendMessage(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		// What the one-pass reader reads is what json.Unmarshal reads.
+		var fast, slow sendMessageWire
+		if fast.readJSON(raw) {
+			if err := json.Unmarshal(raw, &slow); err != nil || !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("%s: read in one pass\n%#v\njson.Unmarshal (error %v)\n%#v", raw, fast, err, slow)
+			}
+			if fast.Message != nil && !reflect.DeepEqual(*fast.Message, *slow.Message) {
+				t.Fatalf("%s: message read in one pass\n%#v\njson.Unmarshal\n%#v", raw, *fast.Message, *slow.Message)
+			}
+		}
 		var got, want a2a.SendMessageRequest
 		gotErr := decodeSendMessage(raw, &got, "params")
 		wantErr := decodeParams(raw, &want, "params")
@@ -72,4 +83,20 @@ func errWords(err error) string {
 	b := []byte(keys)
 	slices.Sort(b)
 	return head + mark + string(b)
+}
+
+// TestTheUsualParamsAreReadInOnePass: the params an SDK client sends for
+// a request and for an answer are read by readJSON, not left to
+// json.Unmarshal.
+func TestTheUsualParamsAreReadInOnePass(t *testing.T) {
+	for _, raw := range []string{
+		`{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"File my taxi receipt from Tuesday, 42 euros"}]}}`,
+		`{"message":{"messageId":"m","taskId":"t","contextId":"c","role":"ROLE_USER","parts":[{"data":{"questionId":"q","costCentre":"CC-4410"},"mediaType":"application/json"}]},"configuration":{"historyLength":1,"returnImmediately":true}}`,
+		`{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"\u003cé\u003e\n","metadata":{"k":[1.5e3,"x",null,true,{}]}}],"extensions":["https://x/ext"],"referenceTaskIds":["a","b"],"metadata":{"m":false}},"metadata":{"x":null},"tenant":"t1"}`,
+	} {
+		var w sendMessageWire
+		if !w.readJSON([]byte(raw)) {
+			t.Errorf("%s: not read in one pass", raw)
+		}
+	}
 }

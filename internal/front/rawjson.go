@@ -126,9 +126,10 @@ func kind(val []byte) byte {
 }
 
 // memberOf is the value of obj's last member named name (nil when it has
-// none); ok is false when obj is not a valid JSON object.
+// none); ok is false when obj is not a JSON object. obj is valid JSON (a
+// body checkEnvelope or checkRESTBody took, or a member of one).
 func memberOf(obj []byte, name string) (val []byte, ok bool) {
-	if kind(obj) != '{' || !json.Valid(obj) {
+	if kind(obj) != '{' {
 		return nil, false
 	}
 	_ = eachMember(obj, func(k string, v []byte) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 
 	"github.com/askpoint/askpoint/internal/engine"
+	"github.com/askpoint/askpoint/internal/jsonwrite"
 )
 
 // The front answers the JSON-RPC methods whose reply is a task (or, for
@@ -79,7 +80,8 @@ func (f *Front) answerJSONRPC(w http.ResponseWriter, r *http.Request, h Handler,
 // newline), through writeResult, or the SDK's way when that writes nothing.
 func writeJSONRPCResult(w http.ResponseWriter, id any, result any, rb *engine.ReplyBytes) {
 	w.Header().Set("Content-Type", "application/json")
-	idJSON, err := json.Marshal(id)
+	var idBuf [64]byte
+	idJSON, err := jsonwrite.Value(idBuf[:0], id) // a string, a number or null (checkEnvelope)
 	if err == nil && writeResult(w, []string{`{"jsonrpc":"2.0","id":`, string(idJSON), `,"result":`}, "}\n", result, rb) {
 		return
 	}
