@@ -483,6 +483,17 @@ func readStringOrNull(r *jsonscan.Reader, s *string) bool {
 	return ok
 }
 
+// readStringPtr reads a string into a new *p, or leaves *p nil for null.
+func readStringPtr[T ~string](r *jsonscan.Reader, p **T) bool {
+	if r.Null() {
+		return true
+	}
+	v, ok := r.String()
+	t := T(v)
+	*p = &t
+	return ok
+}
+
 func (m *MessageIn) readParts(r *jsonscan.Reader) bool {
 	if r.Null() {
 		m.Parts = nil
@@ -506,13 +517,7 @@ func (p *PartIn) readJSON(r *jsonscan.Reader) bool {
 	return r.Members(partNames, func(i int) bool {
 		switch i {
 		case 0:
-			if r.Null() {
-				return true
-			}
-			s, ok := r.String()
-			t := a2a.Text(s)
-			p.Text = &t
-			return ok
+			return readStringPtr(r, &p.Text)
 		case 1:
 			if r.Null() {
 				return true
@@ -521,13 +526,7 @@ func (p *PartIn) readJSON(r *jsonscan.Reader) bool {
 			p.Data = &v
 			return ok
 		case 2:
-			if r.Null() {
-				return true
-			}
-			s, ok := r.String()
-			u := a2a.URL(s)
-			p.URL = &u
-			return ok
+			return readStringPtr(r, &p.URL)
 		case 3:
 			return readStringOrNull(r, &p.Filename)
 		case 4:
