@@ -48,10 +48,17 @@ import (
 // (lock-µs/op) and its UpdateTask with the commit (answer-µs/op), on the
 // pool's backends; and the notifier's backend (notifier-µs/op), which
 // announces both writes.
+//
+// Its unlocked sub-benchmark makes the answer's UpdateTask without the
+// task lock, so without the lock's round trip (begin and the row lock)
+// and the commit in the lock's transaction: what the round trip would
+// cost a node that needed no row lock to hold a task against other nodes
+// (decision 0330 measured it; no such mode exists).
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, callers := range []int{1, 16} {
-		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) { benchRoundTrips(b, callers) })
+		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) { benchRoundTrips(b, callers, false) })
 	}
+	b.Run("unlocked/callers=16", func(b *testing.B) { benchRoundTrips(b, 16, true) })
 	b.Run("phases", benchRoundTripPhases)
 }
 
@@ -91,7 +98,7 @@ func benchRoundTripPhases(b *testing.B) {
 	b.ReportMetric(per(backendsCPU(b, notifier)-n0), "notifier-µs/op")
 }
 
-func benchRoundTrips(b *testing.B, callers int) {
+func benchRoundTrips(b *testing.B, callers int, unlocked bool) {
 	app := "askpoint-rt-" + randomHex(4)
 	s, err := Open(b.Context(), withParam(b, dbtest.Schema(b), "application_name", app))
 	if err != nil {
@@ -106,7 +113,7 @@ func benchRoundTrips(b *testing.B, callers int) {
 	}()
 	defer func() { stop(); <-listened }()
 
-	rt := &benchRoundTrip{}
+	rt := &benchRoundTrip{unlocked: unlocked}
 	var wg sync.WaitGroup
 	for range callers { // the pool's connections and the statements' plans
 		wg.Go(func() {
@@ -162,6 +169,9 @@ func processCPU(tb testing.TB) time.Duration {
 // benchRoundTrip holds the bench's JSON, with IDs filled in per round trip.
 type benchRoundTrip struct {
 	n atomic.Int64
+	// unlocked makes the answer's UpdateTask without a task lock (no
+	// LoadTask under one before it).
+	unlocked bool
 }
 
 // run makes one round trip. mark, when not nil, is called with 0 before
@@ -194,19 +204,21 @@ func (r *benchRoundTrip) run(b *testing.B, s *Store, mark func(phase int)) {
 		b.Fatal(err)
 	}
 	mark(1)
-	lock := s.LockTask(id)
-	defer lock.Unlock()
-	lctx := store.WithLock(ctx, lock)
-	// The engine keeps the row it created (internal/engine's rowCache).
-	l, err := s.LoadTask(lctx, id, store.LoadParams{MessageID: answerID, Request: true, Version: created.Version})
-	if err != nil {
-		b.Fatalf("LoadTask() = %v", err)
+	done, lctx := *created, ctx
+	if !r.unlocked {
+		lock := s.LockTask(id)
+		defer lock.Unlock()
+		lctx = store.WithLock(ctx, lock)
+		// The engine keeps the row it created (internal/engine's rowCache).
+		l, err := s.LoadTask(lctx, id, store.LoadParams{MessageID: answerID, Request: true, Version: created.Version})
+		if err != nil {
+			b.Fatalf("LoadTask() = %v", err)
+		}
+		if !l.Unchanged { // no lock slot came free in time: read unlocked
+			done = *l.Task
+		}
 	}
 	mark(2)
-	done := *created
-	if !l.Unchanged { // no lock slot came free in time: read unlocked
-		done = *l.Task
-	}
 	done.State, done.Status, done.Artifacts = a2a.TaskStateCompleted, fill(benchDoneStatus), fill("["+benchArtifact+"]")
 	done.Checkpoint, done.Question, done.Pause, done.WakeAt = nil, nil, nil, time.Time{}
 	if _, err := s.UpdateTask(lctx, &done, []store.LogEntry{
