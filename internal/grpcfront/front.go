@@ -39,7 +39,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -253,15 +252,6 @@ func takeTenant(m proto.Message) string {
 	t := r.Get(fd).String()
 	r.Clear(fd)
 	return t
-}
-
-// first is the call's first metadata value for key, read without copying
-// the rest of the metadata.
-func first(ctx context.Context, key string) string {
-	if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
-		return v[0]
-	}
-	return ""
 }
 
 // checkVersion requires A2A-Version 1.0 (or 1.0.x) in the call's metadata.

@@ -165,10 +165,11 @@ func taskReply(task *a2a.Task) (any, error) {
 }
 
 // withCallContext is a2agrpc's: the call context with the call's metadata
-// as its service parameters.
+// as its service parameters (NewServiceParams copies the metadata, its
+// keys in lower case, as a2agrpc's copy from FromIncomingContext was).
 func withCallContext(ctx context.Context) (context.Context, *a2asrv.CallContext) {
 	var params *a2asrv.ServiceParams
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
+	if md, ok := incoming(ctx); ok {
 		params = a2asrv.NewServiceParams(md)
 	}
 	return a2asrv.NewCallContext(ctx, params)
