@@ -70,6 +70,10 @@ func serviceDesc(f *Front, s *service) *grpc.ServiceDesc {
 // once, not per call.
 func unary[Req any](f *Front, s *service, method string, fn func(*service, context.Context, *Req) (any, error)) grpc.MethodHandler {
 	handler := func(ctx context.Context, req any) (any, error) { return fn(s, ctx, req.(*Req)) }
+	// The server grpc-go hands the method is s, which is registered with
+	// the description: the info the interceptors get is the same for every
+	// call.
+	info := &grpc.UnaryServerInfo{Server: s, FullMethod: method}
 	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 		in := new(Req)
 		if err := dec(in); err != nil {
@@ -82,7 +86,10 @@ func unary[Req any](f *Front, s *service, method string, fn func(*service, conte
 		if interceptor == nil {
 			return fn(s, ctx, in)
 		}
-		return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: method}, handler)
+		if srv != any(s) {
+			return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: method}, handler)
+		}
+		return interceptor(ctx, in, info, handler)
 	}
 }
 
