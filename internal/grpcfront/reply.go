@@ -213,25 +213,27 @@ func writeReply(kind int, encode func(*bytes.Buffer) error) *wireReply {
 		return nil
 	}
 	js := jb.Bytes()
-	out := buffers.Get(len(js) + 64)
-	w := wireBuf{b: (*out)[:0]}
-	var err error
 	var r *wireReply
-	switch kind {
-	case replyTask:
+	if kind == replyTask {
 		x := new(taskWireReply)
 		r = x.bind(&x.m)
-		err = w.Task(js)
-	case replySentTask:
+	} else {
 		x := new(sentWireReply)
 		r = x.bind(&x.m)
+	}
+	out := buffers.Get(len(js) + 64)
+	w := &r.w
+	w.b = (*out)[:0]
+	var err error
+	switch kind {
+	case replyTask:
+		err = w.Task(js)
+	case replySentTask:
 		m := w.open(1)
 		if err = w.Task(js); err == nil {
 			w.close(m)
 		}
 	case replySentMessage:
-		x := new(sentWireReply)
-		r = x.bind(&x.m)
 		m := w.open(2)
 		if err = w.Message(js); err == nil {
 			w.close(m)
@@ -242,8 +244,9 @@ func writeReply(kind int, encode func(*bytes.Buffer) error) *wireReply {
 		return nil
 	}
 	*out = w.b
+	w.b = nil
 	r.buf = out
-	r.ProtoReflect().SetUnknown(w.b)
+	r.ProtoReflect().SetUnknown(*out)
 	return r
 }
 
@@ -273,6 +276,7 @@ func (r *wireReply) bind(m proto.Message) *wireReply {
 type wireReply struct {
 	proto.Message
 	buf *[]byte
+	w   wireBuf // what wrote buf, in the reply's allocation
 }
 
 // codec is the server's: proto's, except that a wireReply goes out as it
