@@ -39,14 +39,16 @@ func (r *keyRecorder) Value(key any) any {
 
 // incoming is the call's incoming metadata as ctx holds it, not copied: not
 // to be written. Its keys are as they were put there (grpc-go's are lower
-// case). ok is false when ctx holds none. Without the learnt key it is
-// FromIncomingContext's copy.
-func incoming(ctx context.Context) (md metadata.MD, ok bool) {
-	if incomingKey == nil {
-		return metadata.FromIncomingContext(ctx)
+// case). ok is false when ctx holds none. Where the learnt key finds no
+// metadata.MD (none learnt, or a grpc-go that keeps something else under
+// it) it is FromIncomingContext's copy.
+func incoming(ctx context.Context) (metadata.MD, bool) {
+	if incomingKey != nil {
+		if md, ok := ctx.Value(incomingKey).(metadata.MD); ok {
+			return md, true
+		}
 	}
-	md, ok = ctx.Value(incomingKey).(metadata.MD)
-	return md, ok
+	return metadata.FromIncomingContext(ctx)
 }
 
 // first is the call's first metadata value for key (lower case), matched
