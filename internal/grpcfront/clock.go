@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/tap"
@@ -105,18 +106,25 @@ func arrived(ctx context.Context) {
 type requestClockKey struct{}
 
 // clockCtx is a call's context as tap makes it: the cancelable context,
-// carrying the call's clock as context.WithValue would, in one allocation.
-// A context made from it finds the cancelable one under it (Done and the
+// carrying the call's clock as context.WithValue would, in one allocation,
+// and, once admit has routed the call, its route (under agentKey). A
+// context made from it finds the cancelable one under it (Done and the
 // context package's own lookup are the embedded context's).
 type clockCtx struct {
 	context.Context
-	c   *requestClock
-	gen uint64
+	c     *requestClock
+	gen   uint64
+	route atomic.Pointer[route]
 }
 
 func (x *clockCtx) Value(key any) any {
-	if key == (requestClockKey{}) {
+	switch key {
+	case requestClockKey{}:
 		return x
+	case agentKey{}:
+		if rt := x.route.Load(); rt != nil {
+			return rt
+		}
 	}
 	return x.Context.Value(key)
 }

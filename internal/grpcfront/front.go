@@ -39,7 +39,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -64,7 +63,7 @@ type Front struct {
 	cfg     api.Config
 	tokens  auth.Tokens
 	acquire AcquireFunc
-	agents  map[string]a2asrv.RequestHandler
+	agents  map[string]*route
 	first   string
 	names   []string
 	srv     *grpc.Server
@@ -106,7 +105,7 @@ func New(cfg api.Config, agents []Agent, acquire AcquireFunc, extra ...grpc.Serv
 	if err != nil {
 		return nil, err
 	}
-	f := &Front{cfg: cfg, tokens: tokens, acquire: acquire, agents: map[string]a2asrv.RequestHandler{}, log: cfg.Logger}
+	f := &Front{cfg: cfg, tokens: tokens, acquire: acquire, agents: map[string]*route{}, log: cfg.Logger}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
 	}
@@ -117,7 +116,7 @@ func New(cfg api.Config, agents []Agent, acquire AcquireFunc, extra ...grpc.Serv
 		if _, dup := f.agents[a.Name]; dup {
 			return nil, fmt.Errorf("grpcfront: agent %q is given twice", a.Name)
 		}
-		f.agents[a.Name] = a.Handler
+		f.agents[a.Name] = &route{a.Handler}
 		f.names = append(f.names, a.Name)
 	}
 	f.first = agents[0].Name
@@ -207,8 +206,13 @@ func Interface(baseURL, agent string) *a2a.AgentInterface {
 	return iface
 }
 
-// agentKey carries the handler a call was routed to.
+// agentKey carries the route of a call, when the call's context has no
+// clock to carry it (see admit).
 type agentKey struct{}
+
+// route is the agent a call goes to: one for each agent, made with the
+// front, so that a call's context can take it without an allocation.
+type route struct{ h a2asrv.RequestHandler }
 
 // admit applies the edge rules to one call's request: version, caller,
 // agent (tenant), message. It returns the context the handler gets.
@@ -230,7 +234,7 @@ func (f *Front) admit(ctx context.Context, req any) (context.Context, error) {
 			name = tenant
 		}
 	}
-	h, ok := f.agents[name]
+	rt, ok := f.agents[name]
 	if !ok {
 		return nil, toStatus(f.log, a2a.NewError(a2a.ErrInvalidParams,
 			fmt.Sprintf("tenant %q names no agent here: use one of %s (the tenant of the agent card's GRPC interface)", name, strings.Join(f.names, ", "))))
@@ -238,7 +242,11 @@ func (f *Front) admit(ctx context.Context, req any) (context.Context, error) {
 	if err := checkRequest(req, f.cfg.MaxParts, f.cfg.MaxIDBytes); err != nil {
 		return nil, toStatus(f.log, err)
 	}
-	return context.WithValue(ctx, agentKey{}, h), nil
+	// The call's context as tap made it carries the route itself.
+	if x, ok := ctx.Value(requestClockKey{}).(*clockCtx); ok && x.route.CompareAndSwap(nil, rt) {
+		return ctx, nil
+	}
+	return context.WithValue(ctx, agentKey{}, rt), nil
 }
 
 // takeTenant reads a request's tenant and clears it: the tenant names the
@@ -253,15 +261,6 @@ func takeTenant(m proto.Message) string {
 	t := r.Get(fd).String()
 	r.Clear(fd)
 	return t
-}
-
-// first is the call's first metadata value for key, read without copying
-// the rest of the metadata.
-func first(ctx context.Context, key string) string {
-	if v := metadata.ValueFromIncomingContext(ctx, key); len(v) > 0 {
-		return v[0]
-	}
-	return ""
 }
 
 // checkVersion requires A2A-Version 1.0 (or 1.0.x) in the call's metadata.
@@ -488,10 +487,10 @@ func (s *stream) RecvMsg(m any) error {
 type router struct{ f *Front }
 
 func (r router) h(ctx context.Context) a2asrv.RequestHandler {
-	if h, ok := ctx.Value(agentKey{}).(a2asrv.RequestHandler); ok {
-		return h
+	if rt, ok := ctx.Value(agentKey{}).(*route); ok && rt != nil {
+		return rt.h
 	}
-	return r.f.agents[r.f.first]
+	return r.f.agents[r.f.first].h
 }
 
 func (r router) err(err error) error { return toStatus(r.f.log, err) }

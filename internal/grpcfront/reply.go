@@ -70,6 +70,10 @@ func serviceDesc(f *Front, s *service) *grpc.ServiceDesc {
 // once, not per call.
 func unary[Req any](f *Front, s *service, method string, fn func(*service, context.Context, *Req) (any, error)) grpc.MethodHandler {
 	handler := func(ctx context.Context, req any) (any, error) { return fn(s, ctx, req.(*Req)) }
+	// The server grpc-go hands the method is s, which is registered with
+	// the description: the info the interceptors get is the same for every
+	// call.
+	info := &grpc.UnaryServerInfo{Server: s, FullMethod: method}
 	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 		in := new(Req)
 		if err := dec(in); err != nil {
@@ -82,7 +86,10 @@ func unary[Req any](f *Front, s *service, method string, fn func(*service, conte
 		if interceptor == nil {
 			return fn(s, ctx, in)
 		}
-		return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: method}, handler)
+		if srv != any(s) {
+			return interceptor(ctx, in, &grpc.UnaryServerInfo{Server: srv, FullMethod: method}, handler)
+		}
+		return interceptor(ctx, in, info, handler)
 	}
 }
 
@@ -165,10 +172,11 @@ func taskReply(task *a2a.Task) (any, error) {
 }
 
 // withCallContext is a2agrpc's: the call context with the call's metadata
-// as its service parameters.
+// as its service parameters (NewServiceParams copies the metadata, its
+// keys in lower case, as a2agrpc's copy from FromIncomingContext was).
 func withCallContext(ctx context.Context) (context.Context, *a2asrv.CallContext) {
 	var params *a2asrv.ServiceParams
-	if md, ok := metadata.FromIncomingContext(ctx); ok {
+	if md, ok := incoming(ctx); ok {
 		params = a2asrv.NewServiceParams(md)
 	}
 	return a2asrv.NewCallContext(ctx, params)
@@ -205,25 +213,27 @@ func writeReply(kind int, encode func(*bytes.Buffer) error) *wireReply {
 		return nil
 	}
 	js := jb.Bytes()
-	out := buffers.Get(len(js) + 64)
-	w := wireBuf{b: (*out)[:0]}
-	var err error
 	var r *wireReply
-	switch kind {
-	case replyTask:
+	if kind == replyTask {
 		x := new(taskWireReply)
 		r = x.bind(&x.m)
-		err = w.Task(js)
-	case replySentTask:
+	} else {
 		x := new(sentWireReply)
 		r = x.bind(&x.m)
+	}
+	out := buffers.Get(len(js) + 64)
+	w := &r.w
+	w.b = (*out)[:0]
+	var err error
+	switch kind {
+	case replyTask:
+		err = w.Task(js)
+	case replySentTask:
 		m := w.open(1)
 		if err = w.Task(js); err == nil {
 			w.close(m)
 		}
 	case replySentMessage:
-		x := new(sentWireReply)
-		r = x.bind(&x.m)
 		m := w.open(2)
 		if err = w.Message(js); err == nil {
 			w.close(m)
@@ -234,8 +244,9 @@ func writeReply(kind int, encode func(*bytes.Buffer) error) *wireReply {
 		return nil
 	}
 	*out = w.b
+	w.b = nil
 	r.buf = out
-	r.ProtoReflect().SetUnknown(w.b)
+	r.ProtoReflect().SetUnknown(*out)
 	return r
 }
 
@@ -265,6 +276,7 @@ func (r *wireReply) bind(m proto.Message) *wireReply {
 type wireReply struct {
 	proto.Message
 	buf *[]byte
+	w   wireBuf // what wrote buf, in the reply's allocation
 }
 
 // codec is the server's: proto's, except that a wireReply goes out as it

@@ -43,8 +43,13 @@ import (
 // answer.
 var errFallback = errors.New("grpcfront: reply not written from its JSON")
 
-// wireBuf is protobuf wire bytes being written.
-type wireBuf struct{ b []byte }
+// wireBuf is protobuf wire bytes being written, with the reader of the
+// JSON they are written from (in the same allocation: the writer's
+// recursive calls leave both to the heap).
+type wireBuf struct {
+	b []byte
+	r reader
+}
 
 // open starts a length-delimited field num; close(mark) ends it.
 func (w *wireBuf) open(num protowire.Number) int {
@@ -84,14 +89,13 @@ func (w *wireBuf) Message(b []byte) error {
 
 // whole writes the JSON b with write, which must read all of it.
 func (w *wireBuf) whole(b []byte, write func(*wireBuf, *reader) error) error {
-	r := reader{b: b}
-	if err := write(w, &r); err != nil {
-		return err
+	w.r = reader{b: b}
+	err := write(w, &w.r)
+	if w.r.space(); err == nil && w.r.i != len(w.r.b) {
+		err = errFallback
 	}
-	if r.space(); r.i != len(r.b) {
-		return errFallback
-	}
-	return nil
+	w.r = reader{} // b is the caller's
+	return err
 }
 
 var (
