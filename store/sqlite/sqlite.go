@@ -406,6 +406,14 @@ const (
 	numReadStmts
 )
 
+// updateReturns is what an UpdateTask's statement returns: the columns the
+// caller does not already hold, and whether the task has a push
+// configuration. Only then does a write with a Notify entry run
+// stmtPushTarget: a task without one (most) has nothing to move, and one
+// statement less to run.
+const updateReturns = `key, tenant, owner, agent, version, last_seq, created_at,
+	EXISTS (SELECT 1 FROM push_configs p WHERE p.task_id = tasks.id)`
+
 var writeSQL = [numWriteStmts]string{
 	stmtInsertTask: `
 		INSERT INTO tasks (` + taskCols + `, request_key)
@@ -425,7 +433,7 @@ var writeSQL = [numWriteStmts]string{
 			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ?, lease_until = ?,
 			updated_at = ?, version = version + 1, last_seq = last_seq + ?, ref_seq = last_seq + ?
 		WHERE id = ? AND version = ? AND context_id = ?
-		RETURNING key, tenant, owner, agent, version, last_seq, created_at`,
+		RETURNING ` + updateReturns,
 	stmtUpdateTaskContext: `
 		UPDATE tasks SET state = ?,
 			status = ?, artifacts = ?, metadata = ?, checkpoint = ?, question = ?, input = ?, pause = ?,
@@ -433,7 +441,7 @@ var writeSQL = [numWriteStmts]string{
 			updated_at = ?, version = version + 1, last_seq = last_seq + ?, ref_seq = last_seq + ?,
 			context_id = ?
 		WHERE id = ? AND version = ?
-		RETURNING key, tenant, owner, agent, version, last_seq, created_at`,
+		RETURNING ` + updateReturns,
 	stmtTaskExists: `SELECT 1 FROM tasks WHERE id = ?`,
 	stmtExtendLease: `
 		UPDATE tasks SET lease_until = ?
@@ -967,8 +975,9 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 			tenant, owner, agent string
 			version, lastSeq     int64
 			createdAt            int64
+			hasPush              int64
 		)
-		dest := []any{&key, &tenant, &owner, &agent, &version, &lastSeq, &createdAt}
+		dest := []any{&key, &tenant, &owner, &agent, &version, &lastSeq, &createdAt, &hasPush}
 		err := b.stmt(stmtUpdateTask).QueryRow(string(t.State),
 			p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
 			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil),
@@ -991,7 +1000,7 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		if err := b.appendLog(key, lastSeq-n+1, entries, p.bodies, now); err != nil {
 			return translate("UpdateTask", t.ID, err)
 		}
-		if seq := newestNotify(lastSeq-n+1, entries); seq > 0 {
+		if seq := newestNotify(lastSeq-n+1, entries); seq > 0 && hasPush != 0 {
 			res, err := b.stmt(stmtPushTarget).Exec(seq, now, t.ID)
 			if err != nil {
 				return translate("UpdateTask", t.ID, err)
