@@ -415,9 +415,14 @@ const updateReturns = `key, tenant, owner, agent, version, last_seq, created_at,
 	EXISTS (SELECT 1 FROM push_configs p WHERE p.task_id = tasks.id)`
 
 var writeSQL = [numWriteStmts]string{
+	// The strings most tasks leave empty (tenant, owner, lease_owner) and
+	// an entry's messageId come as NULL for "" (nullString, nullKey) and
+	// are stored as '': the driver copies every TEXT or BLOB argument
+	// into a buffer of its own and keeps a record of it, NULL costs
+	// neither.
 	stmtInsertTask: `
 		INSERT INTO tasks (` + taskCols + `, request_key)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ifnull(?, ''), ifnull(?, ''), ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ifnull(?, ''), ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 	// Only the columns the caller does not already hold come back. The
 	// context ID of a task is the one it was created with (the engine
@@ -430,14 +435,14 @@ var writeSQL = [numWriteStmts]string{
 	stmtUpdateTask: `
 		UPDATE tasks SET state = ?,
 			status = ?, artifacts = ?, metadata = ?, checkpoint = ?, question = ?, input = ?, pause = ?,
-			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ?, lease_until = ?,
+			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ifnull(?, ''), lease_until = ?,
 			updated_at = ?, version = version + 1, last_seq = last_seq + ?, ref_seq = last_seq + ?
 		WHERE id = ? AND version = ? AND context_id = ?
 		RETURNING ` + updateReturns,
 	stmtUpdateTaskContext: `
 		UPDATE tasks SET state = ?,
 			status = ?, artifacts = ?, metadata = ?, checkpoint = ?, question = ?, input = ?, pause = ?,
-			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ?, lease_until = ?,
+			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ifnull(?, ''), lease_until = ?,
 			updated_at = ?, version = version + 1, last_seq = last_seq + ?, ref_seq = last_seq + ?,
 			context_id = ?
 		WHERE id = ? AND version = ?
@@ -514,7 +519,7 @@ func init() {
 // entries of a write, not one each.
 func insertLogSQL(n int) string {
 	return `INSERT INTO task_log (task_key, seq, kind, message_id, in_history, notify, body, at) VALUES ` +
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ifnull(?, ''), ?, ?, ?, ?), ", n), ", ")
 }
 
 var readSQL = [numReadStmts]string{
@@ -732,9 +737,9 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 
 func (b *batch) createTask(t *store.Task, entries []store.LogEntry, p *packedTask, now int64) (*store.Task, error) {
 	res, err := b.stmt(stmtInsertTask).Exec(
-		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(len(entries)),
+		t.ID, t.ContextID, nullString(t.Tenant), nullString(t.Owner), t.Agent, string(t.State), int64(len(entries)),
 		p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
-		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now, p.ref,
+		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), nullString(t.LeaseOwner), toMillis(t.LeaseUntil), now, now, p.ref,
 		nullKey(t.RequestKey))
 	if err != nil {
 		return nil, translate("CreateTask", t.ID, err)
@@ -980,14 +985,14 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		dest := []any{&key, &tenant, &owner, &agent, &version, &lastSeq, &createdAt, &hasPush}
 		err := b.stmt(stmtUpdateTask).QueryRow(string(t.State),
 			p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
-			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil),
+			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), nullString(t.LeaseOwner), toMillis(t.LeaseUntil),
 			now, n, p.ref,
 			t.ID, t.Version, t.ContextID).Scan(dest...)
 		if errors.Is(err, sql.ErrNoRows) {
 			// Another context, or a version that moved, or no such task.
 			err = b.stmt(stmtUpdateTaskContext).QueryRow(string(t.State),
 				p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
-				nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil),
+				nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), nullString(t.LeaseOwner), toMillis(t.LeaseUntil),
 				now, n, p.ref, t.ContextID,
 				t.ID, t.Version).Scan(dest...)
 		}
@@ -1049,7 +1054,7 @@ func (b *batch) appendLog(key int64, first int64, entries []store.LogEntry, bodi
 			if !e.At.IsZero() {
 				at = e.At.UnixMilli()
 			}
-			args = append(args, key, first+int64(i), string(e.Kind), packKey(e.MessageID),
+			args = append(args, key, first+int64(i), string(e.Kind), nullKey(e.MessageID),
 				boolInt(e.InHistory), boolInt(e.Notify), bodies[i], at)
 		}
 		b.s.wlogArgs = args
