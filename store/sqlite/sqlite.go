@@ -975,14 +975,16 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		now := time.Now().UnixMilli()
 		n := int64(len(entries))
 		pushDue := false
-		var (
+		// What the statement returns (updateReturns), in one variable: the
+		// scan's destinations escape, and each would be an allocation.
+		var r struct {
 			key                  int64
 			tenant, owner, agent string
 			version, lastSeq     int64
 			createdAt            int64
 			hasPush              int64
-		)
-		dest := []any{&key, &tenant, &owner, &agent, &version, &lastSeq, &createdAt, &hasPush}
+		}
+		dest := []any{&r.key, &r.tenant, &r.owner, &r.agent, &r.version, &r.lastSeq, &r.createdAt, &r.hasPush}
 		err := b.stmt(stmtUpdateTask).QueryRow(string(t.State),
 			p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
 			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), nullString(t.LeaseOwner), toMillis(t.LeaseUntil),
@@ -1002,10 +1004,10 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		if err != nil {
 			return translate("UpdateTask", t.ID, err)
 		}
-		if err := b.appendLog(key, lastSeq-n+1, entries, p.bodies, now); err != nil {
+		if err := b.appendLog(r.key, r.lastSeq-n+1, entries, p.bodies, now); err != nil {
 			return translate("UpdateTask", t.ID, err)
 		}
-		if seq := newestNotify(lastSeq-n+1, entries); seq > 0 && hasPush != 0 {
+		if seq := newestNotify(r.lastSeq-n+1, entries); seq > 0 && r.hasPush != 0 {
 			res, err := b.stmt(stmtPushTarget).Exec(seq, now, t.ID)
 			if err != nil {
 				return translate("UpdateTask", t.ID, err)
@@ -1016,9 +1018,9 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		}
 		got = asStored(t)
 		got.PushDue = pushDue
-		got.Tenant, got.Owner, got.Agent = tenant, owner, agent
-		got.Version, got.LastSeq = version, lastSeq
-		got.CreatedAt, got.UpdatedAt = fromMillis(createdAt), fromMillis(now)
+		got.Tenant, got.Owner, got.Agent = r.tenant, r.owner, r.agent
+		got.Version, got.LastSeq = r.version, r.lastSeq
+		got.CreatedAt, got.UpdatedAt = fromMillis(r.createdAt), fromMillis(now)
 		return nil
 	})
 	if err != nil {
