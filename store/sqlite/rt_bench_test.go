@@ -2,12 +2,16 @@ package sqlite
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"maps"
 	"os"
 	"runtime"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/google/uuid"
@@ -23,16 +27,20 @@ import (
 // page; with time-ordered IDs (what the engine makes, decision 0017) the
 // writes of one commit share the newest pages. frames/commit is the WAL
 // pages each commit wrote, frames/rt those of a round trip; -test.v logs
-// the b-trees they were pages of (walFrames).
+// the b-trees they were pages of (walFrames). Their bodies are 700 bytes
+// of one letter each; bodies=example writes the worked example's tasks and
+// entries instead (exampleWrite), with time-ordered IDs.
 //
 //	go test -run '^$' -bench RoundTripWrites -benchtime 4000x -count 3 ./store/sqlite/
 func BenchmarkRoundTripWrites(b *testing.B) {
 	for _, ids := range []struct {
-		name string
-		new  func() string
+		name    string
+		new     func() string
+		example bool
 	}{
-		{"ids=random", uuid.NewString},
-		{"ids=time-ordered", func() string { return string(a2a.NewTaskID()) }},
+		{"ids=random", uuid.NewString, false},
+		{"ids=time-ordered", func() string { return string(a2a.NewTaskID()) }, false},
+		{"bodies=example", nil, true},
 	} {
 		b.Run(ids.name, func(b *testing.B) {
 			s := benchOpen(b)
@@ -47,12 +55,27 @@ func BenchmarkRoundTripWrites(b *testing.B) {
 			status := func(final bool) store.LogEntry {
 				return store.LogEntry{Kind: store.KindStatus, InHistory: final, Notify: final, Body: benchBlob}
 			}
+			var examples []exampleWrite
+			var next atomic.Int64
+			if ids.example {
+				examples = make([]exampleWrite, b.N)
+				for i := range examples {
+					examples[i] = newExampleWrite()
+				}
+			}
 			b.ReportAllocs()
 			b.SetParallelism(32 / runtime.GOMAXPROCS(0))
 			cpu0 := cpuTime()
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
+					if ids.example {
+						if err := examples[next.Add(1)-1].run(b, s); err != nil {
+							b.Error(err)
+							return
+						}
+						continue
+					}
 					t := benchTask(ids.new())
 					t.RequestKey = uuid.NewString()
 					t.ContextID = a2a.NewContextID()
@@ -83,6 +106,54 @@ func BenchmarkRoundTripWrites(b *testing.B) {
 			}
 		})
 	}
+}
+
+// exampleWrite is the worked example's round trip as the store sees it,
+// for a task of its own: the paused task and its first three entries
+// (CreateTask), then the completed task's columns and the four entries its
+// answer appends (UpdateTask).
+type exampleWrite struct {
+	paused, done       *store.Task
+	created, completed []store.LogEntry
+}
+
+// newExampleWrite is exampleTasks with new task and context IDs.
+func newExampleWrite() exampleWrite {
+	tasks, logs := exampleTasks()
+	id, ctx := string(a2a.NewTaskID()), string(a2a.NewContextID())
+	r := strings.NewReplacer(exTask, id, exCtx, ctx, exTask2, id, exCtx2, ctx)
+	fix := func(t *store.Task) {
+		t.ID, t.ContextID = id, ctx
+		for _, c := range []*json.RawMessage{&t.Status, &t.Artifacts, &t.Checkpoint, &t.Question, &t.Pause} {
+			if *c != nil {
+				*c = json.RawMessage(r.Replace(string(*c)))
+			}
+		}
+	}
+	entries := func(es []store.LogEntry) []store.LogEntry {
+		out := make([]store.LogEntry, len(es))
+		for i, e := range es {
+			e.Seq, e.Body = 0, json.RawMessage(r.Replace(string(e.Body)))
+			out[i] = e
+		}
+		return out
+	}
+	w := exampleWrite{paused: tasks[0], done: tasks[1], created: entries(logs[0]), completed: entries(logs[1][3:])}
+	fix(w.paused)
+	fix(w.done)
+	w.paused.RequestKey = uuid.NewString()
+	return w
+}
+
+func (w exampleWrite) run(b *testing.B, s *Store) error {
+	saved, err := s.CreateTask(b.Context(), w.paused, w.created)
+	if err != nil {
+		return err
+	}
+	saved.State, saved.Status, saved.Artifacts = w.done.State, w.done.Status, w.done.Artifacts
+	saved.Checkpoint, saved.Question, saved.Pause, saved.WakeAt = nil, nil, nil, time.Time{}
+	_, err = s.UpdateTask(b.Context(), saved, w.completed)
+	return err
 }
 
 // walFrames counts the frames of s's WAL by the b-tree (table or index)

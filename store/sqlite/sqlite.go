@@ -406,10 +406,23 @@ const (
 	numReadStmts
 )
 
+// updateReturns is what an UpdateTask's statement returns: the columns the
+// caller does not already hold, and whether the task has a push
+// configuration. Only then does a write with a Notify entry run
+// stmtPushTarget: a task without one (most) has nothing to move, and one
+// statement less to run.
+const updateReturns = `key, tenant, owner, agent, version, last_seq, created_at,
+	EXISTS (SELECT 1 FROM push_configs p WHERE p.task_id = tasks.id)`
+
 var writeSQL = [numWriteStmts]string{
+	// The strings most tasks leave empty (tenant, owner, lease_owner) and
+	// an entry's messageId come as NULL for "" (nullString, nullKey) and
+	// are stored as '': the driver copies every TEXT or BLOB argument
+	// into a buffer of its own and keeps a record of it, NULL costs
+	// neither.
 	stmtInsertTask: `
 		INSERT INTO tasks (` + taskCols + `, request_key)
-		VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		VALUES (?, ?, ifnull(?, ''), ifnull(?, ''), ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ifnull(?, ''), ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`,
 	// Only the columns the caller does not already hold come back. The
 	// context ID of a task is the one it was created with (the engine
@@ -422,18 +435,18 @@ var writeSQL = [numWriteStmts]string{
 	stmtUpdateTask: `
 		UPDATE tasks SET state = ?,
 			status = ?, artifacts = ?, metadata = ?, checkpoint = ?, question = ?, input = ?, pause = ?,
-			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ?, lease_until = ?,
+			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ifnull(?, ''), lease_until = ?,
 			updated_at = ?, version = version + 1, last_seq = last_seq + ?, ref_seq = last_seq + ?
 		WHERE id = ? AND version = ? AND context_id = ?
-		RETURNING key, tenant, owner, agent, version, last_seq, created_at`,
+		RETURNING ` + updateReturns,
 	stmtUpdateTaskContext: `
 		UPDATE tasks SET state = ?,
 			status = ?, artifacts = ?, metadata = ?, checkpoint = ?, question = ?, input = ?, pause = ?,
-			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ?, lease_until = ?,
+			wake_at = ?, hold_at = ?, runnable = ?, lease_owner = ifnull(?, ''), lease_until = ?,
 			updated_at = ?, version = version + 1, last_seq = last_seq + ?, ref_seq = last_seq + ?,
 			context_id = ?
 		WHERE id = ? AND version = ?
-		RETURNING key, tenant, owner, agent, version, last_seq, created_at`,
+		RETURNING ` + updateReturns,
 	stmtTaskExists: `SELECT 1 FROM tasks WHERE id = ?`,
 	stmtExtendLease: `
 		UPDATE tasks SET lease_until = ?
@@ -506,7 +519,7 @@ func init() {
 // entries of a write, not one each.
 func insertLogSQL(n int) string {
 	return `INSERT INTO task_log (task_key, seq, kind, message_id, in_history, notify, body, at) VALUES ` +
-		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ")
+		strings.TrimSuffix(strings.Repeat("(?, ?, ?, ifnull(?, ''), ?, ?, ?, ?), ", n), ", ")
 }
 
 var readSQL = [numReadStmts]string{
@@ -724,9 +737,9 @@ func (s *Store) CreateTask(ctx context.Context, t *store.Task, entries []store.L
 
 func (b *batch) createTask(t *store.Task, entries []store.LogEntry, p *packedTask, now int64) (*store.Task, error) {
 	res, err := b.stmt(stmtInsertTask).Exec(
-		t.ID, t.ContextID, t.Tenant, t.Owner, t.Agent, string(t.State), int64(len(entries)),
+		t.ID, t.ContextID, nullString(t.Tenant), nullString(t.Owner), t.Agent, string(t.State), int64(len(entries)),
 		p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
-		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil), now, now, p.ref,
+		nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), nullString(t.LeaseOwner), toMillis(t.LeaseUntil), now, now, p.ref,
 		nullKey(t.RequestKey))
 	if err != nil {
 		return nil, translate("CreateTask", t.ID, err)
@@ -962,23 +975,26 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		now := time.Now().UnixMilli()
 		n := int64(len(entries))
 		pushDue := false
-		var (
+		// What the statement returns (updateReturns), in one variable: the
+		// scan's destinations escape, and each would be an allocation.
+		var r struct {
 			key                  int64
 			tenant, owner, agent string
 			version, lastSeq     int64
 			createdAt            int64
-		)
-		dest := []any{&key, &tenant, &owner, &agent, &version, &lastSeq, &createdAt}
+			hasPush              int64
+		}
+		dest := []any{&r.key, &r.tenant, &r.owner, &r.agent, &r.version, &r.lastSeq, &r.createdAt, &r.hasPush}
 		err := b.stmt(stmtUpdateTask).QueryRow(string(t.State),
 			p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
-			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil),
+			nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), nullString(t.LeaseOwner), toMillis(t.LeaseUntil),
 			now, n, p.ref,
 			t.ID, t.Version, t.ContextID).Scan(dest...)
 		if errors.Is(err, sql.ErrNoRows) {
 			// Another context, or a version that moved, or no such task.
 			err = b.stmt(stmtUpdateTaskContext).QueryRow(string(t.State),
 				p.cols[0], p.cols[1], p.cols[2], p.cols[3], p.cols[4], p.cols[5], p.cols[6],
-				nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), t.LeaseOwner, toMillis(t.LeaseUntil),
+				nullMillisArg(t.WakeAt), nullMillisArg(t.HoldAt), boolInt(t.Runnable), nullString(t.LeaseOwner), toMillis(t.LeaseUntil),
 				now, n, p.ref, t.ContextID,
 				t.ID, t.Version).Scan(dest...)
 		}
@@ -988,10 +1004,10 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		if err != nil {
 			return translate("UpdateTask", t.ID, err)
 		}
-		if err := b.appendLog(key, lastSeq-n+1, entries, p.bodies, now); err != nil {
+		if err := b.appendLog(r.key, r.lastSeq-n+1, entries, p.bodies, now); err != nil {
 			return translate("UpdateTask", t.ID, err)
 		}
-		if seq := newestNotify(lastSeq-n+1, entries); seq > 0 {
+		if seq := newestNotify(r.lastSeq-n+1, entries); seq > 0 && r.hasPush != 0 {
 			res, err := b.stmt(stmtPushTarget).Exec(seq, now, t.ID)
 			if err != nil {
 				return translate("UpdateTask", t.ID, err)
@@ -1002,9 +1018,9 @@ func (s *Store) UpdateTask(ctx context.Context, t *store.Task, entries []store.L
 		}
 		got = asStored(t)
 		got.PushDue = pushDue
-		got.Tenant, got.Owner, got.Agent = tenant, owner, agent
-		got.Version, got.LastSeq = version, lastSeq
-		got.CreatedAt, got.UpdatedAt = fromMillis(createdAt), fromMillis(now)
+		got.Tenant, got.Owner, got.Agent = r.tenant, r.owner, r.agent
+		got.Version, got.LastSeq = r.version, r.lastSeq
+		got.CreatedAt, got.UpdatedAt = fromMillis(r.createdAt), fromMillis(now)
 		return nil
 	})
 	if err != nil {
@@ -1040,7 +1056,7 @@ func (b *batch) appendLog(key int64, first int64, entries []store.LogEntry, bodi
 			if !e.At.IsZero() {
 				at = e.At.UnixMilli()
 			}
-			args = append(args, key, first+int64(i), string(e.Kind), packKey(e.MessageID),
+			args = append(args, key, first+int64(i), string(e.Kind), nullKey(e.MessageID),
 				boolInt(e.InHistory), boolInt(e.Notify), bodies[i], at)
 		}
 		b.s.wlogArgs = args

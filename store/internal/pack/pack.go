@@ -24,6 +24,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"strconv"
 	"sync"
 )
@@ -59,20 +60,52 @@ func (k Known) WithIndex() Known {
 	x := indexes.Get().(*Index)
 	x.slots = [indexSlots]uint16{}
 	ref := k.Ref[:min(len(k.Ref), 0xffff)]
-	for i := 0; i+minRef <= len(ref); i++ {
-		if c := ref[i]; c == '"' || c == '{' || c == '[' || i == 0 {
-			h := slotOf(ref[i:])
-			for n := 0; n < 8 && x.slots[h] != 0; n++ { // linear probing; full: not indexed
-				h = (h + 1) % indexSlots
+	x.add(ref, 0)
+	// The places from 1 to end-1, in order, eight bytes at a time: a
+	// word's bytes equal to one of the three are flagged (and a few
+	// others, above a flagged one: each is checked).
+	end := len(ref) - minRef + 1
+	i := 1
+	for ; i+8 <= end; i += 8 {
+		w := binary.LittleEndian.Uint64(ref[i:])
+		m := zeroBytes(w^('"'*ones)) | zeroBytes(w^('{'*ones)) | zeroBytes(w^('['*ones))
+		for ; m != 0; m &= m - 1 {
+			if j := i + bits.TrailingZeros64(m)/8; runStart[ref[j]] {
+				x.add(ref, j)
 			}
-			if x.slots[h] == 0 {
-				x.slots[h] = uint16(i + 1)
-			}
+		}
+	}
+	for ; i < end; i++ {
+		if runStart[ref[i]] {
+			x.add(ref, i)
 		}
 	}
 	k.index = x
 	return k
 }
+
+// add indexes the run of ref at i, in the first free slot from its hash's
+// on (linear probing; eight full: not indexed).
+func (x *Index) add(ref []byte, i int) {
+	h := slotOf(ref[i:])
+	for n := 0; n < 8 && x.slots[h] != 0; n++ {
+		h = (h + 1) % indexSlots
+	}
+	if x.slots[h] == 0 {
+		x.slots[h] = uint16(i + 1)
+	}
+}
+
+// ones is a word of bytes 0x01.
+const ones = 0x0101010101010101
+
+// zeroBytes flags (their top bit) the bytes of w that are 0, and perhaps
+// some above one that is.
+func zeroBytes(w uint64) uint64 { return (w - ones) &^ w & (0x80 * ones) }
+
+// runStart says where, besides a value's first byte, a run from a Ref is
+// looked for: where JSON values and keys start.
+var runStart = [256]bool{'"': true, '{': true, '[': true}
 
 // Release returns k's Index, if it has one, for another WithIndex.
 func (k Known) Release() {
@@ -202,6 +235,12 @@ var (
 // hasFirst says which bytes some phrase starts with.
 var hasFirst [256]bool
 
+// plain says which bytes start nothing Pack replaces, whatever it packs
+// against (but for the first bytes of the IDs it knows, which it checks
+// itself): not a run's start ('"', '{', '['), no hex digit (a UUID's or
+// a time's first byte), no phrase's first byte, no control byte.
+var plain [256]bool
+
 func init() {
 	if len(phrases) > numShort+256 {
 		panic("pack: too many phrases")
@@ -219,6 +258,10 @@ func init() {
 		}
 		twoLists[byTwo[key]] = append(twoLists[byTwo[key]], uint8(i))
 		hasFirst[p[0]] = true
+	}
+	for c := range plain {
+		b := byte(c)
+		plain[c] = b >= 0x20 && b != '"' && b != '{' && b != '[' && !isHex(b) && !hasFirst[b]
 	}
 	if len(twoLists) > 256 {
 		panic("pack: too many first two bytes")
@@ -244,9 +287,28 @@ func Pack(dst, b []byte, k Known) []byte {
 		return append(dst, b...)
 	}
 	dst = append(dst, tokPacked)
+	// The first bytes of k's IDs (0 for none: b holds no control byte).
+	var t0, c0 byte
+	if k.TaskID != "" {
+		t0 = k.TaskID[0]
+	}
+	if k.ContextID != "" {
+		c0 = k.ContextID[0]
+	}
 	for i := 0; i < len(b); {
 		c := b[i]
-		if len(k.Ref) >= minRef && (c == '"' || c == '{' || c == '[' || i == 0) {
+		if i > 0 && plain[c] && c != t0 && c != c0 {
+			// A run of bytes none of which can start a token is copied
+			// in one append: each would have come out as itself.
+			j := i + 1
+			for j < len(b) && plain[b[j]] && b[j] != t0 && b[j] != c0 {
+				j++
+			}
+			dst = append(dst, b[i:j]...)
+			i = j
+			continue
+		}
+		if len(k.Ref) >= minRef && (runStart[c] || i == 0) {
 			var off, n int
 			if k.index != nil {
 				off, n = k.index.longest(k.Ref, b[i:])
