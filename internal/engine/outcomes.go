@@ -187,7 +187,7 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		if p.Holds, err = prepareHolds(o.Holds(), p.Expires, "the wait's deadline", releases); err != nil {
 			return oc.refuse(next, o, releases, "The agent waits while holding what the runtime cannot keep: "+err.Error(), now)
 		}
-		raw, err := json.Marshal(p)
+		raw, err := encodePause(p)
 		if err != nil {
 			return nil, err
 		}
@@ -359,7 +359,7 @@ func (oc *outcomes) setPause(next *store.Task, p *pauseState) error {
 	if p.Holds == nil && !open {
 		return nil // nothing left to keep
 	}
-	raw, err := json.Marshal(p)
+	raw, err := encodePause(p)
 	if err != nil {
 		return err
 	}

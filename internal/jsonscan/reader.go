@@ -193,6 +193,26 @@ func (r *Reader) String() (string, bool) {
 	return s, true
 }
 
+// Quoted reads a string that has no escape and only printable ASCII,
+// and returns it with its quotes, a slice of the input (for a reader
+// such as time.Time.UnmarshalJSON); any other string is reported false.
+func (r *Reader) Quoted() ([]byte, bool) {
+	if r.Peek() != '"' {
+		return nil, false
+	}
+	for end := r.i + 1; end < len(r.b); end++ {
+		switch c := r.b[end]; {
+		case c == '"':
+			q := r.b[r.i : end+1]
+			r.i = end + 1
+			return q, true
+		case c < 0x20 || c == '\\' || c >= utf8.RuneSelf:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
 func hasBackslash(b []byte) bool {
 	for _, c := range b {
 		if c == '\\' {
