@@ -17,13 +17,13 @@ import (
 
 // encodePause is json.Marshal(p).
 func encodePause(p *pauseState) ([]byte, error) {
-	if !plainRaw(p.DefaultAnswer) {
+	if len(p.DefaultAnswer) > 0 && !jsonwrite.RawAsIs(p.DefaultAnswer) {
 		return json.Marshal(p)
 	}
 	n := 160 + len(p.Kind) + len(p.Question) + len(p.OnExpiry) + len(p.DefaultAnswer) + len(p.WakeDigest) +
 		len(p.Fresh) + len(p.Await) + len(p.Auth) + len(p.Trace)
 	for i := range p.Holds {
-		if !plainRaw(p.Holds[i].Data) {
+		if d := p.Holds[i].Data; len(d) > 0 && !jsonwrite.RawAsIs(d) {
 			return json.Marshal(p)
 		}
 		n += 160 + len(p.Holds[i].Name) + len(p.Holds[i].Data)
@@ -35,21 +35,8 @@ func encodePause(p *pauseState) ([]byte, error) {
 	return b, nil
 }
 
-// plainRaw reports whether json.Marshal writes raw (a json.RawMessage) as
-// it is: valid JSON with nothing it would compact or escape (space, '<',
-// '>', '&', and any byte beyond ASCII, for U+2028 and U+2029).
-func plainRaw(raw json.RawMessage) bool {
-	for _, c := range raw {
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '<' || c == '>' || c == '&' || c >= 0x80:
-			return false
-		}
-	}
-	return len(raw) == 0 || json.Valid(raw)
-}
-
 // appendPause appends p as json.Marshal writes it, its raw members taken
-// as plainRaw says they are.
+// as jsonwrite.RawAsIs says they are.
 func appendPause(b []byte, p *pauseState) ([]byte, error) {
 	b = append(b, '{')
 	first := true
@@ -72,7 +59,7 @@ func appendPause(b []byte, p *pauseState) ([]byte, error) {
 			return
 		}
 		name(n)
-		b, err = appendTime(b, t)
+		b, err = jsonwrite.Time(b, t)
 	}
 	str(`"kind":`, p.Kind)
 	stamp(`"asked":`, p.Asked, false)
@@ -125,17 +112,6 @@ func appendPause(b []byte, p *pauseState) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendTime appends t as time.Time.MarshalJSON writes it (an error for a
-// year it cannot write).
-func appendTime(b []byte, t time.Time) ([]byte, error) {
-	b = append(b, '"')
-	b, err := t.AppendText(b)
-	if err != nil {
-		return b, err
-	}
-	return append(b, '"'), nil
-}
-
 // pauseNames and holdNames are pauseState's and heldThing's members, in
 // the order of their readers' cases.
 var (
@@ -152,30 +128,30 @@ func readPause(raw []byte, p *pauseState) bool {
 	ok := r.Members(pauseNames, func(i int) bool {
 		switch i {
 		case 0:
-			return readStringOrNull(&r, &p.Kind)
+			return r.StringOrNull(&p.Kind)
 		case 1:
-			return readTime(&r, &p.Asked)
+			return r.Time(&p.Asked)
 		case 2:
-			return readStringOrNull(&r, &p.Question)
+			return r.StringOrNull(&p.Question)
 		case 3:
-			return readTime(&r, &p.Expires)
+			return r.Time(&p.Expires)
 		case 4:
 			s := string(p.OnExpiry)
-			ok := readStringOrNull(&r, &s)
+			ok := r.StringOrNull(&s)
 			p.OnExpiry = api.ExpiryAction(s)
 			return ok
 		case 5:
-			return readRaw(&r, &p.DefaultAnswer)
+			return r.RawMessage(&p.DefaultAnswer)
 		case 6:
-			return readInt(&r, &p.Reminded)
+			return r.Int(&p.Reminded)
 		case 7:
-			return readStringOrNull(&r, &p.WakeDigest)
+			return r.StringOrNull(&p.WakeDigest)
 		case 8:
-			return readStringOrNull(&r, &p.Fresh)
+			return r.StringOrNull(&p.Fresh)
 		case 9:
-			return readStringOrNull(&r, &p.Await)
+			return r.StringOrNull(&p.Await)
 		case 10:
-			return readStringOrNull(&r, &p.Auth)
+			return r.StringOrNull(&p.Auth)
 		case 11:
 			if r.Null() {
 				p.Holds = nil
@@ -190,7 +166,7 @@ func readPause(raw []byte, p *pauseState) bool {
 				return readHold(&r, &p.Holds[len(p.Holds)-1])
 			})
 		default:
-			return readStringOrNull(&r, &p.Trace)
+			return r.StringOrNull(&p.Trace)
 		}
 	})
 	return ok && r.End()
@@ -200,71 +176,19 @@ func readHold(r *jsonscan.Reader, h *heldThing) bool {
 	return r.Members(holdNames, func(i int) bool {
 		switch i {
 		case 0:
-			return readStringOrNull(r, &h.Name)
+			return r.StringOrNull(&h.Name)
 		case 1:
-			return readTime(r, &h.Until)
+			return r.Time(&h.Until)
 		case 2:
-			return readRaw(r, &h.Data)
+			return r.RawMessage(&h.Data)
 		case 3:
-			return readTime(r, &h.Early)
+			return r.Time(&h.Early)
 		case 4:
-			return readTime(r, &h.Releasing)
+			return r.Time(&h.Releasing)
 		case 5:
-			if r.Null() {
-				return true
-			}
-			switch r.Peek() {
-			case 't':
-				h.Released = true
-			case 'f':
-				h.Released = false
-			default:
-				return false
-			}
-			raw, ok := r.Raw()
-			return ok && (string(raw) == "true" || string(raw) == "false")
+			return r.Bool(&h.Released)
 		default:
-			return readInt(r, &h.Failures)
+			return r.Int(&h.Failures)
 		}
 	})
-}
-
-// readTime reads a time as time.Time.UnmarshalJSON does, a null leaving
-// it as it is.
-func readTime(r *jsonscan.Reader, t *time.Time) bool {
-	if r.Null() {
-		return true
-	}
-	q, ok := r.Quoted()
-	return ok && t.UnmarshalJSON(q) == nil
-}
-
-// readRaw reads a value into a json.RawMessage as json.Unmarshal does: a
-// copy of its bytes (null among them).
-func readRaw(r *jsonscan.Reader, m *json.RawMessage) bool {
-	raw, ok := r.Raw()
-	if !ok {
-		return false
-	}
-	*m = append((*m)[:0], raw...)
-	return true
-}
-
-// readInt reads an integer as json.Unmarshal reads it into an int, a null
-// leaving it as it is; anything else (a fraction, an exponent, an
-// overflow) is json.Unmarshal's to refuse.
-func readInt(r *jsonscan.Reader, n *int) bool {
-	if r.Null() {
-		return true
-	}
-	raw, ok := r.Raw()
-	if !ok {
-		return false
-	}
-	v, err := strconv.ParseInt(string(raw), 10, strconv.IntSize)
-	if err != nil {
-		return false
-	}
-	*n = int(v)
-	return true
 }

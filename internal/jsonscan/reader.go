@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -373,4 +374,72 @@ func (r *Reader) number() (any, bool) {
 	}
 	r.i = i
 	return f, true
+}
+
+// StringOrNull reads a string into *s as json.Unmarshal does, or a null,
+// which leaves *s as it is.
+func (r *Reader) StringOrNull(s *string) bool {
+	if r.Null() {
+		return true
+	}
+	v, ok := r.String()
+	*s = v
+	return ok
+}
+
+// Time reads a time as json.Unmarshal reads it into a time.Time (through
+// time.Time.UnmarshalJSON), a null leaving *t as it is; a string with an
+// escape or beyond ASCII is reported false.
+func (r *Reader) Time(t *time.Time) bool {
+	if r.Null() {
+		return true
+	}
+	q, ok := r.Quoted()
+	return ok && t.UnmarshalJSON(q) == nil
+}
+
+// RawMessage reads a value into *m as json.Unmarshal reads it into a
+// json.RawMessage: a copy of its bytes, null among them.
+func (r *Reader) RawMessage(m *json.RawMessage) bool {
+	raw, ok := r.Raw()
+	if !ok {
+		return false
+	}
+	*m = append((*m)[:0], raw...)
+	return true
+}
+
+// Int reads an integer as json.Unmarshal reads it into an int, a null
+// leaving *n as it is; anything json.Unmarshal refuses into an int (a
+// fraction, an exponent, an overflow) is reported false.
+func (r *Reader) Int(n *int) bool {
+	if r.Null() {
+		return true
+	}
+	raw, ok := r.Raw()
+	if !ok {
+		return false
+	}
+	v, err := strconv.ParseInt(string(raw), 10, strconv.IntSize)
+	if err != nil {
+		return false
+	}
+	*n = int(v)
+	return true
+}
+
+// Bool reads a boolean as json.Unmarshal does, a null leaving *v as it is.
+func (r *Reader) Bool(v *bool) bool {
+	if r.Null() {
+		return true
+	}
+	switch {
+	case r.literal("true"):
+		*v = true
+	case r.literal("false"):
+		*v = false
+	default:
+		return false
+	}
+	return true
 }
