@@ -133,7 +133,7 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		for _, h := range pause.Holds {
 			q.Holds = append(q.Holds, question.Held{Name: h.Name, Until: h.Until})
 		}
-		qraw, err := json.Marshal(q)
+		qraw, err := questionwire.Encode(q)
 		if err != nil {
 			return nil, err
 		}
