@@ -238,14 +238,106 @@ func Strings[S ~string](r *Reader) ([]S, bool) {
 	return out, ok
 }
 
-// Raw reads a value and returns its bytes, checked as JSON.
+// Raw reads a value and returns its bytes, checked as JSON (its
+// grammar, as json.Valid checks it) without building it.
 func (r *Reader) Raw() ([]byte, bool) {
 	r.space()
 	start := r.i
-	if _, ok := r.Value(); !ok {
+	if !r.skip() {
 		return nil, false
 	}
 	return r.b[start:r.i], true
+}
+
+// skip reads a value in JSON's grammar without building it.
+func (r *Reader) skip() bool {
+	switch r.Peek() {
+	case '{':
+		if r.depth++; r.depth > maxDepth {
+			return false
+		}
+		r.i++
+		ok := r.Peek() == '}'
+		if ok {
+			r.i++
+		}
+		for !ok {
+			if !r.skipString() || r.Peek() != ':' {
+				return false
+			}
+			r.i++
+			if !r.skip() {
+				return false
+			}
+			switch r.Peek() {
+			case ',':
+				r.i++
+			case '}':
+				r.i++
+				ok = true
+			default:
+				return false
+			}
+		}
+		r.depth--
+		return true
+	case '[':
+		if r.depth++; r.depth > maxDepth {
+			return false
+		}
+		ok := r.Array(r.skip)
+		r.depth--
+		return ok
+	case '"':
+		return r.skipString()
+	case 't':
+		return r.literal("true")
+	case 'f':
+		return r.literal("false")
+	case 'n':
+		return r.literal("null")
+	}
+	end, ok := r.numberEnd()
+	r.i = end
+	return ok
+}
+
+// skipString reads a string in JSON's grammar (its escapes checked, its
+// bytes beyond ASCII taken as they are, as json.Valid takes them).
+func (r *Reader) skipString() bool {
+	if r.Peek() != '"' {
+		return false
+	}
+	for i := r.i + 1; i < len(r.b); i++ {
+		switch c := r.b[i]; {
+		case c == '"':
+			r.i = i + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			i++
+			if i >= len(r.b) {
+				return false
+			}
+			switch r.b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(r.b) {
+					return false
+				}
+				for _, h := range r.b[i+1 : i+5] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return false
+					}
+				}
+				i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
 }
 
 // Value reads a value as json.Unmarshal reads it into an any: objects as
@@ -336,7 +428,22 @@ func (r *Reader) literal(lit string) bool {
 // number reads a number in JSON's grammar as a float64 (strconv.ParseFloat,
 // as json.Unmarshal reads it; one out of float64's range is reported false).
 func (r *Reader) number() (any, bool) {
-	start, i := r.i, r.i
+	start := r.i
+	i, ok := r.numberEnd()
+	if !ok {
+		return nil, false
+	}
+	f, err := strconv.ParseFloat(string(r.b[start:i]), 64)
+	if err != nil {
+		return nil, false
+	}
+	r.i = i
+	return f, true
+}
+
+// numberEnd is where the number at the reader ends, in JSON's grammar.
+func (r *Reader) numberEnd() (int, bool) {
+	i := r.i
 	digits := func() bool {
 		n := i
 		for i < len(r.b) && r.b[i] >= '0' && r.b[i] <= '9' {
@@ -351,12 +458,12 @@ func (r *Reader) number() (any, bool) {
 	case i < len(r.b) && r.b[i] == '0':
 		i++
 	case !digits():
-		return nil, false
+		return i, false
 	}
 	if i < len(r.b) && r.b[i] == '.' {
 		i++
 		if !digits() {
-			return nil, false
+			return i, false
 		}
 	}
 	if i < len(r.b) && (r.b[i] == 'e' || r.b[i] == 'E') {
@@ -365,15 +472,10 @@ func (r *Reader) number() (any, bool) {
 			i++
 		}
 		if !digits() {
-			return nil, false
+			return i, false
 		}
 	}
-	f, err := strconv.ParseFloat(string(r.b[start:i]), 64)
-	if err != nil {
-		return nil, false
-	}
-	r.i = i
-	return f, true
+	return i, true
 }
 
 // StringOrNull reads a string into *s as json.Unmarshal does, or a null,

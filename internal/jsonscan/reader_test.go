@@ -1,6 +1,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -20,6 +21,14 @@ func FuzzReaderValue(f *testing.F) {
 			if err := json.Unmarshal(in, &want); err != nil || !reflect.DeepEqual(v, want) {
 				t.Fatalf("%q: read %#v, json.Unmarshal %#v (error %v)", in, v, want, err)
 			}
+		}
+		r = NewReader(in)
+		raw, ok := r.Raw()
+		if ok && r.End() != json.Valid(in) || ok && json.Valid(in) && string(raw) != string(bytes.TrimSpace(in)) {
+			t.Fatalf("%q: Raw %q, %v; json.Valid %v", in, raw, ok, json.Valid(in))
+		}
+		if !ok && json.Valid(in) && bytes.Count(in, []byte("["))+bytes.Count(in, []byte("{")) < maxDepth {
+			t.Fatalf("%q: Raw refuses what json.Valid takes", in)
 		}
 		r = NewReader(in)
 		if q, ok := r.Quoted(); ok && r.End() {
