@@ -392,7 +392,9 @@ func (r *run) writeWorking(ctx context.Context) {
 	if (!r.owesWorking && r.pending == nil) || r.lost || ctx.Err() != nil {
 		return
 	}
-	_ = r.updateLocked(ctx, func(_ *store.Task, _ time.Time, entries []store.LogEntry) ([]store.LogEntry, error) { return entries, nil })
+	_ = r.updateLocked(ctx, func(_ *store.Task, _ time.Time, entries []store.LogEntry) ([]store.LogEntry, error) {
+		return entries, nil
+	})
 }
 
 func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, now time.Time, entries []store.LogEntry) ([]store.LogEntry, error)) error {
