@@ -67,6 +67,12 @@ func (r *Reader) End() bool {
 // name with one is reported false here) with the reader at its value,
 // which member reads.
 func (r *Reader) Object(member func(name []byte) bool) bool {
+	return r.objectOf(false, member)
+}
+
+// objectOf reads an object as Object does; anyName takes any name in
+// JSON's grammar (member gets it as it is in the JSON, escapes and all).
+func (r *Reader) objectOf(anyName bool, member func(name []byte) bool) bool {
 	if r.Peek() != '{' {
 		return false
 	}
@@ -81,11 +87,18 @@ func (r *Reader) Object(member func(name []byte) bool) bool {
 		}
 		start := r.i + 1
 		end := start
-		for end < len(r.b) && r.b[end] != '"' && r.b[end] != '\\' && r.b[end] >= 0x20 && r.b[end] < utf8.RuneSelf {
-			end++
-		}
-		if end >= len(r.b) || r.b[end] != '"' {
-			return false
+		if anyName {
+			if !r.skipString() {
+				return false
+			}
+			end = r.i - 1
+		} else {
+			for end < len(r.b) && r.b[end] != '"' && r.b[end] != '\\' && r.b[end] >= 0x20 && r.b[end] < utf8.RuneSelf {
+				end++
+			}
+			if end >= len(r.b) || r.b[end] != '"' {
+				return false
+			}
 		}
 		r.i = end + 1
 		if r.Peek() != ':' {
@@ -256,31 +269,9 @@ func (r *Reader) skip() bool {
 		if r.depth++; r.depth > maxDepth {
 			return false
 		}
-		r.i++
-		ok := r.Peek() == '}'
-		if ok {
-			r.i++
-		}
-		for !ok {
-			if !r.skipString() || r.Peek() != ':' {
-				return false
-			}
-			r.i++
-			if !r.skip() {
-				return false
-			}
-			switch r.Peek() {
-			case ',':
-				r.i++
-			case '}':
-				r.i++
-				ok = true
-			default:
-				return false
-			}
-		}
+		ok := r.objectOf(true, func([]byte) bool { return r.skip() })
 		r.depth--
-		return true
+		return ok
 	case '[':
 		if r.depth++; r.depth > maxDepth {
 			return false
