@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/askpoint/askpoint/internal/jsontest"
 )
 
 // FuzzQuestionJSON: a question built from the fuzzer's bytes (every member
@@ -47,25 +49,15 @@ func FuzzQuestionJSON(f *testing.F) {
 	})
 }
 
+// sameQuestionRead checks readQuestion, and decodeQuestion, against
+// json.Unmarshal on raw; must says readQuestion has to read it.
 func sameQuestionRead(t *testing.T, raw []byte, must bool) {
 	t.Helper()
-	var got, want Question
-	ok := readQuestion(raw, &got)
-	if must && !ok {
-		t.Fatalf("readQuestion left %s to json.Unmarshal", raw)
-	}
-	if !ok {
-		return
-	}
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatalf("readQuestion read %s, json.Unmarshal refuses it: %v", raw, err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s:\nreadQuestion   %#v\njson.Unmarshal %#v", raw, got, want)
-	}
-	var d Question
-	if err := decodeQuestion(raw, &d); err != nil || !reflect.DeepEqual(d, want) {
-		t.Fatalf("decodeQuestion(%s) = %#v, %v", raw, d, err)
+	jsontest.SameRead(t, raw, must, readQuestion)
+	var d, want Question
+	derr, werr := decodeQuestion(raw, &d), json.Unmarshal(raw, &want)
+	if (derr == nil) != (werr == nil) || !reflect.DeepEqual(d, want) {
+		t.Fatalf("decodeQuestion(%s) = %#v, %v; json.Unmarshal %#v, %v", raw, d, derr, want, werr)
 	}
 }
 

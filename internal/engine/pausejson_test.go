@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/askpoint/askpoint/internal/api"
+	"github.com/askpoint/askpoint/internal/jsontest"
 	"github.com/askpoint/askpoint/store"
 )
 
@@ -41,20 +42,7 @@ func FuzzPauseJSON(f *testing.F) {
 // readPause has to read it (a pause as encodePause writes it).
 func samePauseRead(t *testing.T, raw []byte, must bool) {
 	t.Helper()
-	var got, want pauseState
-	ok := readPause(raw, &got)
-	if must && !ok {
-		t.Fatalf("readPause left %s to json.Unmarshal", raw)
-	}
-	if !ok {
-		return
-	}
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatalf("readPause read %s, json.Unmarshal refuses it: %v", raw, err)
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s:\nreadPause      %#v\njson.Unmarshal %#v", raw, got, want)
-	}
+	jsontest.SameRead(t, raw, must, readPause)
 }
 
 func pauseGen(g *taskGen) *pauseState {
