@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -245,62 +244,11 @@ func listNeeds(missing []string, ccs []string) string {
 	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
-var (
-	amountAfter  = regexp.MustCompile(`(?i)(\d+(?:[.,]\d{1,2})?)\s*(euros?|eur|€|dollars?|usd|\$|pounds?|gbp|£|chf|francs?)`)
-	amountBefore = regexp.MustCompile(`(?i)(€|\$|£)\s*(\d+(?:[.,]\d{1,2})?)`)
-	isoDate      = regexp.MustCompile(`\b(\d{4}-\d{2}-\d{2})\b`)
-	// weekdayWords match each weekday's name as a word, compiled once.
-	weekdayWords = func() (out [7]*regexp.Regexp) {
-		for d := time.Sunday; d <= time.Saturday; d++ {
-			out[d] = regexp.MustCompile(`\b` + strings.ToLower(d.String()) + `\b`)
-		}
-		return out
-	}()
-	vendorWord = regexp.MustCompile(`(?i)\b(?:my|a|the|this)\s+([a-z]+)\s+(?:receipt|bill|invoice|ticket|fare)`)
-)
-
 var currencies = map[string]string{
 	"euro": "EUR", "euros": "EUR", "eur": "EUR", "€": "EUR",
 	"dollar": "USD", "dollars": "USD", "usd": "USD", "$": "USD",
 	"pound": "GBP", "pounds": "GBP", "gbp": "GBP", "£": "GBP",
 	"chf": "CHF", "franc": "CHF", "francs": "CHF",
-}
-
-// Parse extracts what it can from a request such as "File my taxi receipt
-// from Tuesday, 42 euros". Weekday names mean the latest such day on or
-// before today.
-func Parse(text string, today time.Time) Expense {
-	var e Expense
-	if m := amountAfter.FindStringSubmatch(text); m != nil {
-		e.Amount = parseAmount(m[1])
-		e.Currency = currencies[strings.ToLower(m[2])]
-	} else if m := amountBefore.FindStringSubmatch(text); m != nil {
-		e.Amount = parseAmount(m[2])
-		e.Currency = currencies[strings.ToLower(m[1])]
-	}
-	lower := strings.ToLower(text)
-	if m := isoDate.FindStringSubmatch(text); m != nil {
-		if _, err := time.Parse(time.DateOnly, m[1]); err == nil {
-			e.Date = m[1]
-		}
-	} else if strings.Contains(lower, "yesterday") {
-		e.Date = today.AddDate(0, 0, -1).Format(time.DateOnly)
-	} else if strings.Contains(lower, "today") {
-		e.Date = today.Format(time.DateOnly)
-	} else {
-		for d := time.Sunday; d <= time.Saturday; d++ {
-			if weekdayWords[d].MatchString(lower) {
-				back := (int(today.Weekday()) - int(d) + 7) % 7
-				e.Date = today.AddDate(0, 0, -back).Format(time.DateOnly)
-				break
-			}
-		}
-	}
-	if m := vendorWord.FindStringSubmatch(text); m != nil {
-		w := strings.ToLower(m[1])
-		e.Vendor = strings.ToUpper(w[:1]) + w[1:]
-	}
-	return e
 }
 
 func parseAmount(s string) float64 {

@@ -93,7 +93,7 @@ func (r *run) stepFailed(ctx context.Context, stepErr error) (api.Outcome, bool)
 	}
 	note := fmt.Sprintf("The agent's step (%s) failed (attempt %d of %d); retrying in %s.",
 		stepName(in), attempts, max(s.cfg.StepRetries, 0)+1, wait.Round(time.Millisecond))
-	err = r.writeRetried(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
+	err = r.writeRetried(ctx, func(next *store.Task, now time.Time, entries []store.LogEntry) ([]store.LogEntry, error) {
 		next.Runnable = true
 		next.LeaseOwner = "" // no node holds it: any claims it once due
 		next.LeaseUntil = now.Add(wait)
@@ -104,7 +104,7 @@ func (r *run) stepFailed(ctx context.Context, stepErr error) (api.Outcome, bool)
 			return nil, err
 		}
 		next.State, next.Status = a2a.TaskStateWorking, st
-		return []store.LogEntry{e}, nil
+		return append(entries, e), nil
 	})
 	if err != nil {
 		if !errors.Is(err, errLost) {
@@ -123,7 +123,7 @@ func (r *run) stepFailed(ctx context.Context, stepErr error) (api.Outcome, bool)
 // and the run's lease still stands (a quick step's unwritten message has
 // no lease: its caller's request decides again). When it gives up, the
 // lease lapses and a claimer runs the step again with the same key.
-func (r *run) writeRetried(ctx context.Context, change func(next *store.Task, now time.Time) ([]store.LogEntry, error)) error {
+func (r *run) writeRetried(ctx context.Context, change func(next *store.Task, now time.Time, entries []store.LogEntry) ([]store.LogEntry, error)) error {
 	for n := 0; ; n++ {
 		err := r.update(ctx, change)
 		if err == nil || !store.IsTransient(err) {

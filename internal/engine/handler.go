@@ -415,7 +415,7 @@ func (h *Handler) reply(ctx context.Context, req *a2a.SendMessageRequest) (out *
 func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.LogEntry, *runInput, error) {
 	s := h.s
 	var q question.Question
-	if err := json.Unmarshal(t.Question, &q); err != nil {
+	if err := questionwire.Decode(t.Question, &q); err != nil {
 		return nil, nil, nil, errInternal(fmt.Errorf("decode open question of task %s: %w", t.ID, err))
 	}
 	now := s.now()
@@ -442,7 +442,7 @@ func (h *Handler) answer(t *store.Task, msg *a2a.Message) (*store.Task, []store.
 	}
 	// Re-ask: the task stays in input-required with a new question.
 	next := *t
-	raw, err := json.Marshal(v.reask)
+	raw, err := questionwire.Encode(v.reask)
 	if err != nil {
 		return nil, nil, nil, errInternal(err)
 	}

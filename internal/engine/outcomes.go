@@ -77,11 +77,12 @@ func (oc *outcomes) resumeRow(t *store.Task, in *runInput, msg *a2a.Message, not
 }
 
 // applyOutcome turns an outcome into the task's next row and log entries.
+// It appends the entries to entries and returns the list.
 // historyIsRequest: the task's history holds only its request so far (the
 // run wrote all of it), so a question asked now is the pause's Fresh one.
 // trace is the asking span's traceparent a question's pause keeps ("" for
 // none).
-func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsRequest bool, trace string, now time.Time) ([]store.LogEntry, error) {
+func (oc *outcomes) applyOutcome(entries []store.LogEntry, next *store.Task, o api.Outcome, historyIsRequest bool, trace string, now time.Time) ([]store.LogEntry, error) {
 	next.Runnable = false
 	next.LeaseOwner = ""
 	next.LeaseUntil = time.Time{}
@@ -101,7 +102,6 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		defer keepDigest(next, digest)
 	}
 
-	var entries []store.LogEntry
 	var state a2a.TaskState
 	var msg *a2a.Message
 	var data any // what msg's data part encodes as, when not its value
@@ -110,20 +110,20 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		releases := oc.releases(next.Agent)
 		q, err := oc.prepareQuestion(o.Question(), next.ID, next.Version, now)
 		if err != nil {
-			return oc.refuse(next, o, releases, "The agent asked a question that cannot be answered: "+err.Error(), now)
+			return oc.refuse(entries, next, o, releases, "The agent asked a question that cannot be answered: "+err.Error(), now)
 		}
 		if q.Attempt > q.MaxAttempts {
 			// The agent re-asked (askpoint.Reask) past the cap: the end a
 			// re-ask after a validation error would have come to.
-			return oc.refuse(next, o, releases, noValidAnswer(q.Attempt-1, q.Errors), now)
+			return oc.refuse(entries, next, o, releases, noValidAnswer(q.Attempt-1, q.Errors), now)
 		}
 		cp, err := json.Marshal(o.Checkpoint())
 		if err != nil {
-			return oc.refuse(next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
+			return oc.refuse(entries, next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
 		}
 		pause, err := oc.preparePause(o, q, releases, now)
 		if err != nil {
-			return oc.refuse(next, o, releases, "The agent asked a question the runtime cannot keep: "+err.Error(), now)
+			return oc.refuse(entries, next, o, releases, "The agent asked a question the runtime cannot keep: "+err.Error(), now)
 		}
 		if historyIsRequest {
 			pause.Fresh = q.ID
@@ -133,14 +133,14 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		for _, h := range pause.Holds {
 			q.Holds = append(q.Holds, question.Held{Name: h.Name, Until: h.Until})
 		}
-		qraw, err := json.Marshal(q)
+		qraw, err := questionwire.Encode(q)
 		if err != nil {
 			return nil, err
 		}
 		next.Checkpoint, next.Question = cp, qraw
 		if api.WakeTokenOf(o) != "" {
 			if len(api.WakeTokenOf(o)) < minWakeToken {
-				return oc.refuse(next, o, releases, fmt.Sprintf("The agent's wake token is shorter than %d characters.", minWakeToken), now)
+				return oc.refuse(entries, next, o, releases, fmt.Sprintf("The agent's wake token is shorter than %d characters.", minWakeToken), now)
 			}
 			pause.WakeDigest = tokenDigest(api.WakeTokenOf(o))
 		}
@@ -154,11 +154,11 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		releases := oc.releases(next.Agent)
 		pause, err := oc.prepareAuth(o, next.Version, releases, now)
 		if err != nil {
-			return oc.refuse(next, o, releases, "The agent asked for a credential the runtime cannot wait for: "+err.Error(), now)
+			return oc.refuse(entries, next, o, releases, "The agent asked for a credential the runtime cannot wait for: "+err.Error(), now)
 		}
 		cp, err := json.Marshal(o.Checkpoint())
 		if err != nil {
-			return oc.refuse(next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
+			return oc.refuse(entries, next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
 		}
 		next.Checkpoint = cp
 		if err := oc.setPause(next, pause); err != nil {
@@ -168,26 +168,26 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 	case api.OutcomeAwait:
 		releases := oc.releases(next.Agent)
 		if len(api.WakeTokenOf(o)) < minWakeToken {
-			return oc.refuse(next, o, releases, fmt.Sprintf("The agent waits for an event with a wake token shorter than %d characters.", minWakeToken), now)
+			return oc.refuse(entries, next, o, releases, fmt.Sprintf("The agent waits for an event with a wake token shorter than %d characters.", minWakeToken), now)
 		}
 		if !api.DeadlineOf(o).After(now) {
-			return oc.refuse(next, o, releases, "The agent waits for an event with a deadline that has passed.", now)
+			return oc.refuse(entries, next, o, releases, "The agent waits for an event with a deadline that has passed.", now)
 		}
 		if !o.Expiry().IsZero() {
-			return oc.refuse(next, o, releases, "The agent waits for an event with ExpiresAt set: a wait ends at Await's deadline; ExpiresAt is for RequireAuth.", now)
+			return oc.refuse(entries, next, o, releases, "The agent waits for an event with ExpiresAt set: a wait ends at Await's deadline; ExpiresAt is for RequireAuth.", now)
 		}
 		cp, err := json.Marshal(o.Checkpoint())
 		if err != nil {
-			return oc.refuse(next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
+			return oc.refuse(entries, next, o, releases, "The agent's checkpoint could not be saved: "+err.Error(), now)
 		}
 		next.Checkpoint = cp
 		// Question names the pause in hold keys: unique per pause.
 		p := &pauseState{Asked: now, Await: o.Text(), Question: fmt.Sprintf("await-%d", next.Version),
 			Expires: ceilMilli(api.DeadlineOf(o)), WakeDigest: tokenDigest(api.WakeTokenOf(o))}
 		if p.Holds, err = prepareHolds(o.Holds(), p.Expires, "the wait's deadline", releases); err != nil {
-			return oc.refuse(next, o, releases, "The agent waits while holding what the runtime cannot keep: "+err.Error(), now)
+			return oc.refuse(entries, next, o, releases, "The agent waits while holding what the runtime cannot keep: "+err.Error(), now)
 		}
-		raw, err := json.Marshal(p)
+		raw, err := encodePause(p)
 		if err != nil {
 			return nil, err
 		}
@@ -214,7 +214,7 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 		}
 		msg = agentMessage(next, o.Text())
 	default:
-		return oc.applyOutcome(next, api.Fail("The agent ended its step without an outcome."), false, "", now)
+		return oc.applyOutcome(entries, next, api.Fail("The agent ended its step without an outcome."), false, "", now)
 	}
 	st, e, err := statusEntryData(next, state, msg, data, now)
 	if err != nil {
@@ -227,8 +227,8 @@ func (oc *outcomes) applyOutcome(next *store.Task, o api.Outcome, historyIsReque
 // refuse fails the task of an Ask or Await outcome the runtime cannot
 // keep, saying why, and keeps the holds the outcome declared, due for
 // release at once: the step reserved them before it asked.
-func (oc *outcomes) refuse(next *store.Task, o api.Outcome, releases bool, reason string, now time.Time) ([]store.LogEntry, error) {
-	entries, err := oc.applyOutcome(next, api.Fail(reason), false, "", now)
+func (oc *outcomes) refuse(entries []store.LogEntry, next *store.Task, o api.Outcome, releases bool, reason string, now time.Time) ([]store.LogEntry, error) {
+	entries, err := oc.applyOutcome(entries, next, api.Fail(reason), false, "", now)
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +359,7 @@ func (oc *outcomes) setPause(next *store.Task, p *pauseState) error {
 	if p.Holds == nil && !open {
 		return nil // nothing left to keep
 	}
-	raw, err := json.Marshal(p)
+	raw, err := encodePause(p)
 	if err != nil {
 		return err
 	}

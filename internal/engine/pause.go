@@ -80,6 +80,10 @@ func decodePause(t *store.Task) (*pauseState, error) {
 	if len(t.Pause) == 0 {
 		return p, nil
 	}
+	if readPause(t.Pause, p) {
+		return p, nil
+	}
+	*p = pauseState{}
 	if err := json.Unmarshal(t.Pause, p); err != nil {
 		return nil, fmt.Errorf("decode pause state of task %s: %w", t.ID, err)
 	}
@@ -158,7 +162,7 @@ func keepDigest(next *store.Task, digest string) {
 	if digest == "" || len(next.Pause) > 0 {
 		return
 	}
-	raw, err := json.Marshal(pauseState{WakeDigest: digest})
+	raw, err := encodePause(&pauseState{WakeDigest: digest})
 	if err == nil {
 		next.Pause = raw
 	}
@@ -167,7 +171,7 @@ func keepDigest(next *store.Task, digest string) {
 // storeKeepingTimers stores p on next and recomputes only the hold timer:
 // a hold release must not move the question's wake timer.
 func (p *pauseState) storeKeepingTimers(next *store.Task) error {
-	raw, err := json.Marshal(p)
+	raw, err := encodePause(p)
 	if err != nil {
 		return err
 	}

@@ -359,8 +359,10 @@ var errLost = errors.New("askpoint: the task is no longer this run's (canceled o
 
 // update writes a change to the run's task with compare-and-set on the
 // version the run holds. When the run still owes the working status, the
-// write carries it first.
-func (r *run) update(ctx context.Context, change func(next *store.Task, now time.Time) ([]store.LogEntry, error)) error {
+// write carries it first. change appends the log entries it writes to
+// entries (the write's list so far, with room for a step's outcome) and
+// returns the list.
+func (r *run) update(ctx context.Context, change func(next *store.Task, now time.Time, entries []store.LogEntry) ([]store.LogEntry, error)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.updateLocked(ctx, change)
@@ -390,10 +392,12 @@ func (r *run) writeWorking(ctx context.Context) {
 	if (!r.owesWorking && r.pending == nil) || r.lost || ctx.Err() != nil {
 		return
 	}
-	_ = r.updateLocked(ctx, func(*store.Task, time.Time) ([]store.LogEntry, error) { return nil, nil })
+	_ = r.updateLocked(ctx, func(_ *store.Task, _ time.Time, entries []store.LogEntry) ([]store.LogEntry, error) {
+		return entries, nil
+	})
 }
 
-func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, now time.Time) ([]store.LogEntry, error)) error {
+func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, now time.Time, entries []store.LogEntry) ([]store.LogEntry, error)) error {
 	if r.lost {
 		return errLost
 	}
@@ -420,11 +424,10 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 		next.State, next.Status = a2a.TaskStateWorking, st
 		entries = append(entries, e)
 	}
-	more, err := change(&next, now)
+	entries, err := change(&next, now, entries)
 	if err != nil {
 		return err
 	}
-	entries = append(entries, more...)
 	if r.pending != nil {
 		if err := withInput(&next, r.in); err != nil {
 			return err
@@ -470,11 +473,11 @@ func (r *run) updateLocked(ctx context.Context, change func(next *store.Task, no
 
 // Progress streams a working-state status message and records it.
 func (r *run) Progress(ctx context.Context, text string) error {
-	return r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
+	return r.update(ctx, func(next *store.Task, now time.Time, entries []store.LogEntry) ([]store.LogEntry, error) {
 		msg := agentMessage(next, text)
 		st, e, err := statusEntry(next, a2a.TaskStateWorking, msg, now)
 		next.Status = st
-		return []store.LogEntry{e}, err
+		return append(entries, e), err
 	})
 }
 
@@ -487,9 +490,9 @@ func (r *run) WakeToken() string {
 
 // AddArtifact streams an artifact now and keeps it on the task.
 func (r *run) AddArtifact(ctx context.Context, a *a2a.Artifact) error {
-	return r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
+	return r.update(ctx, func(next *store.Task, now time.Time, entries []store.LogEntry) ([]store.LogEntry, error) {
 		e, err := addArtifact(next, a, now)
-		return []store.LogEntry{e}, err
+		return append(entries, e), err
 	})
 }
 
@@ -509,8 +512,8 @@ func (r *run) finish(ctx context.Context, o api.Outcome, stepErr error) {
 	if o.Kind() == api.OutcomeAsk {
 		trace = s.obs.traceParent(ctx)
 	}
-	err := r.writeRetried(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
-		return s.outcomes.applyOutcome(next, o, r.historyIsRequest(), trace, now)
+	err := r.writeRetried(ctx, func(next *store.Task, now time.Time, entries []store.LogEntry) ([]store.LogEntry, error) {
+		return s.outcomes.applyOutcome(entries, next, o, r.historyIsRequest(), trace, now)
 	})
 	if err != nil && !errors.Is(err, errLost) {
 		s.log.Error("write step outcome", slog.String("task", r.task.ID), slog.String("agent", r.task.Agent), slog.Any("err", err))

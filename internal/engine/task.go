@@ -136,9 +136,9 @@ func addArtifactChunk(t *store.Task, a *a2a.Artifact, last bool, now time.Time) 
 
 // artifactChunk writes one chunk of a streamed artifact (Call.AppendArtifact).
 func (r *run) AppendArtifact(ctx context.Context, a *a2a.Artifact, last bool) error {
-	return r.update(ctx, func(next *store.Task, now time.Time) ([]store.LogEntry, error) {
+	return r.update(ctx, func(next *store.Task, now time.Time, entries []store.LogEntry) ([]store.LogEntry, error) {
 		e, err := addArtifactChunk(next, a, last, now)
-		return []store.LogEntry{e}, err
+		return append(entries, e), err
 	})
 }
 

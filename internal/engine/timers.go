@@ -13,6 +13,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/askpoint/askpoint/internal/questionwire"
 	"github.com/askpoint/askpoint/question"
 	"github.com/askpoint/askpoint/store"
 )
@@ -163,7 +164,7 @@ func (s *Engine) wakeTask(ctx context.Context, t *store.Task) error {
 	switch {
 	case t.State == a2a.TaskStateInputRequired && len(t.Question) > 0:
 		var q question.Question
-		if err := json.Unmarshal(t.Question, &q); err != nil {
+		if err := questionwire.Decode(t.Question, &q); err != nil {
 			return fmt.Errorf("decode open question: %w", err)
 		}
 		expires = q.Expires
@@ -287,7 +288,7 @@ func (s *Engine) expire(ctx context.Context, t *store.Task) (*store.Task, error)
 		entries = []store.LogEntry{e}
 	} else {
 		var q question.Question
-		if err := json.Unmarshal(t.Question, &q); err != nil {
+		if err := questionwire.Decode(t.Question, &q); err != nil {
 			return nil, fmt.Errorf("decode open question: %w", err)
 		}
 		logMsg, logAttr = "question expired", slog.String("question", q.ID)

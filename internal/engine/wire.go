@@ -436,9 +436,9 @@ func (m *MessageIn) ReadJSON(r *jsonscan.Reader) bool {
 	return r.Members(messageNames, func(i int) bool {
 		switch i {
 		case 0:
-			return readStringOrNull(r, &m.ID)
+			return r.StringOrNull(&m.ID)
 		case 1:
-			return readStringOrNull(r, &m.ContextID)
+			return r.StringOrNull(&m.ContextID)
 		case 2:
 			var ok bool
 			m.Extensions, ok = jsonscan.Strings[string](r)
@@ -458,7 +458,7 @@ func (m *MessageIn) ReadJSON(r *jsonscan.Reader) bool {
 			return ok && m.Role.UnmarshalJSON(raw) == nil
 		default:
 			var id string
-			ok := readStringOrNull(r, &id)
+			ok := r.StringOrNull(&id)
 			m.TaskID = a2a.TaskID(id)
 			return ok
 		}
@@ -471,17 +471,6 @@ var (
 	messageNames = []string{"messageId", "contextId", "extensions", "metadata", "parts", "referenceTaskIds", "role", "taskId"}
 	partNames    = []string{"text", "data", "url", "filename", "mediaType", "metadata"}
 )
-
-// readStringOrNull reads a string into *s, or a null, which leaves *s as
-// it is (as json.Unmarshal does).
-func readStringOrNull(r *jsonscan.Reader, s *string) bool {
-	if r.Null() {
-		return true
-	}
-	v, ok := r.String()
-	*s = v
-	return ok
-}
 
 // readStringPtr reads a string into a new *p, or leaves *p nil for null.
 func readStringPtr[T ~string](r *jsonscan.Reader, p **T) bool {
@@ -528,9 +517,9 @@ func (p *PartIn) readJSON(r *jsonscan.Reader) bool {
 		case 2:
 			return readStringPtr(r, &p.URL)
 		case 3:
-			return readStringOrNull(r, &p.Filename)
+			return r.StringOrNull(&p.Filename)
 		case 4:
-			return readStringOrNull(r, &p.MediaType)
+			return r.StringOrNull(&p.MediaType)
 		default:
 			var ok bool
 			p.Metadata, ok = r.Map()

@@ -385,11 +385,17 @@ func checkFields(raw json.RawMessage, where string, maxID int) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	return walkFields(raw, where, "", maxID)
+	// Walked first without naming the fields, which costs a string for
+	// each; only a refused request is walked again to name the field.
+	if walkFields(raw, "", "", maxID, false) == nil {
+		return nil
+	}
+	return walkFields(raw, where, "", maxID, true)
 }
 
-// walkFields checks raw, valid JSON found under key.
-func walkFields(raw []byte, where, key string, maxID int) error {
+// walkFields checks raw, valid JSON found under key; named says whether
+// where names it (else where is "" and an error names no field).
+func walkFields(raw []byte, where, key string, maxID int, named bool) error {
 	switch kind(raw) {
 	case '{':
 		return eachMember(raw, func(k string, val []byte) error {
@@ -406,11 +412,17 @@ func walkFields(raw []byte, where, key string, maxID int) error {
 				}
 				return nil
 			}
-			return walkFields(val, where+"."+k, k, maxID)
+			if named {
+				return walkFields(val, where+"."+k, k, maxID, true)
+			}
+			return walkFields(val, "", k, maxID, false)
 		})
 	case '[':
 		return eachElement(raw, func(i int, val []byte) error {
-			return walkFields(val, fmt.Sprintf("%s[%d]", where, i), key, maxID)
+			if named {
+				return walkFields(val, fmt.Sprintf("%s[%d]", where, i), key, maxID, true)
+			}
+			return walkFields(val, "", key, maxID, false)
 		})
 	case '"':
 		if !isIDField(key) {

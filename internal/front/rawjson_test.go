@@ -3,6 +3,7 @@ package front
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -55,4 +56,25 @@ func FuzzEachMember(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCheckFieldsNamesTheRefusedField: a refused identifier or role is
+// named by its place in the request (the walk that finds it names no
+// field; the second, for the error, does), and what is fine passes.
+func TestCheckFieldsNamesTheRefusedField(t *testing.T) {
+	for _, tc := range []struct{ raw, want string }{
+		{`{"message":{"messageId":"m-1","role":"ROLE_USER","referenceTaskIds":["t-1","t\u0007"]}}`,
+			`params.message.referenceTaskIds[1] holds the control character U+0007`},
+		{`{"message":{"messageId":"` + strings.Repeat("x", 65) + `"}}`, `params.message.messageId is 65 bytes long`},
+		{`{"message":{"messageId":"m-1","role":"ROLE_ROBOT"}}`, `params.message.role "ROLE_ROBOT" is not a message role`},
+		{`{"message":{"messageId":"m-1","role":"ROLE_AGENT","referenceTaskIds":["t-1"]},"configuration":{"id":"c"}}`, ``},
+	} {
+		err := checkFields([]byte(tc.raw), "params", 64)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("checkFields(%s) = %v, want nil", tc.raw, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("checkFields(%s) = %v, want an error with %q", tc.raw, err, tc.want)
+		}
+	}
 }

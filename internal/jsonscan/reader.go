@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -66,6 +67,12 @@ func (r *Reader) End() bool {
 // name with one is reported false here) with the reader at its value,
 // which member reads.
 func (r *Reader) Object(member func(name []byte) bool) bool {
+	return r.objectOf(false, member)
+}
+
+// objectOf reads an object as Object does; anyName takes any name in
+// JSON's grammar (member gets it as it is in the JSON, escapes and all).
+func (r *Reader) objectOf(anyName bool, member func(name []byte) bool) bool {
 	if r.Peek() != '{' {
 		return false
 	}
@@ -80,11 +87,18 @@ func (r *Reader) Object(member func(name []byte) bool) bool {
 		}
 		start := r.i + 1
 		end := start
-		for end < len(r.b) && r.b[end] != '"' && r.b[end] != '\\' && r.b[end] >= 0x20 && r.b[end] < utf8.RuneSelf {
-			end++
-		}
-		if end >= len(r.b) || r.b[end] != '"' {
-			return false
+		if anyName {
+			if !r.skipString() {
+				return false
+			}
+			end = r.i - 1
+		} else {
+			for end < len(r.b) && r.b[end] != '"' && r.b[end] != '\\' && r.b[end] >= 0x20 && r.b[end] < utf8.RuneSelf {
+				end++
+			}
+			if end >= len(r.b) || r.b[end] != '"' {
+				return false
+			}
 		}
 		r.i = end + 1
 		if r.Peek() != ':' {
@@ -193,6 +207,26 @@ func (r *Reader) String() (string, bool) {
 	return s, true
 }
 
+// Quoted reads a string that has no escape and only printable ASCII,
+// and returns it with its quotes, a slice of the input (for a reader
+// such as time.Time.UnmarshalJSON); any other string is reported false.
+func (r *Reader) Quoted() ([]byte, bool) {
+	if r.Peek() != '"' {
+		return nil, false
+	}
+	for end := r.i + 1; end < len(r.b); end++ {
+		switch c := r.b[end]; {
+		case c == '"':
+			q := r.b[r.i : end+1]
+			r.i = end + 1
+			return q, true
+		case c < 0x20 || c == '\\' || c >= utf8.RuneSelf:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
 func hasBackslash(b []byte) bool {
 	for _, c := range b {
 		if c == '\\' {
@@ -217,14 +251,84 @@ func Strings[S ~string](r *Reader) ([]S, bool) {
 	return out, ok
 }
 
-// Raw reads a value and returns its bytes, checked as JSON.
+// Raw reads a value and returns its bytes, checked as JSON (its
+// grammar, as json.Valid checks it) without building it.
 func (r *Reader) Raw() ([]byte, bool) {
 	r.space()
 	start := r.i
-	if _, ok := r.Value(); !ok {
+	if !r.skip() {
 		return nil, false
 	}
 	return r.b[start:r.i], true
+}
+
+// skip reads a value in JSON's grammar without building it.
+func (r *Reader) skip() bool {
+	switch r.Peek() {
+	case '{':
+		if r.depth++; r.depth > maxDepth {
+			return false
+		}
+		ok := r.objectOf(true, func([]byte) bool { return r.skip() })
+		r.depth--
+		return ok
+	case '[':
+		if r.depth++; r.depth > maxDepth {
+			return false
+		}
+		ok := r.Array(r.skip)
+		r.depth--
+		return ok
+	case '"':
+		return r.skipString()
+	case 't':
+		return r.literal("true")
+	case 'f':
+		return r.literal("false")
+	case 'n':
+		return r.literal("null")
+	}
+	end, ok := r.numberEnd()
+	r.i = end
+	return ok
+}
+
+// skipString reads a string in JSON's grammar (its escapes checked, its
+// bytes beyond ASCII taken as they are, as json.Valid takes them).
+func (r *Reader) skipString() bool {
+	if r.Peek() != '"' {
+		return false
+	}
+	for i := r.i + 1; i < len(r.b); i++ {
+		switch c := r.b[i]; {
+		case c == '"':
+			r.i = i + 1
+			return true
+		case c < 0x20:
+			return false
+		case c == '\\':
+			i++
+			if i >= len(r.b) {
+				return false
+			}
+			switch r.b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(r.b) {
+					return false
+				}
+				for _, h := range r.b[i+1 : i+5] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return false
+					}
+				}
+				i += 4
+			default:
+				return false
+			}
+		}
+	}
+	return false
 }
 
 // Value reads a value as json.Unmarshal reads it into an any: objects as
@@ -315,7 +419,22 @@ func (r *Reader) literal(lit string) bool {
 // number reads a number in JSON's grammar as a float64 (strconv.ParseFloat,
 // as json.Unmarshal reads it; one out of float64's range is reported false).
 func (r *Reader) number() (any, bool) {
-	start, i := r.i, r.i
+	start := r.i
+	i, ok := r.numberEnd()
+	if !ok {
+		return nil, false
+	}
+	f, err := strconv.ParseFloat(string(r.b[start:i]), 64)
+	if err != nil {
+		return nil, false
+	}
+	r.i = i
+	return f, true
+}
+
+// numberEnd is where the number at the reader ends, in JSON's grammar.
+func (r *Reader) numberEnd() (int, bool) {
+	i := r.i
 	digits := func() bool {
 		n := i
 		for i < len(r.b) && r.b[i] >= '0' && r.b[i] <= '9' {
@@ -330,12 +449,12 @@ func (r *Reader) number() (any, bool) {
 	case i < len(r.b) && r.b[i] == '0':
 		i++
 	case !digits():
-		return nil, false
+		return i, false
 	}
 	if i < len(r.b) && r.b[i] == '.' {
 		i++
 		if !digits() {
-			return nil, false
+			return i, false
 		}
 	}
 	if i < len(r.b) && (r.b[i] == 'e' || r.b[i] == 'E') {
@@ -344,13 +463,76 @@ func (r *Reader) number() (any, bool) {
 			i++
 		}
 		if !digits() {
-			return nil, false
+			return i, false
 		}
 	}
-	f, err := strconv.ParseFloat(string(r.b[start:i]), 64)
-	if err != nil {
-		return nil, false
+	return i, true
+}
+
+// StringOrNull reads a string into *s as json.Unmarshal does, or a null,
+// which leaves *s as it is.
+func (r *Reader) StringOrNull(s *string) bool {
+	if r.Null() {
+		return true
 	}
-	r.i = i
-	return f, true
+	v, ok := r.String()
+	*s = v
+	return ok
+}
+
+// Time reads a time as json.Unmarshal reads it into a time.Time (through
+// time.Time.UnmarshalJSON), a null leaving *t as it is; a string with an
+// escape or beyond ASCII is reported false.
+func (r *Reader) Time(t *time.Time) bool {
+	if r.Null() {
+		return true
+	}
+	q, ok := r.Quoted()
+	return ok && t.UnmarshalJSON(q) == nil
+}
+
+// RawMessage reads a value into *m as json.Unmarshal reads it into a
+// json.RawMessage: a copy of its bytes, null among them.
+func (r *Reader) RawMessage(m *json.RawMessage) bool {
+	raw, ok := r.Raw()
+	if !ok {
+		return false
+	}
+	*m = append((*m)[:0], raw...)
+	return true
+}
+
+// Int reads an integer as json.Unmarshal reads it into an int, a null
+// leaving *n as it is; anything json.Unmarshal refuses into an int (a
+// fraction, an exponent, an overflow) is reported false.
+func (r *Reader) Int(n *int) bool {
+	if r.Null() {
+		return true
+	}
+	raw, ok := r.Raw()
+	if !ok {
+		return false
+	}
+	v, err := strconv.ParseInt(string(raw), 10, strconv.IntSize)
+	if err != nil {
+		return false
+	}
+	*n = int(v)
+	return true
+}
+
+// Bool reads a boolean as json.Unmarshal does, a null leaving *v as it is.
+func (r *Reader) Bool(v *bool) bool {
+	if r.Null() {
+		return true
+	}
+	switch {
+	case r.literal("true"):
+		*v = true
+	case r.literal("false"):
+		*v = false
+	default:
+		return false
+	}
+	return true
 }

@@ -1,6 +1,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -22,6 +23,21 @@ func FuzzReaderValue(f *testing.F) {
 			}
 		}
 		r = NewReader(in)
+		raw, ok := r.Raw()
+		if ok && r.End() != json.Valid(in) || ok && json.Valid(in) && string(raw) != string(bytes.TrimSpace(in)) {
+			t.Fatalf("%q: Raw %q, %v; json.Valid %v", in, raw, ok, json.Valid(in))
+		}
+		if !ok && json.Valid(in) && bytes.Count(in, []byte("["))+bytes.Count(in, []byte("{")) < maxDepth {
+			t.Fatalf("%q: Raw refuses what json.Valid takes", in)
+		}
+		r = NewReader(in)
+		if q, ok := r.Quoted(); ok && r.End() {
+			var want string
+			if err := json.Unmarshal(in, &want); err != nil || string(q) != `"`+want+`"` {
+				t.Fatalf("%q: quoted %q, json.Unmarshal %q (error %v)", in, q, want, err)
+			}
+		}
+		r = NewReader(in)
 		if s, ok := r.String(); ok && r.End() {
 			var want string
 			if err := json.Unmarshal(in, &want); err != nil || s != want {
@@ -38,6 +54,22 @@ func TestReaderReadsTheUsualForms(t *testing.T) {
 		r := NewReader([]byte(s))
 		if _, ok := r.Value(); !ok || !r.End() {
 			t.Errorf("%s: not read", s)
+		}
+	}
+}
+
+// TestQuotedReadsOnlyPlainStrings: Quoted gives a plain string with its
+// quotes and refuses one with an escape, a control byte or a byte beyond
+// ASCII, and anything that is not a string.
+func TestQuotedReadsOnlyPlainStrings(t *testing.T) {
+	r := NewReader([]byte(` "2026-12-03T17:00:00Z" ,`))
+	if q, ok := r.Quoted(); !ok || string(q) != `"2026-12-03T17:00:00Z"` || r.Peek() != ',' {
+		t.Errorf("Quoted() = %q, %v, then %q", q, ok, r.Peek())
+	}
+	for _, s := range []string{`"a\"b"`, "\"a\x01\"", `"é"`, `"open`, `12`, `null`} {
+		r := NewReader([]byte(s))
+		if q, ok := r.Quoted(); ok {
+			t.Errorf("Quoted() read %q from %s", q, s)
 		}
 	}
 }

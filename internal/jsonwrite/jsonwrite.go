@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -242,4 +243,29 @@ func (e Encoded) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return e, nil
+}
+
+// Time appends t as time.Time.MarshalJSON writes it: RFC 3339 with
+// nanoseconds as needed, quoted; an error for a year it cannot write.
+func Time(b []byte, t time.Time) ([]byte, error) {
+	b = append(b, '"')
+	b, err := t.AppendText(b)
+	if err != nil {
+		return b, err
+	}
+	return append(b, '"'), nil
+}
+
+// RawAsIs reports whether json.Marshal writes raw (a json.RawMessage,
+// not empty) as it is: valid JSON with nothing it would compact or escape
+// (space, '<', '>', '&', and any byte beyond ASCII, for U+2028 and
+// U+2029). A caller writes raw itself only then.
+func RawAsIs(raw []byte) bool {
+	for _, c := range raw {
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '<' || c == '>' || c == '&' || c >= utf8.RuneSelf:
+			return false
+		}
+	}
+	return len(raw) > 0 && json.Valid(raw)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+	"time"
 )
 
 // Every function here must write what json.Marshal writes for the same
@@ -128,4 +129,33 @@ func TestValueWritesAnotherAppendJSONThroughJSONMarshal(t *testing.T) {
 	v := otherAppendJSON{A: "<"}
 	got, err := Value(nil, v)
 	same(t, "value with an AppendJSON of its own", v, got, err)
+}
+
+func TestTimeIsJSONMarshals(t *testing.T) {
+	base := time.Date(2026, 12, 3, 17, 0, 0, 0, time.UTC)
+	for _, tm := range []time.Time{{}, base, base.Add(123456789), base.In(time.FixedZone("", -9000)), base.Add(time.Millisecond).Local(),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Now()} {
+		got, err := Time(nil, tm)
+		same(t, "time", tm, got, err)
+	}
+}
+
+// TestRawAsIsOnlyWhatJSONMarshalLeaves: whatever RawAsIs says is written
+// as it is, json.Marshal writes as it is (what it would change or refuse
+// RawAsIs refuses), and the compact ASCII forms json.Marshal itself
+// writes are taken as they are.
+func TestRawAsIsOnlyWhatJSONMarshalLeaves(t *testing.T) {
+	for _, s := range []string{`null`, `{"a":[1,2.5,"x"],"b":true}`, `"x"`, `{ "a" : 1 }`, "[1,\n2]", `"<b>"`, `"&"`, `"é"`, `"\u2028"`, `{"a":`, ``, `nul`, `1 2`} {
+		raw := json.RawMessage(s)
+		want, err := json.Marshal(raw)
+		asIs := err == nil && bytes.Equal(want, raw)
+		if got := RawAsIs(raw); got && !asIs {
+			t.Errorf("RawAsIs(%s) = true, json.Marshal writes %s (%v)", s, want, err)
+		}
+	}
+	for _, s := range []string{`null`, `{"a":[1,2.5,"x"],"b":true}`, `"x"`, `42`} {
+		if !RawAsIs(json.RawMessage(s)) {
+			t.Errorf("RawAsIs(%s) = false", s)
+		}
+	}
 }

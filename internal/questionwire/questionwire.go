@@ -25,3 +25,20 @@ func Register[Q any](f func(q *Q) (*a2a.Message, any)) { messageAndWire = f }
 func MessageAndWire[Q any](q *Q) (*a2a.Message, any) {
 	return messageAndWire.(func(*Q) (*a2a.Message, any))(q)
 }
+
+// encode and decode are a func(*question.Question) ([]byte, error) and a
+// func([]byte, *question.Question) error, set by package question.
+var encode, decode any
+
+// RegisterCodec sets what Encode and Decode call. Package question calls
+// it once, from its init.
+func RegisterCodec[Q any](enc func(q *Q) ([]byte, error), dec func(raw []byte, q *Q) error) {
+	encode, decode = enc, dec
+}
+
+// Encode is json.Marshal(q), written without reflection.
+func Encode[Q any](q *Q) ([]byte, error) { return encode.(func(*Q) ([]byte, error))(q) }
+
+// Decode is json.Unmarshal(raw, q) for a zero q, read without reflection
+// when raw is in the form Encode writes.
+func Decode[Q any](raw []byte, q *Q) error { return decode.(func([]byte, *Q) error)(raw, q) }
