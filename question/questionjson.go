@@ -147,7 +147,7 @@ func readQuestion(raw []byte, q *Question) bool {
 		case 3:
 			return r.RawMessage(&q.Schema)
 		case 4:
-			return readList(&r, &q.Options, func(o *Option) bool {
+			return jsonscan.Objects(&r, &q.Options, func(o *Option) bool {
 				return r.Members(optionNames, func(i int) bool {
 					if i == 0 {
 						v, ok := r.Value()
@@ -168,7 +168,7 @@ func readQuestion(raw []byte, q *Question) bool {
 		case 8:
 			return r.Int(&q.MaxAttempts)
 		case 9:
-			return readList(&r, &q.Errors, func(e *FieldError) bool {
+			return jsonscan.Objects(&r, &q.Errors, func(e *FieldError) bool {
 				return r.Members(fieldErrorNames, func(i int) bool {
 					if i == 0 {
 						return r.StringOrNull(&e.Pointer)
@@ -189,7 +189,7 @@ func readQuestion(raw []byte, q *Question) bool {
 				return ok
 			})
 		default:
-			return readList(&r, &q.Holds, func(h *Held) bool {
+			return jsonscan.Objects(&r, &q.Holds, func(h *Held) bool {
 				return r.Members(heldNames, func(i int) bool {
 					if i == 0 {
 						return r.StringOrNull(&h.Name)
@@ -200,24 +200,4 @@ func readQuestion(raw []byte, q *Question) bool {
 		}
 	})
 	return ok && r.End()
-}
-
-// readList reads an array of objects into *list as json.Unmarshal reads
-// it into a slice of structs (null: nil, [] an empty slice), each element
-// by elem; an element that is not an object is reported false.
-func readList[T any](r *jsonscan.Reader, list *[]T, elem func(*T) bool) bool {
-	if r.Null() {
-		*list = nil
-		return true
-	}
-	out := []T{}
-	ok := r.Array(func() bool {
-		if r.Peek() != '{' {
-			return false
-		}
-		out = append(out, *new(T))
-		return elem(&out[len(out)-1])
-	})
-	*list = out
-	return ok
 }

@@ -153,18 +153,7 @@ func readPause(raw []byte, p *pauseState) bool {
 		case 10:
 			return r.StringOrNull(&p.Auth)
 		case 11:
-			if r.Null() {
-				p.Holds = nil
-				return true
-			}
-			p.Holds = []heldThing{}
-			return r.Array(func() bool {
-				if r.Peek() != '{' {
-					return false // null, or another kind: json.Unmarshal's
-				}
-				p.Holds = append(p.Holds, heldThing{})
-				return readHold(&r, &p.Holds[len(p.Holds)-1])
-			})
+			return jsonscan.Objects(&r, &p.Holds, func(h *heldThing) bool { return readHold(&r, h) })
 		default:
 			return r.StringOrNull(&p.Trace)
 		}

@@ -251,6 +251,26 @@ func Strings[S ~string](r *Reader) ([]S, bool) {
 	return out, ok
 }
 
+// Objects reads an array of objects, or null (nil), as json.Unmarshal
+// reads them into a []T of structs ([] an empty slice), each element by
+// elem; an element that is not an object is reported false.
+func Objects[T any](r *Reader, list *[]T, elem func(*T) bool) bool {
+	if r.Null() {
+		*list = nil
+		return true
+	}
+	out := []T{}
+	ok := r.Array(func() bool {
+		if r.Peek() != '{' {
+			return false
+		}
+		out = append(out, *new(T))
+		return elem(&out[len(out)-1])
+	})
+	*list = out
+	return ok
+}
+
 // Raw reads a value and returns its bytes, checked as JSON (its
 // grammar, as json.Valid checks it) without building it.
 func (r *Reader) Raw() ([]byte, bool) {
