@@ -11,7 +11,11 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding/gzip"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/askpoint/askpoint"
 	"github.com/askpoint/askpoint/internal/apitest"
@@ -212,4 +216,34 @@ func countTasks(t *testing.T, env *apitest.Env) int {
 		t.Fatal(err)
 	}
 	return len(tasks)
+}
+
+// A request compressed with gzip (grpc-go's gzip codec is in the askpoint
+// binary, linked by the OTLP exporter, so the server offers it) is held to
+// Config.MaxRequestBytes as it is once decompressed, not as it travels: a
+// few hundred bytes that inflate past the limit are refused before
+// anything is stored, and one that inflates within it is served.
+func TestACompressedRequestIsHeldToMaxRequestBytesOnceDecompressed(t *testing.T) {
+	env := limitedEnv(t, func(c *askpoint.Config) { c.MaxRequestBytes = 4096 })
+	c := raw(t, env)
+	ctx := v1(t.Context())
+	zip := grpc.UseCompressor(gzip.Name)
+	big := text("m-zip-big", strings.Repeat("x", 64<<10))
+	if n := proto.Size(&a2apb.SendMessageRequest{Tenant: "script", Message: big}); n <= 4096 {
+		t.Fatalf("the big request is %d bytes, not over the limit", n)
+	}
+	_, err := c.SendMessage(ctx, &a2apb.SendMessageRequest{Tenant: "script", Message: big}, zip)
+	if status.Code(err) != codes.ResourceExhausted {
+		t.Errorf("SendMessage of 64 KiB compressed = %v, want RESOURCE_EXHAUSTED", err)
+	}
+	if n := countTasks(t, env); n != 0 {
+		t.Errorf("%d tasks stored after the refusal, want none", n)
+	}
+	res, err := c.SendMessage(ctx, &a2apb.SendMessageRequest{Tenant: "script", Message: text("m-zip-small", "complete")}, zip)
+	if err != nil || res.GetTask().GetId() == "" {
+		t.Fatalf("SendMessage of a small compressed request = %v, %v; want a task", res, err)
+	}
+	if n := countTasks(t, env); n != 1 {
+		t.Errorf("%d tasks stored after the small request, want 1", n)
+	}
 }
