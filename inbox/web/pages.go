@@ -182,18 +182,13 @@ func (s *Server) page(sess *session, title, live string, body any) page {
 func (s *Server) listPage(w http.ResponseWriter, r *http.Request, sess *session) {
 	since, _ := s.wait() // before the read: the rows are at least this new
 	lq := readListQuery(r)
-	rows, err := s.rows(r.Context(), sess.person, lq)
-	if err != nil {
-		s.fail(w, "list the inbox", err)
-		return
-	}
 	all, err := s.rows(r.Context(), sess.person, listQuery{View: lq.View})
 	if err != nil {
 		s.fail(w, "list the inbox", err)
 		return
 	}
-	v := listView{Rows: rows, Query: lq, Agents: agentsOf(all), Heading: "Waiting on you",
-		Intro: "Questions that agents could not answer from facts or policy. The list updates by itself."}
+	v := listedView(all, lq)
+	v.Heading, v.Intro = "Waiting on you", "Questions that agents could not answer from facts or policy. The list updates by itself."
 	title := "Inbox"
 	if lq.View == viewAnswered {
 		v.Heading, v.Intro, title = "Answered", "Questions of this inbox that were answered, declined, withdrawn or expired.", "Answered"

@@ -299,18 +299,13 @@ func (sp *ServerPage) fail(w http.ResponseWriter, what string, err error) {
 
 func (sp *ServerPage) list(w http.ResponseWriter, r *http.Request, sess *session) {
 	lq := readListQuery(r)
-	rows, err := sp.paused(r.Context(), sess.person.Name, lq)
-	if err != nil {
-		sp.fail(w, "list the paused tasks", err)
-		return
-	}
 	all, err := sp.paused(r.Context(), sess.person.Name, listQuery{View: lq.View})
 	if err != nil {
 		sp.fail(w, "list the paused tasks", err)
 		return
 	}
-	v := listView{Rows: rows, Query: lq, Agents: agentsOf(all), Heading: "Waiting on you",
-		Intro: "Your tasks that wait for an answer. The list updates by itself."}
+	v := listedView(all, lq)
+	v.Heading, v.Intro = "Waiting on you", "Your tasks that wait for an answer. The list updates by itself."
 	title := "Paused tasks"
 	if lq.View == viewAnswered {
 		v.Heading, v.Intro, title = "Answered", "Your tasks that no longer wait for an answer: answered, declined, canceled or ended.", "Answered tasks"

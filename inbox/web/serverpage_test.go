@@ -258,3 +258,54 @@ func TestLivePagesShareOneReadAndTakeThePrincipalsStreamSlots(t *testing.T) {
 	pages[0].stop()
 	apitest.Eventually(t, "a live page closed gives its slot back", 10*time.Second, func() bool { return streamStatus(hc) == http.StatusOK })
 }
+
+// A list page with a filter reads each agent's tasks once: the rows the
+// filter keeps and the agents it offers come from the same read (before,
+// the page read every agent twice, once filtered and once whole, to name
+// the agents).
+func TestAFilteredListPageReadsEachAgentOnce(t *testing.T) {
+	env := apitest.Start(t, apitest.Options{Quiet: true, Config: func(c *askpoint.Config) {
+		c.Tokens = map[string]string{aliceToken: "alice", bobToken: "bob"}
+	}})
+	var lists atomic.Int64
+	base := startServerPage(t, env, func(c *web.ServerPageConfig) {
+		c.Handler = func(name string) (a2asrv.RequestHandler, bool) {
+			h, ok := env.Server.RequestHandler(name)
+			if !ok {
+				return nil, false
+			}
+			return listCounter{RequestHandler: h, n: &lists}, true
+		}
+	})
+	ask := func(agent, text string) a2a.TaskID {
+		t.Helper()
+		c := env.ClientAs(t, agent, a2a.TransportProtocolJSONRPC, aliceToken)
+		res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(text))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, ok := res.(*a2a.Task)
+		if !ok || task.Status.State != a2a.TaskStateInputRequired {
+			t.Fatalf("%s: %v, want a paused task", agent, res)
+		}
+		return task.ID
+	}
+	expense := ask("expense", "File my taxi receipt from Tuesday, 42 euros")
+	script := ask("script", "ask")
+	hc := loginAt(t, base, aliceToken)
+
+	before := lists.Load()
+	code, page := get(t, hc, base+"/inbox/?agent=expense")
+	if code != http.StatusOK {
+		t.Fatalf("the list filtered to expense: %d\n%s", code, page)
+	}
+	if reads, agents := lists.Load()-before, int64(len(env.Server.Agents())); reads != agents {
+		t.Errorf("the filtered list made %d ListTasks calls for %d agents, want one an agent", reads, agents)
+	}
+	if !strings.Contains(page, `id="task-`+string(expense)+`"`) || strings.Contains(page, `id="task-`+string(script)+`"`) {
+		t.Errorf("the list filtered to expense does not show expense's task alone:\n%s", page)
+	}
+	if !strings.Contains(page, `<option value="expense" selected>`) || !strings.Contains(page, `<option value="script">`) {
+		t.Errorf("the filter does not offer both agents with expense chosen:\n%s", page)
+	}
+}

@@ -97,6 +97,14 @@ type listView struct {
 	StatsLink string // the stats page, when the person may see it
 }
 
+// listedView is the list page's rows and filter from all, the rows of
+// lq's view before its filter: one read gives both the rows lq keeps and
+// every agent the filter offers.
+func listedView(all []row, lq listQuery) listView {
+	agents := agentsOf(all) // before apply, which filters all in place
+	return listView{Rows: lq.apply(all), Query: lq, Agents: agents}
+}
+
 // agentsOf lists the rows' agents, once each, sorted.
 func agentsOf(rows []row) []string {
 	var out []string
