@@ -184,6 +184,18 @@ type listCounter struct {
 	n *atomic.Int64
 }
 
+// countingLists is env's request handlers, each counting its ListTasks
+// calls in n.
+func countingLists(env *apitest.Env, n *atomic.Int64) func(string) (a2asrv.RequestHandler, bool) {
+	return func(name string) (a2asrv.RequestHandler, bool) {
+		h, ok := env.Server.RequestHandler(name)
+		if !ok {
+			return nil, false
+		}
+		return listCounter{RequestHandler: h, n: n}, true
+	}
+}
+
 func (c listCounter) ListTasks(ctx context.Context, req *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
 	c.n.Add(1)
 	return c.RequestHandler.ListTasks(ctx, req)
@@ -203,13 +215,7 @@ func TestLivePagesShareOneReadAndTakeThePrincipalsStreamSlots(t *testing.T) {
 	}})
 	var lists atomic.Int64
 	base := startServerPage(t, env, func(c *web.ServerPageConfig) {
-		c.Handler = func(name string) (a2asrv.RequestHandler, bool) {
-			h, ok := env.Server.RequestHandler(name)
-			if !ok {
-				return nil, false
-			}
-			return listCounter{RequestHandler: h, n: &lists}, true
-		}
+		c.Handler = countingLists(env, &lists)
 		c.AcquireStream = env.Server.AcquireStream
 	})
 	alice := env.ClientAs(t, "expense", a2a.TransportProtocolJSONRPC, aliceToken)
@@ -268,15 +274,7 @@ func TestAFilteredListPageReadsEachAgentOnce(t *testing.T) {
 		c.Tokens = map[string]string{aliceToken: "alice", bobToken: "bob"}
 	}})
 	var lists atomic.Int64
-	base := startServerPage(t, env, func(c *web.ServerPageConfig) {
-		c.Handler = func(name string) (a2asrv.RequestHandler, bool) {
-			h, ok := env.Server.RequestHandler(name)
-			if !ok {
-				return nil, false
-			}
-			return listCounter{RequestHandler: h, n: &lists}, true
-		}
-	})
+	base := startServerPage(t, env, func(c *web.ServerPageConfig) { c.Handler = countingLists(env, &lists) })
 	ask := func(agent, text string) a2a.TaskID {
 		t.Helper()
 		c := env.ClientAs(t, agent, a2a.TransportProtocolJSONRPC, aliceToken)
