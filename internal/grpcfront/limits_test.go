@@ -228,11 +228,11 @@ func TestACompressedRequestIsHeldToMaxRequestBytesOnceDecompressed(t *testing.T)
 	c := raw(t, env)
 	ctx := v1(t.Context())
 	zip := grpc.UseCompressor(gzip.Name)
-	big := text("m-zip-big", strings.Repeat("x", 64<<10))
-	if n := proto.Size(&a2apb.SendMessageRequest{Tenant: "script", Message: big}); n <= 4096 {
+	big := &a2apb.SendMessageRequest{Tenant: "script", Message: text("m-zip-big", strings.Repeat("x", 64<<10))}
+	if n := proto.Size(big); n <= 4096 {
 		t.Fatalf("the big request is %d bytes, not over the limit", n)
 	}
-	_, err := c.SendMessage(ctx, &a2apb.SendMessageRequest{Tenant: "script", Message: big}, zip)
+	_, err := c.SendMessage(ctx, big, zip)
 	if status.Code(err) != codes.ResourceExhausted {
 		t.Errorf("SendMessage of 64 KiB compressed = %v, want RESOURCE_EXHAUSTED", err)
 	}
